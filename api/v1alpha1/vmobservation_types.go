@@ -1,0 +1,382 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Verdict is the judgement on a layer or on the whole VM. The words are Argo
+// CD's health vocabulary, with Failed for terminal states.
+// +kubebuilder:validation:Enum=Healthy;Progressing;Suspended;Degraded;Failed;Unknown
+type Verdict string
+
+const (
+	// VerdictHealthy means every source the layer reads agrees the VM is fine.
+	VerdictHealthy Verdict = "Healthy"
+	// VerdictProgressing means the layer is on its way to Healthy (booting,
+	// scheduling, migrating) and has not yet passed its deadline.
+	VerdictProgressing Verdict = "Progressing"
+	// VerdictSuspended means the VM is paused or stopped on purpose.
+	VerdictSuspended Verdict = "Suspended"
+	// VerdictDegraded means the VM runs but something the user relies on is
+	// broken (a failed migration, a stale node agent, a missing guest agent).
+	VerdictDegraded Verdict = "Degraded"
+	// VerdictFailed means the VM is in a terminal state it will not leave by
+	// itself.
+	VerdictFailed Verdict = "Failed"
+	// VerdictUnknown means the evidence is missing or too old to judge.
+	VerdictUnknown Verdict = "Unknown"
+)
+
+// Severity orders verdicts for the overall verdict: the worst layer wins, in
+// the order Failed > Degraded > Unknown > Progressing > Suspended > Healthy.
+// Unknown verdicts (not in the enum) rank worst so they are never hidden.
+func (v Verdict) Severity() int {
+	switch v {
+	case VerdictHealthy:
+		return 0
+	case VerdictSuspended:
+		return 1
+	case VerdictProgressing:
+		return 2
+	case VerdictUnknown:
+		return 3
+	case VerdictDegraded:
+		return 4
+	case VerdictFailed:
+		return 5
+	}
+	return 6
+}
+
+// LauncherPodRole says what a virt-launcher pod is to its VMI.
+// +kubebuilder:validation:Enum=Active;MigrationSource;MigrationTarget;Stale
+type LauncherPodRole string
+
+const (
+	// RoleActive is the pod that runs the VM outside of a migration.
+	RoleActive LauncherPodRole = "Active"
+	// RoleMigrationSource is the pod the VM migrates away from.
+	RoleMigrationSource LauncherPodRole = "MigrationSource"
+	// RoleMigrationTarget is the pod the VM migrates to.
+	RoleMigrationTarget LauncherPodRole = "MigrationTarget"
+	// RoleStale is a finished or superseded pod still owned by the VMI (and
+	// possibly still listed in status.activePods, see kubevirt#12773).
+	RoleStale LauncherPodRole = "Stale"
+)
+
+// VMObservationSpec names the VM to observe and may override the
+// controller's default policy for it.
+type VMObservationSpec struct {
+	// VMName is the name of the VirtualMachine (and of its
+	// VirtualMachineInstance) in this namespace. It must equal
+	// metadata.name: a VMObservation shares its VM's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	VMName string `json:"vmName"`
+
+	// Policy overrides the controller's defaults for this VM.
+	// +optional
+	Policy *PolicyOverrides `json:"policy,omitempty"`
+}
+
+// PolicyOverrides overrides the controller's thresholds for one VM. Unset
+// fields take the controller's flag values.
+type PolicyOverrides struct {
+	// SchedulingTimeout is how long a VMI may stay Pending or Scheduling
+	// before the control plane layer turns Degraded (StuckScheduling).
+	// +optional
+	SchedulingTimeout *metav1.Duration `json:"schedulingTimeout,omitempty"`
+
+	// MigrationPhaseTimeout is how long a migration may stay in one phase
+	// before it counts as stuck (MigrationStuck).
+	// +optional
+	MigrationPhaseTimeout *metav1.Duration `json:"migrationPhaseTimeout,omitempty"`
+
+	// HeartbeatTimeout is how old virt-handler's kubevirt.io/heartbeat may
+	// be before the node layer turns Unknown (NodeAgentStale).
+	// +optional
+	HeartbeatTimeout *metav1.Duration `json:"heartbeatTimeout,omitempty"`
+
+	// AgentGracePeriod is how long after Running the guest agent may take to
+	// connect before its absence counts.
+	// +optional
+	AgentGracePeriod *metav1.Duration `json:"agentGracePeriod,omitempty"`
+
+	// StalledAfter is how long a layer may stay Degraded before the
+	// VMObservation reports Stalled=True.
+	// +optional
+	StalledAfter *metav1.Duration `json:"stalledAfter,omitempty"`
+
+	// GuestAgentExpected says whether this VM's guest runs a QEMU guest
+	// agent. When true, a missing agent makes the guest layer Degraded;
+	// when false, it is only noted.
+	// +optional
+	GuestAgentExpected *bool `json:"guestAgentExpected,omitempty"`
+}
+
+// Evidence points at one field of one object that a verdict rests on.
+type Evidence struct {
+	// Kind of the object: VirtualMachineInstance, Pod, Node, ...
+	Kind string `json:"kind"`
+	// Name of the object (namespace is the VMObservation's unless the kind
+	// is cluster scoped).
+	Name string `json:"name"`
+	// Field is the path of the field read, e.g. status.phase.
+	Field string `json:"field"`
+	// Value is the value read, shortened when long.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Time is when the source says the value was set, when it says so.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// LayerStatus is the verdict on one layer, with the reason, the evidence and
+// how fresh that evidence is.
+type LayerStatus struct {
+	// Verdict on this layer.
+	Verdict Verdict `json:"verdict"`
+	// Reason is a stable CamelCase word, documented in docs/verdicts.md.
+	Reason string `json:"reason"`
+	// Message explains the verdict to a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when the verdict last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// EvidenceTime is the newest timestamp among the evidence.
+	// +optional
+	EvidenceTime *metav1.Time `json:"evidenceTime,omitempty"`
+	// StaleAt is when the evidence stops being trustworthy, or when the
+	// verdict changes by itself if nothing else happens (a phase timeout).
+	// +optional
+	StaleAt *metav1.Time `json:"staleAt,omitempty"`
+	// Evidence lists the fields the verdict rests on.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Evidence []Evidence `json:"evidence,omitempty"`
+}
+
+// Layers holds one verdict per layer of a KubeVirt VM.
+type Layers struct {
+	// ControlPlane reads the VM, VMI and migration objects that
+	// virt-controller and virt-handler write.
+	ControlPlane LayerStatus `json:"controlPlane"`
+	// Node reads the virt-launcher pods, the Node and virt-handler's
+	// heartbeat.
+	Node LayerStatus `json:"node"`
+	// Guest reads what the guest agent reports.
+	Guest LayerStatus `json:"guest"`
+}
+
+// VMISummary is what the VirtualMachineInstance says about itself.
+type VMISummary struct {
+	Name string `json:"name"`
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Reason is the VMI's status.reason (NodeUnresponsive is the only value
+	// KubeVirt v1.9 writes).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// PhaseSince is when the VMI entered its current phase.
+	// +optional
+	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+}
+
+// LauncherPod is one virt-launcher pod controlled by the VMI.
+type LauncherPod struct {
+	Name string `json:"name"`
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// +optional
+	Node string `json:"node,omitempty"`
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	Ready bool   `json:"ready"`
+	Role  LauncherPodRole `json:"role"`
+	// Restarts counts restarts of the pod's containers.
+	Restarts int32 `json:"restarts"`
+}
+
+// MigrationSummary describes the newest migration of the VMI.
+type MigrationSummary struct {
+	Name string `json:"name"`
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// +optional
+	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+	// +optional
+	SourceNode string `json:"sourceNode,omitempty"`
+	// +optional
+	TargetNode string `json:"targetNode,omitempty"`
+	// +optional
+	SourcePod string `json:"sourcePod,omitempty"`
+	// +optional
+	TargetPod string `json:"targetPod,omitempty"`
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// +optional
+	Completed bool `json:"completed,omitempty"`
+	// +optional
+	Failed bool `json:"failed,omitempty"`
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+	// +optional
+	AbortStatus string `json:"abortStatus,omitempty"`
+}
+
+// LiveMigratability says whether the VMI can be live-migrated and, when it
+// cannot, every reason found (KubeVirt's own LiveMigratable condition names
+// only the first).
+type LiveMigratability struct {
+	// Status is True, False or Unknown.
+	Status metav1.ConditionStatus `json:"status"`
+	// Reasons lists every reason the VMI cannot be live-migrated, sorted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// InterfaceStatus joins what the guest, the domain and the pod network say
+// about one interface.
+type InterfaceStatus struct {
+	// Name is the interface's name in the VMI spec.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// InterfaceName is the name inside the guest.
+	// +optional
+	InterfaceName string `json:"interfaceName,omitempty"`
+	// +optional
+	MAC string `json:"mac,omitempty"`
+	// IPAddresses the VMI status reports.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+	// InfoSources are the sources KubeVirt joined in infoSource: domain,
+	// guest-agent, multus-status.
+	// +optional
+	InfoSources []string `json:"infoSources,omitempty"`
+	// PodIPs are the IPs the pod network gives this interface: the pod's
+	// status.podIPs for the primary network, Multus network-status for the
+	// others.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	PodIPs []string `json:"podIPs,omitempty"`
+}
+
+// GuestSummary is what the guest agent reports.
+type GuestSummary struct {
+	// AgentConnected is true while the VMI carries the AgentConnected
+	// condition (KubeVirt removes it on disconnect; it is never False).
+	AgentConnected bool `json:"agentConnected"`
+	// +optional
+	AgentConnectedSince *metav1.Time `json:"agentConnectedSince,omitempty"`
+	// AgentSupported is false when KubeVirt reports AgentVersionNotSupported.
+	AgentSupported bool `json:"agentSupported"`
+	// OSPrettyName comes from status.guestOSInfo, which KubeVirt never
+	// clears: it is identity, not evidence of a live agent.
+	// +optional
+	OSPrettyName string `json:"osPrettyName,omitempty"`
+	// +optional
+	KernelRelease string `json:"kernelRelease,omitempty"`
+}
+
+// VMObservationStatus is the observed health of the VM. Lists are sorted and
+// times are truncated to seconds, so the same world gives the same status.
+type VMObservationStatus struct {
+	// ObservedGeneration is the metadata.generation of the VMObservation the
+	// status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Verdict is the worst layer's verdict.
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+	// Reason is the worst layer's reason.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message names the worst layer and says why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// Layers holds the verdict of each layer.
+	// +optional
+	Layers *Layers `json:"layers,omitempty"`
+	// VMI summarises the VirtualMachineInstance, absent when none exists.
+	// +optional
+	VMI *VMISummary `json:"vmi,omitempty"`
+	// LauncherPods lists the virt-launcher pods the VMI controls, by name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	LauncherPods []LauncherPod `json:"launcherPods,omitempty"`
+	// Migration describes the newest migration, if any.
+	// +optional
+	Migration *MigrationSummary `json:"migration,omitempty"`
+	// LiveMigratable says whether the VMI can be live-migrated and why not.
+	// +optional
+	LiveMigratable *LiveMigratability `json:"liveMigratable,omitempty"`
+	// Interfaces lists the VMI's interfaces, by name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+	// Guest is what the guest agent reports.
+	// +optional
+	Guest *GuestSummary `json:"guest,omitempty"`
+	// Conditions are Ready, Reconciling and Stalled (kstatus) and one per
+	// layer: ControlPlaneHealthy, NodeHealthy, GuestHealthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// VMObservation is the derived health of one KubeVirt VM: a verdict per
+// layer (control plane, node, guest), the reason and evidence behind it, and
+// how fresh that evidence is.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vmobs,categories=kubevirt
+// +kubebuilder:validation:XValidation:rule="self.spec.vmName == self.metadata.name",message="spec.vmName must equal metadata.name: a VMObservation shares its VM's name"
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`
+// +kubebuilder:printcolumn:name="Control-Plane",type=string,JSONPath=`.status.layers.controlPlane.verdict`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.layers.node.verdict`
+// +kubebuilder:printcolumn:name="Guest",type=string,JSONPath=`.status.layers.guest.verdict`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vmi.phase`,priority=1
+// +kubebuilder:printcolumn:name="Node-Name",type=string,JSONPath=`.status.vmi.nodeName`,priority=1
+// +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.migration.phase`,priority=1
+// +kubebuilder:printcolumn:name="Agent",type=boolean,JSONPath=`.status.guest.agentConnected`,priority=1
+type VMObservation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   VMObservationSpec   `json:"spec"`
+	Status VMObservationStatus `json:"status,omitempty"`
+}
+
+// VMObservationList is a list of VMObservations.
+//
+// +kubebuilder:object:root=true
+type VMObservationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []VMObservation `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VMObservation{}, &VMObservationList{})
+}

@@ -1,0 +1,120 @@
+// Package verdict folds everything KubeVirt says about one VM into the
+// VMObservation status: a verdict per layer with reasons, evidence and the
+// deadline at which the verdict could change with no object changing. It is
+// pure: no client, no clock, no globals. The controller and `vmobs analyze`
+// call the same Evaluate.
+package verdict
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// Policy holds the thresholds of the rules.
+type Policy struct {
+	// SchedulingTimeout: Pending/Scheduling longer than this is StuckScheduling.
+	SchedulingTimeout time.Duration
+	// MigrationPhaseTimeout: a migration in one phase longer than this is stuck.
+	MigrationPhaseTimeout time.Duration
+	// HeartbeatTimeout: a kubevirt.io/heartbeat older than this is stale.
+	HeartbeatTimeout time.Duration
+	// AgentGracePeriod: time after Running for the guest agent to connect.
+	AgentGracePeriod time.Duration
+	// GuestDataMaxAge: how long guest data is trusted (the agent polls every 120s).
+	GuestDataMaxAge time.Duration
+	// StalledAfter: Degraded for longer than this sets Stalled=True.
+	StalledAfter time.Duration
+	// GuestAgentExpected: a missing agent is Degraded rather than a note.
+	GuestAgentExpected bool
+}
+
+// DefaultPolicy returns the documented defaults.
+func DefaultPolicy() Policy {
+	return Policy{
+		SchedulingTimeout:     10 * time.Minute,
+		MigrationPhaseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:      5 * time.Minute,
+		AgentGracePeriod:      5 * time.Minute,
+		GuestDataMaxAge:       10 * time.Minute,
+		StalledAfter:          15 * time.Minute,
+		GuestAgentExpected:    false,
+	}
+}
+
+// WithOverrides returns p with the VMObservation's spec overrides applied.
+func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
+	if o == nil {
+		return p
+	}
+	set := func(dst *time.Duration, d interface{ Nanoseconds() int64 }, ok bool) {
+		if ok && d.Nanoseconds() > 0 {
+			*dst = time.Duration(d.Nanoseconds())
+		}
+	}
+	if o.SchedulingTimeout != nil {
+		set(&p.SchedulingTimeout, o.SchedulingTimeout.Duration, true)
+	}
+	if o.MigrationPhaseTimeout != nil {
+		set(&p.MigrationPhaseTimeout, o.MigrationPhaseTimeout.Duration, true)
+	}
+	if o.HeartbeatTimeout != nil {
+		set(&p.HeartbeatTimeout, o.HeartbeatTimeout.Duration, true)
+	}
+	if o.AgentGracePeriod != nil {
+		set(&p.AgentGracePeriod, o.AgentGracePeriod.Duration, true)
+	}
+	if o.StalledAfter != nil {
+		set(&p.StalledAfter, o.StalledAfter.Duration, true)
+	}
+	if o.GuestAgentExpected != nil {
+		p.GuestAgentExpected = *o.GuestAgentExpected
+	}
+	return p
+}
+
+// Input is everything the status depends on, gathered by the caller.
+type Input struct {
+	// Name and Namespace of the VM (and VMI, and VMObservation).
+	Namespace, Name string
+	// VM may be nil (a VMI created without a VM).
+	VM *kubevirtv1.VirtualMachine
+	// VMI is nil when the VM is stopped.
+	VMI *kubevirtv1.VirtualMachineInstance
+	// Migrations are the VMIMs whose spec.vmiName is the VMI, in any order.
+	Migrations []*kubevirtv1.VirtualMachineInstanceMigration
+	// Pods are the virt-launcher pods whose controller is the VMI, in any order.
+	Pods []*corev1.Pod
+	// Nodes by name: the nodes the pods and the VMI name. A missing entry
+	// means the Node object does not exist.
+	Nodes map[string]*corev1.Node
+	// Policy holds the thresholds.
+	Policy Policy
+	// Previous is the status stored before, if any; it keeps
+	// lastTransitionTime stable across evaluations.
+	Previous *v1alpha1.VMObservationStatus
+	// Now is the evaluation time.
+	Now time.Time
+}
+
+// Result is the computed status and when to look again.
+type Result struct {
+	// Status is the whole status except observedGeneration, which the
+	// caller sets.
+	Status v1alpha1.VMObservationStatus
+	// NextDeadline is the time until the nearest deadline at which the
+	// verdict could change with no object changing; 0 means none.
+	NextDeadline time.Duration
+}
+
+// Evaluate computes the status. TEMPORARY STUB: replaced by the engine.
+func Evaluate(in Input) Result {
+	l := v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictUnknown, Reason: "NotImplemented"}
+	return Result{Status: v1alpha1.VMObservationStatus{
+		Verdict: v1alpha1.VerdictUnknown, Reason: "NotImplemented",
+		Layers: &v1alpha1.Layers{ControlPlane: l, Node: l, Guest: l},
+	}}
+}
