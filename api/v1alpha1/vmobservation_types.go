@@ -197,8 +197,8 @@ type LauncherPod struct {
 	// +optional
 	Node string `json:"node,omitempty"`
 	// +optional
-	Phase string `json:"phase,omitempty"`
-	Ready bool   `json:"ready"`
+	Phase string          `json:"phase,omitempty"`
+	Ready bool            `json:"ready"`
 	Role  LauncherPodRole `json:"role"`
 	// Restarts counts restarts of the pod's containers.
 	Restarts int32 `json:"restarts"`

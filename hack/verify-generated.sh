@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Fails when a generated file does not match what its generator makes from
+# the sources in the working tree: the DeepCopy methods, the CRD and RBAC
+# manifests, and the KubeVirt CRDs for tests.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Copy the sources that generate into a scratch tree and regenerate there, so
+# the check never rewrites the working tree.
+mkdir -p "$tmp/tree"
+cp -r go.mod go.sum api hack "$tmp/tree/"
+mkdir -p "$tmp/tree/config/crd/bases" "$tmp/tree/config/rbac"
+[ -d controllers ] && cp -r controllers "$tmp/tree/"
+(
+  cd "$tmp/tree"
+  go tool controller-gen object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+  paths=(paths="./api/...")
+  [ -d controllers ] && paths+=(paths="./controllers/...")
+  go tool controller-gen rbac:roleName=vmobs-manager-role crd "${paths[@]}" \
+    output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+)
+
+stale=0
+check() { # generated file in the scratch tree, file in the working tree
+  if ! diff -u "$2" "$1" >"$tmp/diff" 2>&1; then
+    echo "stale generated file: $2" >&2
+    head -40 "$tmp/diff" >&2
+    stale=1
+  fi
+}
+check "$tmp/tree/api/v1alpha1/zz_generated.deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go
+for f in "$tmp"/tree/config/crd/bases/*.yaml; do
+  check "$f" "config/crd/bases/$(basename "$f")"
+done
+if [ -f "$tmp/tree/config/rbac/role.yaml" ]; then
+  check "$tmp/tree/config/rbac/role.yaml" config/rbac/role.yaml
+fi
+if [ -x hack/verify-kubevirt-crds.sh ]; then
+  hack/verify-kubevirt-crds.sh || stale=1
+fi
+if [ "$stale" != 0 ]; then
+  echo "generated files are stale: run 'make manifests generate kubevirt-crds' and commit the result" >&2
+  exit 1
+fi
+echo "generated files are up to date"

@@ -1,0 +1,311 @@
+package apisurface
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// t0 is a fixed, second-aligned time: the API server stores times in seconds.
+var t0 = metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+
+func at(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "apisurface-"}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// runningVMI is written the way virt-controller and virt-handler leave a VMI
+// that has migrated once and runs with a guest agent.
+func runningVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"kubevirt.io/nodeName": "node-b"}},
+		Spec: kubevirtv1.VirtualMachineInstanceSpec{
+			Domain: kubevirtv1.DomainSpec{
+				Devices: kubevirtv1.Devices{
+					Interfaces: []kubevirtv1.Interface{
+						{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
+						{Name: "blue", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
+					},
+				},
+			},
+			Networks: []kubevirtv1.Network{
+				{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+				{Name: "blue", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "blue-net"}}},
+			},
+		},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{
+			Phase:    kubevirtv1.Running,
+			NodeName: "node-b",
+			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
+				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: at(2 * time.Minute)},
+				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue, LastTransitionTime: at(3 * time.Minute)},
+				{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable, Message: "cannot migrate VMI: PVC rootdisk is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", LastTransitionTime: at(time.Minute)},
+				{Type: kubevirtv1.VirtualMachineInstanceConditionType("StorageLiveMigratable"), Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable, LastTransitionTime: at(time.Minute)},
+			},
+			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
+				{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: t0},
+				{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: at(time.Second)},
+				{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: at(40 * time.Second)},
+				{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: at(2 * time.Minute)},
+			},
+			Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+				{Name: "default", InterfaceName: "eth0", MAC: "52:54:00:6f:2c:01", IP: "10.0.2.2", IPs: []string{"10.0.2.2", "fd10:0:2::2"}, InfoSource: "domain, guest-agent", QueueCount: 1, PodInterfaceName: "eth0"},
+				{Name: "blue", InterfaceName: "eth1", MAC: "52:54:00:6f:2c:02", IP: "192.168.10.7", IPs: []string{"192.168.10.7"}, InfoSource: "domain, guest-agent, multus-status", QueueCount: 1, PodInterfaceName: "pod16477688c0e"},
+			},
+			GuestOSInfo: kubevirtv1.VirtualMachineInstanceGuestOSInfo{
+				Name: "Fedora Linux", KernelRelease: "6.11.4-301.fc41.x86_64", Version: "41", PrettyName: "Fedora Linux 41 (Cloud Edition)", VersionID: "41", ID: "fedora", Machine: "x86_64",
+			},
+			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{
+				StartTimestamp:                 ptr.To(at(10 * time.Minute)),
+				EndTimestamp:                   ptr.To(at(11 * time.Minute)),
+				TargetNodeDomainReadyTimestamp: ptr.To(at(11 * time.Minute)),
+				TargetNodeDomainDetected:       true,
+				TargetNodeAddress:              "10.244.1.12",
+				TargetDirectMigrationNodePorts: map[string]int{"38091": 0, "44525": 49152},
+				TargetNode:                     "node-b",
+				TargetPod:                      "virt-launcher-vm1-x7k2p",
+				SourceNode:                     "node-a",
+				SourcePod:                      "virt-launcher-vm1-abcde",
+				Completed:                      true,
+				MigrationUID:                   "0d3b5a3c-1f0e-4d5c-9e2a-7b7f0c0e9a11",
+				Mode:                           kubevirtv1.MigrationPreCopy,
+				MigrationPolicyName:            ptr.To("fast-lane"),
+				MigrationNetworkType:           kubevirtv1.MigrationNetworkType("Pod"),
+			},
+			MigrationMethod:               kubevirtv1.LiveMigration,
+			MigrationTransport:            kubevirtv1.MigrationTransportUnix,
+			QOSClass:                      ptr.To(corev1.PodQOSBurstable),
+			LauncherContainerImageVersion: "quay.io/kubevirt/virt-launcher:v1.9.0",
+			ActivePods: map[types.UID]string{
+				"5e1c2b8e-0000-4000-8000-000000000001": "node-a",
+				"5e1c2b8e-0000-4000-8000-000000000002": "node-b",
+			},
+			VolumeStatus: []kubevirtv1.VolumeStatus{
+				{Name: "rootdisk", Target: "vda", Phase: kubevirtv1.VolumeReady, Reason: "VolumeReady"},
+			},
+			VirtualMachineRevisionName: "revision-start-vm-1",
+			RuntimeUser:                107,
+			SelinuxContext:             "none",
+			Machine:                    &kubevirtv1.Machine{Type: "pc-q35-rhel9.4.0"},
+			CurrentCPUTopology:         &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1},
+		},
+	}
+}
+
+func runningVM(ns, name string) *kubevirtv1.VirtualMachine {
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: kubevirtv1.VirtualMachineSpec{
+			RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways),
+			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+				Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{}},
+			},
+		},
+	}
+}
+
+func jsonOf(v any) string {
+	b, err := json.Marshal(v)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
+
+var _ = Describe("KubeVirt CRDs", func() {
+	It("round-trips a realistic Running VMI without losing a status field", func() {
+		ns := newNamespace()
+		want := runningVMI(ns, "vm1")
+		Expect(k8s.Create(ctx, want.DeepCopy())).To(Succeed())
+
+		got := &kubevirtv1.VirtualMachineInstance{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm1"}, got)).To(Succeed())
+		Expect(jsonOf(got.Status)).To(MatchJSON(jsonOf(want.Status)))
+		Expect(jsonOf(got.Spec.Networks)).To(MatchJSON(jsonOf(want.Spec.Networks)))
+		Expect(got.Status.Interfaces[0].InfoSource).To(Equal("domain, guest-agent"))
+		Expect(got.Status.ActivePods).To(HaveLen(2))
+	})
+
+	It("round-trips a VM with runStrategy and printableStatus through its status subresource", func() {
+		ns := newNamespace()
+		vm := runningVM(ns, "vm1")
+		Expect(k8s.Create(ctx, vm)).To(Succeed())
+		vm.Status = kubevirtv1.VirtualMachineStatus{
+			PrintableStatus: kubevirtv1.VirtualMachineStatusRunning,
+			Ready:           true,
+			Created:         true,
+			Conditions: []kubevirtv1.VirtualMachineCondition{
+				{Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionTrue, LastTransitionTime: at(2 * time.Minute)},
+			},
+			DesiredGeneration:  1,
+			ObservedGeneration: 1,
+			RunStrategy:        kubevirtv1.RunStrategyAlways,
+		}
+		want := vm.Status.DeepCopy()
+		Expect(k8s.Status().Update(ctx, vm)).To(Succeed())
+
+		got := &kubevirtv1.VirtualMachine{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(vm), got)).To(Succeed())
+		Expect(jsonOf(got.Status)).To(MatchJSON(jsonOf(want)))
+		Expect(*got.Spec.RunStrategy).To(Equal(kubevirtv1.RunStrategyAlways))
+	})
+
+	It("round-trips a VMIM with phase transitions, and its status write keeps the generation", func() {
+		ns := newNamespace()
+		vmim := &kubevirtv1.VirtualMachineInstanceMigration{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kubevirt-evacuation-x2", Labels: map[string]string{"kubevirt.io/vmi-name": "vm1"}},
+			Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: "vm1"},
+		}
+		Expect(k8s.Create(ctx, vmim)).To(Succeed())
+		gen := vmim.Generation
+		vmim.Status = kubevirtv1.VirtualMachineInstanceMigrationStatus{
+			Phase: kubevirtv1.MigrationFailed,
+			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{
+				{Phase: kubevirtv1.MigrationPending, PhaseTransitionTimestamp: at(10 * time.Minute)},
+				{Phase: kubevirtv1.MigrationScheduling, PhaseTransitionTimestamp: at(10*time.Minute + time.Second)},
+				{Phase: kubevirtv1.MigrationFailed, PhaseTransitionTimestamp: at(16 * time.Minute)},
+			},
+			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{
+				SourceNode: "node-a", SourcePod: "virt-launcher-vm1-abcde", TargetNode: "node-b", Failed: true,
+				FailureReason: "Target pod is down", MigrationUID: vmim.UID, EndTimestamp: ptr.To(at(16 * time.Minute)),
+			},
+		}
+		want := vmim.Status.DeepCopy()
+		Expect(k8s.Status().Update(ctx, vmim)).To(Succeed())
+
+		got := &kubevirtv1.VirtualMachineInstanceMigration{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(vmim), got)).To(Succeed())
+		Expect(jsonOf(got.Status)).To(MatchJSON(jsonOf(want)))
+		Expect(got.Generation).To(Equal(gen), "a VMIM has a status subresource: its status writes do not bump the generation")
+	})
+
+	It("bumps a VMI's generation on a status write: the VMI has no status subresource", func() {
+		ns := newNamespace()
+		vmi := runningVMI(ns, "vm2")
+		Expect(k8s.Create(ctx, vmi)).To(Succeed())
+		gen := vmi.Generation
+
+		vmi.Status.Conditions = vmi.Status.Conditions[:1] // the agent disconnected
+		Expect(k8s.Update(ctx, vmi)).To(Succeed())
+		Expect(vmi.Generation).To(Equal(gen + 1))
+
+		err := k8s.Status().Update(ctx, vmi)
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no /status subresource on VMIs, got %v", err)
+	})
+})
+
+func fullObservation(ns, name string) *v1alpha1.VMObservation {
+	layer := func(v v1alpha1.Verdict, reason string) v1alpha1.LayerStatus {
+		return v1alpha1.LayerStatus{
+			Verdict: v, Reason: reason, Message: "checked", LastTransitionTime: ptr.To(at(time.Minute)),
+			EvidenceTime: ptr.To(at(2 * time.Minute)), StaleAt: ptr.To(at(7 * time.Minute)),
+			Evidence: []v1alpha1.Evidence{{Kind: "Pod", Name: "virt-launcher-" + name + "-abcde", Field: "status.phase", Value: "Running", Time: ptr.To(at(time.Minute))}},
+		}
+	}
+	return &v1alpha1.VMObservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.VMObservationSpec{VMName: name},
+		Status: v1alpha1.VMObservationStatus{
+			ObservedGeneration: 1,
+			Verdict:            v1alpha1.VerdictDegraded,
+			Reason:             "MigrationFailed",
+			Message:            "control plane: migration kubevirt-evacuation-x2 failed on node-b: target pod shutdown",
+			Layers: &v1alpha1.Layers{
+				ControlPlane: layer(v1alpha1.VerdictDegraded, "MigrationFailed"),
+				Node:         layer(v1alpha1.VerdictHealthy, "LauncherRunning"),
+				Guest:        layer(v1alpha1.VerdictHealthy, "AgentConnected"),
+			},
+			VMI: &v1alpha1.VMISummary{Name: name, UID: "1b2c", Phase: "Running", NodeName: "node-a", PhaseSince: ptr.To(at(time.Minute))},
+			LauncherPods: []v1alpha1.LauncherPod{
+				{Name: "virt-launcher-" + name + "-abcde", UID: "p1", Node: "node-a", Phase: "Running", Ready: true, Role: v1alpha1.RoleActive},
+				{Name: "virt-launcher-" + name + "-x7k2p", UID: "p2", Node: "node-b", Phase: "Failed", Role: v1alpha1.RoleStale, Restarts: 1},
+			},
+			Migration: &v1alpha1.MigrationSummary{
+				Name: "kubevirt-evacuation-x2", UID: "m1", Phase: "Failed", PhaseSince: ptr.To(at(16 * time.Minute)),
+				SourceNode: "node-a", TargetNode: "node-b", SourcePod: "virt-launcher-" + name + "-abcde", TargetPod: "virt-launcher-" + name + "-x7k2p",
+				StartTime: ptr.To(at(10 * time.Minute)), EndTime: ptr.To(at(16 * time.Minute)), Failed: true, FailureReason: "target pod shutdown",
+			},
+			LiveMigratable: &v1alpha1.LiveMigratability{Status: metav1.ConditionFalse, Reasons: []string{"DisksNotLiveMigratable", "HostDeviceNotLiveMigratable"}},
+			Interfaces: []v1alpha1.InterfaceStatus{
+				{Name: "default", InterfaceName: "eth0", MAC: "52:54:00:6f:2c:01", IPAddresses: []string{"10.0.2.2"}, InfoSources: []string{"domain", "guest-agent"}, PodIPs: []string{"10.244.0.17"}},
+			},
+			Guest: &v1alpha1.GuestSummary{AgentConnected: true, AgentConnectedSince: ptr.To(at(3 * time.Minute)), AgentSupported: true, OSPrettyName: "Fedora Linux 41 (Cloud Edition)", KernelRelease: "6.11.4-301.fc41.x86_64"},
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MigrationFailed", Message: "migration failed", LastTransitionTime: at(16 * time.Minute)},
+			},
+		},
+	}
+}
+
+var _ = Describe("VMObservation CRD", func() {
+	It("stores a full status through the status subresource without bumping the generation, and kubectl prints its columns", func() {
+		ns := newNamespace()
+		obs := fullObservation(ns, "vm1")
+		status := obs.Status.DeepCopy()
+		Expect(k8s.Create(ctx, obs)).To(Succeed())
+		Expect(obs.Status.Verdict).To(BeEmpty(), "the status subresource drops status on create")
+		gen := obs.Generation
+
+		obs.Status = *status
+		Expect(k8s.Status().Update(ctx, obs)).To(Succeed())
+		got := &v1alpha1.VMObservation{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obs), got)).To(Succeed())
+		Expect(jsonOf(got.Status)).To(MatchJSON(jsonOf(status)))
+		Expect(got.Generation).To(Equal(gen))
+
+		out, err := testenv.Kubectl(kubeconfig, "get", "vmobservations", "-n", ns)
+		Expect(err).NotTo(HaveOccurred())
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(2), out)
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "REASON", "AGE"}))
+		Expect(strings.Fields(lines[1])[:6]).To(Equal([]string{"vm1", "Degraded", "Degraded", "Healthy", "Healthy", "MigrationFailed"}))
+
+		out, err = testenv.Kubectl(kubeconfig, "get", "vmobs", "-n", ns, "-o", "wide")
+		Expect(err).NotTo(HaveOccurred())
+		lines = strings.Split(strings.TrimSpace(out), "\n")
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "REASON", "AGE", "PHASE", "NODE-NAME", "MIGRATION", "AGENT"}))
+		fields := strings.Fields(lines[1])
+		Expect(fields[len(fields)-4:]).To(Equal([]string{"Running", "node-a", "Failed", "true"}))
+
+		// The kubevirt category lists it next to KubeVirt's own objects.
+		out, err = testenv.Kubectl(kubeconfig, "get", "kubevirt", "-n", ns, "-o", "name")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("vmobservation.observability.vmobs.io/vm1"))
+	})
+
+	It("rejects a verdict outside the six", func() {
+		ns := newNamespace()
+		obs := fullObservation(ns, "vm1")
+		Expect(k8s.Create(ctx, obs)).To(Succeed())
+		for _, bad := range []string{"Sick", "healthy", "OK"} {
+			obs.Status = v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(bad)}
+			err := k8s.Status().Update(ctx, obs)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), fmt.Sprintf("verdict %q: %v", bad, err))
+			Expect(err.Error()).To(ContainSubstring("status.verdict"))
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obs), obs)).To(Succeed())
+		}
+	})
+
+	It("rejects a VMObservation whose vmName differs from its name", func() {
+		ns := newNamespace()
+		obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm1"}, Spec: v1alpha1.VMObservationSpec{VMName: "vm2"}}
+		err := k8s.Create(ctx, obs)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.vmName must equal metadata.name"))
+	})
+})
