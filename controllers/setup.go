@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// Index names. Each maps a secondary object to the VM key it affects, so an
+// event costs an index lookup, never a cluster-wide List.
+const (
+	// IndexMigrationVMI indexes VMIMs by spec.vmiName.
+	IndexMigrationVMI = "vmobs.spec.vmiName"
+	// IndexPodVMI indexes launcher pods by the name of their controlling VMI.
+	IndexPodVMI = "vmobs.controller.vmi"
+	// IndexVMINode indexes VMIs by every node their status names (the node
+	// they run on, the migration's source and target, activePods' nodes).
+	IndexVMINode = "vmobs.status.nodes"
+)
+
+// SetupIndexes registers the field indexes the reconciler and the map
+// functions use.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &kubevirtv1.VirtualMachineInstanceMigration{}, IndexMigrationVMI, func(o client.Object) []string {
+		m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
+		if !ok || m.Spec.VMIName == "" {
+			return nil
+		}
+		return []string{m.Spec.VMIName}
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodVMI, func(o client.Object) []string {
+		if name := controllingVMI(o); name != "" {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &kubevirtv1.VirtualMachineInstance{}, IndexVMINode, func(o client.Object) []string {
+		vmi, ok := o.(*kubevirtv1.VirtualMachineInstance)
+		if !ok {
+			return nil
+		}
+		return dedupe(vmiNodeNames(vmi))
+	})
+}
+
+func dedupe(in []string) []string {
+	if len(in) < 2 {
+		return in
+	}
+	seen := make(map[string]struct{}, len(in))
+	out := in[:0]
+	for _, s := range in {
+		if _, ok := seen[s]; !ok {
+			seen[s] = struct{}{}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// controllingVMI is the name of the VMI that controls a pod, or "".
+func controllingVMI(o client.Object) string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "VirtualMachineInstance" {
+		return ""
+	}
+	if gv, err := schemaGroup(ref.APIVersion); err != nil || gv != kubevirtv1.GroupVersion.Group {
+		return ""
+	}
+	return ref.Name
+}
+
+// SetupWithManager wires the watches: VMs and VMIs are primary, the rest map
+// to the VM key through the owner reference or an index.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if err := SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if opts.RateLimiter == nil {
+		// A VMI under migration changes several times a second; a floor of
+		// 100ms per key folds such bursts into one evaluation while still
+		// reacting well under a second.
+		opts.RateLimiter = workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 5*time.Minute),
+		)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vmobservation").
+		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).
+		Watches(&kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmiChanged())).
+		Watches(&kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmChanged())).
+		Watches(&kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), builder.WithPredicates(migrationChanged())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), builder.WithPredicates(podChanged())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToVMs), builder.WithPredicates(nodeChanged())).
+		WithOptions(opts).
+		Complete(r)
+}
+
+func migrationToVM(_ context.Context, o client.Object) []reconcile.Request {
+	m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
+	if !ok || m.Spec.VMIName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}}}
+}
+
+func podToVM(_ context.Context, o client.Object) []reconcile.Request {
+	if name := controllingVMI(o); name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	}
+	return nil
+}
+
+// nodeToVMs maps a Node to the VMIs whose status names it.
+func (r *Reconciler) nodeToVMs(ctx context.Context, o client.Object) []reconcile.Request {
+	vmis := &kubevirtv1.VirtualMachineInstanceList{}
+	if err := r.Client.List(ctx, vmis, client.MatchingFields{IndexVMINode: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing VMIs of a node failed", "node", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(vmis.Items))
+	for i := range vmis.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vmis.Items[i])})
+	}
+	return out
+}
+
+// updateOnly builds a predicate that passes creates and deletes, and updates
+// for which changed returns true. Resyncs (same resourceVersion) never pass.
+func updateOnly[T client.Object](changed func(old, new T) bool) predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
+				return false
+			}
+			o, ok1 := e.ObjectOld.(T)
+			n, ok2 := e.ObjectNew.(T)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return changed(o, n) || deletionChanged(o, n)
+		},
+	}
+}
+
+func deletionChanged(o, n client.Object) bool {
+	return (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}
+
+func observationChanged() predicate.Predicate {
+	// Our own status writes keep the generation: they must not come back as
+	// work. Spec edits and owner changes (a recreated VM) do.
+	return updateOnly(func(o, n *v1alpha1.VMObservation) bool {
+		return o.Generation != n.Generation || o.Labels[ManagedByLabel] != n.Labels[ManagedByLabel]
+	})
+}
+
+func vmiChanged() predicate.Predicate {
+	// The VMI has no status subresource: its generation moves on every
+	// status write, so compare what the engine reads instead.
+	return updateOnly(func(o, n *kubevirtv1.VirtualMachineInstance) bool {
+		return o.UID != n.UID ||
+			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
+			!equality.Semantic.DeepEqual(o.Spec.Domain.Devices, n.Spec.Domain.Devices) ||
+			!equality.Semantic.DeepEqual(o.Spec.Networks, n.Spec.Networks) ||
+			!equality.Semantic.DeepEqual(o.Spec.Volumes, n.Spec.Volumes) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+	})
+}
+
+func vmChanged() predicate.Predicate {
+	return updateOnly(func(o, n *kubevirtv1.VirtualMachine) bool {
+		return o.UID != n.UID ||
+			!equality.Semantic.DeepEqual(o.Spec.RunStrategy, n.Spec.RunStrategy) ||
+			!equality.Semantic.DeepEqual(o.Spec.Running, n.Spec.Running) || //nolint:staticcheck // KubeVirt still honours spec.running
+			!equality.Semantic.DeepEqual(o.Status, n.Status)
+	})
+}
+
+func migrationChanged() predicate.Predicate {
+	return updateOnly(func(o, n *kubevirtv1.VirtualMachineInstanceMigration) bool {
+		return o.Spec.VMIName != n.Spec.VMIName || !equality.Semantic.DeepEqual(o.Status, n.Status)
+	})
+}
+
+func podChanged() predicate.Predicate {
+	return updateOnly(func(o, n *corev1.Pod) bool {
+		return o.Spec.NodeName != n.Spec.NodeName ||
+			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
+			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
+	})
+}
+
+// nodeChanged passes only what the engine reads of a Node: its Ready
+// condition, virt-handler's heartbeat and the schedulable label. Kubelet's
+// own status updates (every 10s to 1m) are dropped here.
+func nodeChanged() predicate.Predicate {
+	return updateOnly(func(o, n *corev1.Node) bool {
+		return o.Annotations[HeartbeatAnnotation] != n.Annotations[HeartbeatAnnotation] ||
+			o.Labels[SchedulableLabel] != n.Labels[SchedulableLabel] ||
+			readyOf(o) != readyOf(n)
+	})
+}
+
+func readyOf(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return string(c.Status) + "/" + c.Reason
+		}
+	}
+	return ""
+}

@@ -1,0 +1,176 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// writeDecision says whether to write the computed status, and why.
+type writeDecision struct {
+	write bool
+	why   string
+	// retryAfter is set when a timestamp-only refresh was held back: the
+	// time left until the refresh interval allows it.
+	retryAfter time.Duration
+}
+
+// decideWrite compares the stored status with the computed one. It writes
+// every real change at once, nothing when they are equal, and a change that
+// only moves evidence timestamps forward at most once per refresh interval.
+func decideWrite(stored, next *v1alpha1.VMObservationStatus, lastWrite, now time.Time, refresh time.Duration) writeDecision {
+	if equality.Semantic.DeepEqual(stored, next) {
+		return writeDecision{why: "unchanged"}
+	}
+	if !equality.Semantic.DeepEqual(withoutTimestamps(stored), withoutTimestamps(next)) {
+		return writeDecision{write: true, why: "changed"}
+	}
+	if lastWrite.IsZero() || refresh <= 0 {
+		return writeDecision{write: true, why: "evidence refresh"}
+	}
+	if due := lastWrite.Add(refresh); !now.Before(due) {
+		return writeDecision{write: true, why: "evidence refresh"}
+	} else {
+		return writeDecision{why: "evidence refresh held back", retryAfter: due.Sub(now)}
+	}
+}
+
+// withoutTimestamps blanks what moves on every heartbeat without changing a
+// verdict: evidence times, staleAt and time-valued evidence.
+func withoutTimestamps(s *v1alpha1.VMObservationStatus) *v1alpha1.VMObservationStatus {
+	c := s.DeepCopy()
+	if c.Layers == nil {
+		return c
+	}
+	for _, l := range []*v1alpha1.LayerStatus{&c.Layers.ControlPlane, &c.Layers.Node, &c.Layers.Guest} {
+		l.EvidenceTime, l.StaleAt = nil, nil
+		for i := range l.Evidence {
+			l.Evidence[i].Time = nil
+			if _, err := time.Parse(time.RFC3339, l.Evidence[i].Value); err == nil {
+				l.Evidence[i].Value = ""
+			}
+		}
+	}
+	return c
+}
+
+// lastStatusWrite is when vmobs last wrote the status, read from the
+// object's managedFields: it survives restarts, unlike a map in memory, so a
+// restarted controller does not rewrite every status at once.
+func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
+	var last time.Time
+	for _, mf := range obs.ManagedFields {
+		if mf.Manager == FieldOwner && mf.Subresource == "status" && mf.Time != nil && mf.Time.After(last) {
+			last = mf.Time.Time
+		}
+	}
+	return last
+}
+
+// applyStatus writes the whole status with server-side apply under our field
+// owner: the fields we stop sending are removed, and nobody else's are.
+func (r *Reconciler) applyStatus(ctx context.Context, obs *v1alpha1.VMObservation, status *v1alpha1.VMObservationStatus) error {
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return fmt.Errorf("encoding status: %w", err)
+	}
+	var statusMap map[string]any
+	if err := json.Unmarshal(raw, &statusMap); err != nil {
+		return fmt.Errorf("encoding status: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "VMObservation",
+		"metadata":   map[string]any{"name": obs.Name, "namespace": obs.Namespace, "uid": string(obs.UID)},
+		"status":     statusMap,
+	}}
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying status: %w", err)
+	}
+	return nil
+}
+
+type transition struct {
+	layer    string
+	from, to v1alpha1.Verdict
+	reason   string
+	message  string
+}
+
+// transitions lists the layers (and the overall verdict) whose verdict
+// changed, in a fixed order.
+func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
+	var out []transition
+	layer := func(s *v1alpha1.VMObservationStatus, name string) v1alpha1.LayerStatus {
+		if s.Layers == nil {
+			return v1alpha1.LayerStatus{}
+		}
+		switch name {
+		case "controlPlane":
+			return s.Layers.ControlPlane
+		case "node":
+			return s.Layers.Node
+		}
+		return s.Layers.Guest
+	}
+	for _, name := range []string{"controlPlane", "node", "guest"} {
+		p, n := layer(prev, name), layer(next, name)
+		if p.Verdict != n.Verdict && n.Verdict != "" {
+			out = append(out, transition{layer: name, from: p.Verdict, to: n.Verdict, reason: n.Reason, message: n.Message})
+		}
+	}
+	if prev.Verdict != next.Verdict && next.Verdict != "" {
+		out = append(out, transition{layer: "overall", from: prev.Verdict, to: next.Verdict, reason: next.Reason, message: next.Message})
+	}
+	return out
+}
+
+// nodeNamesOf lists the nodes the VMI and its pods name, sorted: the node
+// it runs on, the migration's source and target, and the pods' nodes.
+func nodeNamesOf(vmi *kubevirtv1.VirtualMachineInstance, pods []*corev1.Pod) []string {
+	set := map[string]struct{}{}
+	for _, n := range vmiNodeNames(vmi) {
+		set[n] = struct{}{}
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			set[p.Spec.NodeName] = struct{}{}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// vmiNodeNames are the node names a VMI's status carries.
+func vmiNodeNames(vmi *kubevirtv1.VirtualMachineInstance) []string {
+	var out []string
+	add := func(n string) {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	add(vmi.Status.NodeName)
+	add(vmi.Status.EvacuationNodeName)
+	if ms := vmi.Status.MigrationState; ms != nil {
+		add(ms.SourceNode)
+		add(ms.TargetNode)
+	}
+	for _, n := range vmi.Status.ActivePods {
+		add(n)
+	}
+	return out
+}

@@ -1,0 +1,305 @@
+// Package controllers holds the reconciler that keeps one VMObservation per
+// KubeVirt VM true: it gathers the VM's objects from the cache, asks the
+// verdict engine for the status, and writes it only when it changed.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+const (
+	// FieldOwner is the field manager of every write vmobs makes.
+	FieldOwner = "vmobs-controller"
+
+	// ManagedByLabel marks VMObservations the controller created, so it
+	// deletes only those when their VM and VMI are gone; one a user declared
+	// (say, in Git) is left alone.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of ManagedByLabel.
+	ManagedByValue = "vmobs"
+)
+
+// +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines;virtualmachineinstances;virtualmachineinstancemigrations,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The secure metrics endpoint checks scrapers' tokens and permissions:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Reconciler keeps the VMObservation of one VM (namespace/name shared by the
+// VM, its VMI and the VMObservation) true.
+type Reconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+	// Policy holds the default thresholds; a VMObservation's spec.policy
+	// overrides them.
+	Policy verdict.Policy
+	// AutoCreate creates a VMObservation for every VM and VMI in scope;
+	// when false only user-declared ones are kept up to date.
+	AutoCreate bool
+	// EvidenceRefreshInterval bounds timestamp-only status writes: a
+	// status whose only change is fresher evidence times is written at most
+	// once per interval, so node heartbeats do not become a write storm.
+	EvidenceRefreshInterval time.Duration
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Metrics records verdict transitions; nil disables it.
+	Metrics *metrics.Transitions
+}
+
+// Reconcile gathers the VM's objects, evaluates them and writes the status
+// when it changed. Errors are transient API errors: they are retried with
+// backoff. Bad input is not an error: it is a reason in the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("VMObservation", klog.KRef(req.Namespace, req.Name))
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	in, obs, err := r.gather(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	if in.VM == nil && in.VMI == nil {
+		return ctrl.Result{}, r.deleteOrphan(ctx, obs)
+	}
+
+	if obs == nil {
+		if !r.AutoCreate {
+			return ctrl.Result{}, nil
+		}
+		if obs, err = r.create(ctx, in); err != nil || obs == nil {
+			return ctrl.Result{}, err
+		}
+	} else if err := r.adopt(ctx, obs, in); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	in.Policy = r.Policy.WithOverrides(obs.Spec.Policy)
+	in.Previous = &obs.Status
+	now := r.now()
+	in.Now = now
+	result := verdict.Evaluate(in)
+	next := result.Status
+	next.ObservedGeneration = obs.Generation
+	for i := range next.Conditions {
+		next.Conditions[i].ObservedGeneration = obs.Generation
+	}
+
+	decision := decideWrite(&obs.Status, &next, lastStatusWrite(obs), now, r.EvidenceRefreshInterval)
+	requeue := result.NextDeadline
+	switch decision.write {
+	case true:
+		if err := r.applyStatus(ctx, obs, &next); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.recordTransitions(obs, &obs.Status, &next)
+		log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
+	default:
+		log.V(5).Info("Status unchanged", "why", decision.why)
+		// A refresh held back by the interval is written when the interval
+		// ends, even if no other event comes.
+		if decision.retryAfter > 0 && (requeue == 0 || decision.retryAfter < requeue) {
+			requeue = decision.retryAfter
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// gather reads everything the engine needs from the cache.
+func (r *Reconciler) gather(ctx context.Context, key types.NamespacedName) (verdict.Input, *v1alpha1.VMObservation, error) {
+	in := verdict.Input{Namespace: key.Namespace, Name: key.Name}
+
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := r.Client.Get(ctx, key, vm); err == nil {
+		in.VM = vm
+	} else if !apierrors.IsNotFound(err) {
+		return in, nil, fmt.Errorf("getting VirtualMachine: %w", err)
+	}
+
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := r.Client.Get(ctx, key, vmi); err == nil {
+		in.VMI = vmi
+	} else if !apierrors.IsNotFound(err) {
+		return in, nil, fmt.Errorf("getting VirtualMachineInstance: %w", err)
+	}
+
+	var obs *v1alpha1.VMObservation
+	o := &v1alpha1.VMObservation{}
+	if err := r.Client.Get(ctx, key, o); err == nil {
+		obs = o
+	} else if !apierrors.IsNotFound(err) {
+		return in, nil, fmt.Errorf("getting VMObservation: %w", err)
+	}
+
+	if in.VMI == nil {
+		return in, obs, nil
+	}
+
+	migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+	if err := r.Client.List(ctx, migrations, client.InNamespace(key.Namespace), client.MatchingFields{IndexMigrationVMI: key.Name}); err != nil {
+		return in, nil, fmt.Errorf("listing migrations: %w", err)
+	}
+	for i := range migrations.Items {
+		in.Migrations = append(in.Migrations, &migrations.Items[i])
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingFields{IndexPodVMI: key.Name}); err != nil {
+		return in, nil, fmt.Errorf("listing launcher pods: %w", err)
+	}
+	for i := range pods.Items {
+		// A pod that names this VMI but carries another UID belongs to an
+		// earlier VMI of the same name: it says nothing about this one.
+		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == vmi.UID {
+			in.Pods = append(in.Pods, &pods.Items[i])
+		}
+	}
+
+	in.Nodes = map[string]*corev1.Node{}
+	for _, name := range nodeNamesOf(vmi, in.Pods) {
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
+			in.Nodes[name] = node
+		} else if !apierrors.IsNotFound(err) {
+			return in, nil, fmt.Errorf("getting Node %s: %w", name, err)
+		}
+	}
+	return in, obs, nil
+}
+
+// owner is the object a VMObservation hangs from: the VM when there is one
+// (so it outlives VM restarts and can say "stopped as declared"), else the
+// VMI (so it is collected with it).
+func owner(in verdict.Input) metav1.OwnerReference {
+	if in.VM != nil {
+		return metav1.OwnerReference{
+			APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
+			Name: in.VM.Name, UID: in.VM.UID,
+		}
+	}
+	return metav1.OwnerReference{
+		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachineInstance",
+		Name: in.VMI.Name, UID: in.VMI.UID,
+	}
+}
+
+func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VMObservation, error) {
+	obs := &v1alpha1.VMObservation{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       in.Namespace,
+			Name:            in.Name,
+			Labels:          map[string]string{ManagedByLabel: ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{owner(in)},
+		},
+		Spec: v1alpha1.VMObservationSpec{VMName: in.Name},
+	}
+	if err := r.Client.Create(ctx, obs, client.FieldOwner(FieldOwner)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// The cache has not seen our own create yet; the create event
+			// brings us back.
+			return nil, nil
+		}
+		return nil, fmt.Errorf("creating VMObservation: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Created VMObservation", "owner", klog.KRef(in.Namespace, owner(in).Name), "ownerKind", owner(in).Kind)
+	return obs, nil
+}
+
+// adopt points the VMObservation at its current owner: a user-declared one
+// gets an owner reference, and one whose VM was recreated (new UID) follows
+// the new VM. Other owner references are kept.
+func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in verdict.Input) error {
+	want := owner(in)
+	refs := make([]metav1.OwnerReference, 0, len(obs.OwnerReferences)+1)
+	found := false
+	for _, ref := range obs.OwnerReferences {
+		if ref.APIVersion == want.APIVersion && (ref.Kind == "VirtualMachine" || ref.Kind == "VirtualMachineInstance") {
+			if ref.Kind == want.Kind && ref.Name == want.Name && ref.UID == want.UID && !found {
+				found = true
+				refs = append(refs, ref)
+			}
+			continue // an owner that no longer exists
+		}
+		refs = append(refs, ref)
+	}
+	if found && len(refs) == len(obs.OwnerReferences) {
+		return nil
+	}
+	if !found {
+		refs = append(refs, want)
+	}
+	patch := client.MergeFromWithOptions(obs.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	obs.OwnerReferences = refs
+	if err := r.Client.Patch(ctx, obs, patch, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("adopting VMObservation: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Adopted VMObservation", "ownerKind", want.Kind, "ownerUID", want.UID)
+	return nil
+}
+
+// deleteOrphan deletes a VMObservation the controller created once neither
+// its VM nor its VMI exists. The garbage collector would do it in a cluster
+// that runs one, but may lag, and envtest runs none.
+func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservation) error {
+	if obs == nil || obs.Labels[ManagedByLabel] != ManagedByValue || obs.DeletionTimestamp != nil {
+		return nil
+	}
+	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Deleted VMObservation: its VM and VMI are gone")
+	return nil
+}
+
+// recordTransitions emits an Event and counts a transition for each layer
+// whose verdict changed.
+func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *v1alpha1.VMObservationStatus) {
+	for _, t := range transitions(prev, next) {
+		if r.Metrics != nil {
+			r.Metrics.Observe(t.layer, string(t.from), string(t.to))
+		}
+		if r.Recorder == nil || t.layer == "overall" {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		switch t.to {
+		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(obs, nil, eventType, t.reason, "Evaluate", "%s: %s -> %s: %s", t.layer, verdictOrNone(t.from), t.to, t.message)
+	}
+}
+
+func verdictOrNone(v v1alpha1.Verdict) string {
+	if v == "" {
+		return "None"
+	}
+	return string(v)
+}

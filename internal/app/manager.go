@@ -1,0 +1,169 @@
+// Package app assembles the vmobs manager: cache bounds, indexes, the
+// reconciler, metrics and health checks. `vmobs manager`, `vmobs demo` and
+// the end-to-end tests all build it here, so they run the same thing.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vmobs/vmobs/controllers"
+	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Options configure the manager. Zero values mean the documented defaults
+// only where Defaults says so; build them with Defaults().
+type Options struct {
+	// MetricsAddr is where /metrics listens; "0" turns it off.
+	MetricsAddr string
+	// SecureMetrics serves /metrics over HTTPS behind Kubernetes authn/authz,
+	// as the kubebuilder scaffold does.
+	SecureMetrics bool
+	// ProbeAddr is where /healthz and /readyz listen; "0" turns them off.
+	ProbeAddr string
+	// LeaderElection turns leader election on, with a Lease named
+	// LeaderElectionID in LeaderElectionNamespace.
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election;
+	// zero keeps controller-runtime's 15s/10s/2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// ReleaseLeaderOnCancel hands the lease over at once on shutdown.
+	ReleaseLeaderOnCancel bool
+
+	// Namespaces limits the controller to these namespaces; empty is all.
+	Namespaces []string
+	// VMSelector limits the controller to VMs, VMIs and VMObservations with
+	// these labels, so several instances can shard a large cluster.
+	VMSelector labels.Selector
+	// AutoCreate creates a VMObservation for every VM and VMI in scope.
+	AutoCreate bool
+	// EvidenceRefreshInterval bounds timestamp-only status writes per object.
+	EvidenceRefreshInterval time.Duration
+	// Policy holds the engine's default thresholds.
+	Policy verdict.Policy
+	// MaxConcurrentReconciles is the number of workers.
+	MaxConcurrentReconciles int
+	// TrimCache strips the fields vmobs never reads from cached objects.
+	TrimCache bool
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Registry receives vmobs' metrics; nil is controller-runtime's global
+	// registry, which /metrics serves.
+	Registry prometheus.Registerer
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// Defaults returns the options the manager command starts from.
+func Defaults() Options {
+	return Options{
+		MetricsAddr:             ":8443",
+		SecureMetrics:           true,
+		ProbeAddr:               ":8081",
+		LeaderElectionID:        "vmobs.observability.vmobs.io",
+		AutoCreate:              true,
+		EvidenceRefreshInterval: 5 * time.Minute,
+		Policy:                  verdict.DefaultPolicy(),
+		MaxConcurrentReconciles: 4,
+		TrimCache:               true,
+	}
+}
+
+// NewManager builds a manager running the VMObservation reconciler.
+func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
+	if opts.SecureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: opts.ReleaseLeaderOnCancel,
+		LeaseDuration:                 nonZero(opts.LeaseDuration),
+		RenewDeadline:                 nonZero(opts.RenewDeadline),
+		RetryPeriod:                   nonZero(opts.RetryPeriod),
+		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector, opts.TrimCache),
+		Client: client.Options{Cache: &client.CacheOptions{
+			// vmobs never reads Secrets or ConfigMaps; should a future
+			// change do so, it must not pull every one into memory.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+		Controller: config.Controller{SkipNameValidation: &opts.SkipNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+
+	reg := opts.Registry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	transitions := metrics.NewTransitions()
+	for _, c := range append(transitions.Collectors(), &metrics.Collector{Reader: mgr.GetCache()}) {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return nil, fmt.Errorf("registering metrics: %w", err)
+			}
+		}
+	}
+
+	r := &controllers.Reconciler{
+		Client:                  mgr.GetClient(),
+		Recorder:                mgr.GetEventRecorder("vmobs"),
+		Policy:                  opts.Policy,
+		AutoCreate:              opts.AutoCreate,
+		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
+		Now:                     opts.Now,
+		Metrics:                 transitions,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
+		return nil, fmt.Errorf("setting up the controller: %w", err)
+	}
+	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+			// Ready once the caches have synced: before that the
+			// controller would judge VMs on a partial view.
+			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+				return errors.New("caches not synced")
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}

@@ -1,0 +1,115 @@
+// Package metrics exports vmobs' view of the fleet to Prometheus: per-object
+// gauges computed at scrape time from the cache (so a deleted VM leaves no
+// series behind) and transition counters without per-object labels.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// Verdicts lists the six verdicts in the order the gauges emit them.
+var Verdicts = []v1alpha1.Verdict{
+	v1alpha1.VerdictHealthy, v1alpha1.VerdictProgressing, v1alpha1.VerdictSuspended,
+	v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown,
+}
+
+var (
+	layerVerdictDesc = prometheus.NewDesc("vmobs_layer_verdict",
+		"Verdict of one layer of a VM: 1 for the current verdict, 0 for the others.",
+		[]string{"namespace", "name", "layer", "verdict"}, nil)
+	layerReasonDesc = prometheus.NewDesc("vmobs_layer_reason",
+		"Reason of the current verdict of one layer of a VM (always 1).",
+		[]string{"namespace", "name", "layer", "reason"}, nil)
+	evidenceTimeDesc = prometheus.NewDesc("vmobs_layer_evidence_timestamp_seconds",
+		"Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation.",
+		[]string{"namespace", "name", "layer"}, nil)
+	staleAtDesc = prometheus.NewDesc("vmobs_layer_stale_at_seconds",
+		"When a layer's evidence stops being trustworthy, as stored in the VMObservation.",
+		[]string{"namespace", "name", "layer"}, nil)
+	scrapeErrorsDesc = prometheus.NewDesc("vmobs_collector_errors",
+		"1 when the last scrape could not list VMObservations from the cache.", nil, nil)
+)
+
+// Collector reads VMObservations from the cache at scrape time.
+type Collector struct {
+	Reader client.Reader
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- layerVerdictDesc
+	ch <- layerReasonDesc
+	ch <- evidenceTimeDesc
+	ch <- staleAtDesc
+	ch <- scrapeErrorsDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list := &v1alpha1.VMObservationList{}
+	if err := c.Reader.List(ctx, list); err != nil {
+		ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, 1)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, 0)
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Status.Layers == nil {
+			continue
+		}
+		for _, l := range []struct {
+			name string
+			s    *v1alpha1.LayerStatus
+		}{{"controlPlane", &o.Status.Layers.ControlPlane}, {"node", &o.Status.Layers.Node}, {"guest", &o.Status.Layers.Guest}} {
+			for _, v := range Verdicts {
+				val := 0.0
+				if l.s.Verdict == v {
+					val = 1
+				}
+				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, o.Namespace, o.Name, l.name, string(v))
+			}
+			if l.s.Reason != "" {
+				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, o.Namespace, o.Name, l.name, l.s.Reason)
+			}
+			if l.s.EvidenceTime != nil {
+				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(l.s.EvidenceTime.Unix()), o.Namespace, o.Name, l.name)
+			}
+			if l.s.StaleAt != nil {
+				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(l.s.StaleAt.Unix()), o.Namespace, o.Name, l.name)
+			}
+		}
+	}
+}
+
+// Transitions counts verdict changes per layer, with no per-object label so
+// the series stay few however large the fleet.
+type Transitions struct {
+	counter *prometheus.CounterVec
+}
+
+// NewTransitions makes the counter; register it with Register.
+func NewTransitions() *Transitions {
+	return &Transitions{counter: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmobs_verdict_transitions_total",
+		Help: "Verdict transitions written, per layer (controlPlane, node, guest, overall) and from/to verdict. From is None for a new VMObservation.",
+	}, []string{"layer", "from", "to"})}
+}
+
+// Observe counts one transition.
+func (t *Transitions) Observe(layer, from, to string) {
+	if from == "" {
+		from = "None"
+	}
+	t.counter.WithLabelValues(layer, from, to).Inc()
+}
+
+// Collectors returns what to register.
+func (t *Transitions) Collectors() []prometheus.Collector { return []prometheus.Collector{t.counter} }
