@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func status(verdict v1alpha1.Verdict, heartbeat time.Time) *v1alpha1.VMObservationStatus {
+	l := v1alpha1.LayerStatus{
+		Verdict: verdict, Reason: "R",
+		EvidenceTime: ptr.To(metav1.NewTime(heartbeat)), StaleAt: ptr.To(metav1.NewTime(heartbeat.Add(5 * time.Minute))),
+		Evidence: []v1alpha1.Evidence{{Kind: "Node", Name: "n1", Field: "metadata.annotations[kubevirt.io/heartbeat]", Value: heartbeat.Format(time.RFC3339), Time: ptr.To(metav1.NewTime(heartbeat))}},
+	}
+	return &v1alpha1.VMObservationStatus{Verdict: verdict, Layers: &v1alpha1.Layers{ControlPlane: l, Node: l, Guest: l}}
+}
+
+func TestDecideWrite(t *testing.T) {
+	refresh := 5 * time.Minute
+	cases := []struct {
+		name       string
+		stored     *v1alpha1.VMObservationStatus
+		next       *v1alpha1.VMObservationStatus
+		lastWrite  time.Time
+		now        time.Time
+		write      bool
+		retryAfter time.Duration
+	}{
+		{"equal", status("Healthy", t0), status("Healthy", t0), t0, t0.Add(time.Hour), false, 0},
+		{"verdict changed right after a write", status("Healthy", t0), status("Degraded", t0), t0, t0.Add(time.Second), true, 0},
+		{"heartbeat only, within the interval", status("Healthy", t0), status("Healthy", t0.Add(time.Minute)), t0, t0.Add(time.Minute), false, 4 * time.Minute},
+		{"heartbeat only, interval passed", status("Healthy", t0), status("Healthy", t0.Add(6*time.Minute)), t0, t0.Add(6 * time.Minute), true, 0},
+		{"heartbeat only, never written by us", status("Healthy", t0), status("Healthy", t0.Add(time.Minute)), time.Time{}, t0.Add(time.Minute), true, 0},
+		{"empty stored status", &v1alpha1.VMObservationStatus{}, status("Healthy", t0), time.Time{}, t0, true, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := decideWrite(tc.stored, tc.next, tc.lastWrite, tc.now, refresh)
+			if d.write != tc.write || d.retryAfter != tc.retryAfter {
+				t.Fatalf("decideWrite = %+v, want write=%v retryAfter=%v", d, tc.write, tc.retryAfter)
+			}
+		})
+	}
+}
+
+func TestLastStatusWrite(t *testing.T) {
+	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0))},
+		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(time.Hour)))},
+		{Manager: "kubectl", Subresource: "status", Time: ptr.To(metav1.NewTime(t0.Add(2 * time.Hour)))},
+	}}}
+	if got := lastStatusWrite(obs); !got.Equal(t0) {
+		t.Fatalf("lastStatusWrite = %v, want %v (only our status writes count)", got, t0)
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	prev := status("Healthy", t0)
+	next := status("Healthy", t0)
+	next.Layers.Node.Verdict, next.Layers.Node.Reason, next.Verdict = "Unknown", "NodeAgentStale", "Unknown"
+	got := transitions(prev, next)
+	if len(got) != 2 || got[0].layer != "node" || got[0].from != "Healthy" || got[0].to != "Unknown" || got[1].layer != "overall" {
+		t.Fatalf("transitions = %+v", got)
+	}
+	if got := transitions(&v1alpha1.VMObservationStatus{}, next); len(got) != 4 {
+		t.Fatalf("a first status is a transition of every layer and the overall verdict, got %+v", got)
+	}
+}
+
+func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "virt-launcher-vm1-abcde",
+			Annotations: map[string]string{
+				NetworkStatusAnnotation:            `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.17"],"default":true}]`,
+				"kubevirt.io/domain":               "vm1",
+				corev1.LastAppliedConfigAnnotation: "{...}",
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "virt-controller"}},
+		},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+		Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			PodIPs:            []corev1.PodIP{{IP: "10.244.0.17"}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true, Image: "quay.io/kubevirt/virt-launcher:v1.9.0", RestartCount: 1}},
+		},
+	}
+	out, err := trimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := out.(*corev1.Pod)
+	if p.ManagedFields != nil || len(p.Spec.Containers) != 0 || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		t.Fatalf("trimPod kept what vmobs never reads: %+v", p)
+	}
+	if p.Spec.NodeName != "node-a" || p.Annotations[NetworkStatusAnnotation] == "" || p.Annotations["kubevirt.io/domain"] != "vm1" ||
+		p.Status.Phase != corev1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.PodIPs[0].IP != "10.244.0.17" {
+		t.Fatalf("trimPod dropped what the engine reads: %+v", p)
+	}
+}
+
+func TestNodeNamesOf(t *testing.T) {
+	vmi := &kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{
+		NodeName:       "node-a",
+		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-a", TargetNode: "node-b"},
+		ActivePods:     map[types.UID]string{"p1": "node-a", "p2": "node-c"},
+	}}
+	got := nodeNamesOf(vmi, []*corev1.Pod{{Spec: corev1.PodSpec{NodeName: "node-d"}}})
+	want := []string{"node-a", "node-b", "node-c", "node-d"}
+	if len(got) != len(want) {
+		t.Fatalf("nodeNamesOf = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("nodeNamesOf = %v, want %v", got, want)
+		}
+	}
+}
