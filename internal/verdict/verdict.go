@@ -30,6 +30,11 @@ type Policy struct {
 	StalledAfter time.Duration
 	// GuestAgentExpected: a missing agent is Degraded rather than a note.
 	GuestAgentExpected bool
+	// MigrationFailureTTL: how long a failed migration keeps the VM
+	// Degraded when nothing requires the VMI to move (no eviction, no
+	// MigrationRequired); after it the failure is a note
+	// (LastMigrationFailed). It has no spec override yet.
+	MigrationFailureTTL time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -42,6 +47,7 @@ func DefaultPolicy() Policy {
 		GuestDataMaxAge:       10 * time.Minute,
 		StalledAfter:          15 * time.Minute,
 		GuestAgentExpected:    false,
+		MigrationFailureTTL:   time.Hour,
 	}
 }
 
@@ -108,13 +114,4 @@ type Result struct {
 	// NextDeadline is the time until the nearest deadline at which the
 	// verdict could change with no object changing; 0 means none.
 	NextDeadline time.Duration
-}
-
-// Evaluate computes the status. TEMPORARY STUB: replaced by the engine.
-func Evaluate(in Input) Result {
-	l := v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictUnknown, Reason: "NotImplemented"}
-	return Result{Status: v1alpha1.VMObservationStatus{
-		Verdict: v1alpha1.VerdictUnknown, Reason: "NotImplemented",
-		Layers: &v1alpha1.Layers{ControlPlane: l, Node: l, Guest: l},
-	}}
 }

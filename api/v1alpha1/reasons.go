@@ -1,0 +1,338 @@
+package v1alpha1
+
+// Verdict reasons. Each is a stable CamelCase word that a layer (and the
+// overall status, which copies the worst layer's) carries. Alerts, Argo CD
+// health scripts and runbooks key on them, so renaming one is a breaking
+// change. docs/verdicts.md has one row per reason and layer with the trigger,
+// the evidence cited and the KubeVirt source that makes the rule true; a test
+// keeps this list, the engine and that table in step.
+const (
+	// ReasonRunning: the VMI is Running and the control plane reports
+	// nothing wrong.
+	ReasonRunning = "Running"
+
+	// ReasonStopped: the VM is stopped as declared (runStrategy Halted, or
+	// Manual/Once with no VMI), or a VMI that ended while the VM is Halted.
+	ReasonStopped = "Stopped"
+
+	// ReasonVMISucceeded: the guest shut down and the VMI is Succeeded, and
+	// the run strategy does not restart it.
+	ReasonVMISucceeded = "VMISucceeded"
+
+	// ReasonPausedByUser: the VMI carries Paused=True with reason
+	// PausedByUser (virtctl pause).
+	ReasonPausedByUser = "PausedByUser"
+
+	// ReasonStarting: the VM should run but has no VMI yet, or the VMI is
+	// Scheduled and virt-handler has not started the domain yet.
+	ReasonStarting = "Starting"
+
+	// ReasonScheduling: the VMI is Pending or Scheduling, within the
+	// scheduling timeout.
+	ReasonScheduling = "Scheduling"
+
+	// ReasonProvisioning: the VMI waits for its DataVolumes
+	// (Provisioning=True); no timeout applies while imports run.
+	ReasonProvisioning = "Provisioning"
+
+	// ReasonStuckScheduling: the VMI has been Pending or Scheduling longer
+	// than the scheduling timeout.
+	ReasonStuckScheduling = "StuckScheduling"
+
+	// ReasonStuckStarting: the VMI has been Scheduled, or the VM has waited
+	// for a VMI, longer than the scheduling timeout.
+	ReasonStuckStarting = "StuckStarting"
+
+	// ReasonUnschedulable: the VMI carries PodScheduled=False with reason
+	// Unschedulable, copied from its launcher pod.
+	ReasonUnschedulable = "Unschedulable"
+
+	// ReasonImagePullFailed: Synchronized=False with reason ErrImagePull or
+	// ImagePullBackOff.
+	ReasonImagePullFailed = "ImagePullFailed"
+
+	// ReasonPVCNotFound: Synchronized=False with reason FailedPvcNotFound.
+	ReasonPVCNotFound = "PVCNotFound"
+
+	// ReasonLauncherCreateFailed: Synchronized=False with reason
+	// FailedCreate: virt-controller could not create the launcher pod.
+	ReasonLauncherCreateFailed = "LauncherCreateFailed"
+
+	// ReasonSyncFailed: Synchronized=False with any other reason, e.g.
+	// virt-handler's "Synchronizing with the Domain failed.".
+	ReasonSyncFailed = "SyncFailed"
+
+	// ReasonCrashLoopBackOff: the VM's VMIs keep failing and virt-controller
+	// backs off before the next start.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+
+	// ReasonRestarting: the VMI ended and the run strategy (Always) makes
+	// virt-controller start a new one.
+	ReasonRestarting = "Restarting"
+
+	// ReasonVMIFailed: the VMI is Failed (crash, panic, launcher gone).
+	ReasonVMIFailed = "VMIFailed"
+
+	// ReasonNodeUnresponsive: the VMI is Failed with status.reason
+	// NodeUnresponsive: virt-controller gave up on a node whose virt-handler
+	// stopped beating and whose launcher pod is gone.
+	ReasonNodeUnresponsive = "NodeUnresponsive"
+
+	// ReasonStopping: the VMI or VM is being deleted, or the VM is Halted
+	// while its VMI still runs.
+	ReasonStopping = "Stopping"
+
+	// ReasonWaitingForSync: a decentralized-migration receiver waits for
+	// its source (phase WaitingForSync or runStrategy WaitAsReceiver).
+	ReasonWaitingForSync = "WaitingForSync"
+
+	// ReasonUnknownPhase: the VMI or migration reports a phase this engine
+	// does not know (including KubeVirt's unused Unknown phase).
+	ReasonUnknownPhase = "UnknownPhase"
+
+	// ReasonStatusMissing: the VMI has no status.phase a minute after it was
+	// created (a partial dump, or virt-controller is not running).
+	ReasonStatusMissing = "StatusMissing"
+
+	// ReasonVMMissing: neither the VM nor the VMI exists.
+	ReasonVMMissing = "VMMissing"
+
+	// ReasonInvalidInput: an object contradicts itself (e.g. a VM with both
+	// spec.running and spec.runStrategy).
+	ReasonInvalidInput = "InvalidInput"
+
+	// ReasonMigrating: the newest migration is in progress, within the
+	// migration phase timeout.
+	ReasonMigrating = "Migrating"
+
+	// ReasonMigrationStuck: the newest migration has stayed in one phase
+	// longer than the migration phase timeout.
+	ReasonMigrationStuck = "MigrationStuck"
+
+	// ReasonMigrationFailed: the newest migration failed, recently or while
+	// the VMI still has to move; the VM still runs on its source.
+	ReasonMigrationFailed = "MigrationFailed"
+
+	// ReasonMigrationAborted: the newest migration was aborted on request
+	// (abortStatus Succeeded); a note, the VM runs on its source.
+	ReasonMigrationAborted = "MigrationAborted"
+
+	// ReasonLastMigrationFailed: the newest migration failed longer ago
+	// than the failure window and nothing needs the VMI to move; a note.
+	ReasonLastMigrationFailed = "LastMigrationFailed"
+
+	// ReasonEvictionBlocked: the VMI is marked for eviction but cannot be
+	// live-migrated; liveMigratable.reasons lists every blocker.
+	ReasonEvictionBlocked = "EvictionBlocked"
+
+	// ReasonEvictionPending: the VMI is marked for eviction, can be
+	// live-migrated, and waits for its evacuation migration.
+	ReasonEvictionPending = "EvictionPending"
+
+	// ReasonMultipleLaunchers: more than one live launcher pod outside a
+	// migration (kubevirt#18320).
+	ReasonMultipleLaunchers = "MultipleLaunchers"
+
+	// ReasonStaleActivePods: status.activePods lists pods that finished or
+	// no longer exist (kubevirt#12773); a note while the VM runs.
+	ReasonStaleActivePods = "StaleActivePods"
+
+	// ReasonFutureTimestamp: a timestamp a rule depends on lies more than
+	// the allowed clock skew in the future, so durations cannot be judged.
+	ReasonFutureTimestamp = "FutureTimestamp"
+
+	// ReasonLauncherRunning: the launcher pod runs on a Ready node whose
+	// virt-handler heartbeat is fresh.
+	ReasonLauncherRunning = "LauncherRunning"
+
+	// ReasonNotScheduled: the VMI has no node yet.
+	ReasonNotScheduled = "NotScheduled"
+
+	// ReasonNodeMissing: the VMI names no node, or the Node object it names
+	// does not exist.
+	ReasonNodeMissing = "NodeMissing"
+
+	// ReasonNodeNotReady: the Node's Ready condition is False (Degraded) or
+	// Unknown or absent (Unknown).
+	ReasonNodeNotReady = "NodeNotReady"
+
+	// ReasonHeartbeatMissing: the Node has no kubevirt.io/heartbeat
+	// annotation, so virt-handler's liveness cannot be judged.
+	ReasonHeartbeatMissing = "HeartbeatMissing"
+
+	// ReasonMalformedHeartbeat: the kubevirt.io/heartbeat annotation is not
+	// an RFC 3339 time.
+	ReasonMalformedHeartbeat = "MalformedHeartbeat"
+
+	// ReasonNodeAgentStale: virt-handler's heartbeat is older than the
+	// heartbeat timeout: nothing on the node reports any more.
+	ReasonNodeAgentStale = "NodeAgentStale"
+
+	// ReasonNodeNotSchedulable: the Node carries kubevirt.io/schedulable
+	// "false" while its heartbeat is fresh; a note, running VMs are not
+	// affected.
+	ReasonNodeNotSchedulable = "NodeNotSchedulable"
+
+	// ReasonLauncherPodMissing: the VMI says Running but no live launcher
+	// pod on its node is known.
+	ReasonLauncherPodMissing = "LauncherPodMissing"
+
+	// ReasonLauncherPodFailed: the VMI's launcher pod is Failed while the
+	// VMI still says Running.
+	ReasonLauncherPodFailed = "LauncherPodFailed"
+
+	// ReasonComputeContainerOOMKilled: the launcher's compute container was
+	// OOM-killed.
+	ReasonComputeContainerOOMKilled = "ComputeContainerOOMKilled"
+
+	// ReasonComputeContainerTerminated: the launcher's compute container
+	// terminated while the VMI still says Running.
+	ReasonComputeContainerTerminated = "ComputeContainerTerminated"
+
+	// ReasonStatusLagging: the launcher pod is Succeeded while the VMI still
+	// says Running: the VMI status trails the pod.
+	ReasonStatusLagging = "StatusLagging"
+
+	// ReasonLauncherPodNotReady: the running launcher pod is not Ready while
+	// the VM is neither paused nor guarded by a readiness probe.
+	ReasonLauncherPodNotReady = "LauncherPodNotReady"
+
+	// ReasonLauncherPodTerminating: the launcher pod is being deleted.
+	ReasonLauncherPodTerminating = "LauncherPodTerminating"
+
+	// ReasonPausedIOError: libvirt paused the domain on an I/O error
+	// (Paused=True, reason PausedIOError).
+	ReasonPausedIOError = "PausedIOError"
+
+	// ReasonTargetPodUnschedulable: the migration target pod cannot be
+	// scheduled (PodScheduled=False, reason Unschedulable).
+	ReasonTargetPodUnschedulable = "TargetPodUnschedulable"
+
+	// ReasonGuestAgentConnected: the guest agent is connected and reports
+	// consistent data.
+	ReasonGuestAgentConnected = "GuestAgentConnected"
+
+	// ReasonNoGuestAgent: no guest agent has connected after the grace
+	// period and none is expected; a note.
+	ReasonNoGuestAgent = "NoGuestAgent"
+
+	// ReasonAgentConnecting: the guest runs and the agent has not connected
+	// yet, within the agent grace period.
+	ReasonAgentConnecting = "AgentConnecting"
+
+	// ReasonAgentNeverConnected: a guest agent is expected but has not
+	// connected within the agent grace period.
+	ReasonAgentNeverConnected = "AgentNeverConnected"
+
+	// ReasonAgentDisconnected: the guest agent was connected before and is
+	// not now.
+	ReasonAgentDisconnected = "AgentDisconnected"
+
+	// ReasonAgentVersionNotSupported: KubeVirt reports the guest agent
+	// version as not supported.
+	ReasonAgentVersionNotSupported = "AgentVersionNotSupported"
+
+	// ReasonGuestInterfaceDataMissing: the agent is connected but some
+	// interfaces carry no guest-agent data after the grace period.
+	ReasonGuestInterfaceDataMissing = "GuestInterfaceDataMissing"
+
+	// ReasonGuestIPMismatch: the guest reports IPs on a bridge or SR-IOV
+	// interface that differ from the pod or Multus IPs.
+	ReasonGuestIPMismatch = "GuestIPMismatch"
+
+	// ReasonMalformedNetworkStatus: the launcher pod's
+	// k8s.v1.cni.cncf.io/network-status annotation is not valid JSON of the
+	// expected shape.
+	ReasonMalformedNetworkStatus = "MalformedNetworkStatus"
+
+	// ReasonGuestStarting: the guest does not run yet (the VMI is not
+	// Running).
+	ReasonGuestStarting = "GuestStarting"
+
+	// ReasonNotRunning: the VMI is Failed or in a state this engine cannot
+	// read, so the layer has nothing live to judge.
+	ReasonNotRunning = "NotRunning"
+
+	// ReasonGuestPaused: the domain is paused by something other than the
+	// user (the migration monitor: Progressing; an I/O error or other:
+	// Unknown).
+	ReasonGuestPaused = "GuestPaused"
+
+	// ReasonEvidenceStale: the node's heartbeat is stale, so what the VMI
+	// says about the guest can no longer be trusted.
+	ReasonEvidenceStale = "EvidenceStale"
+
+	// ReasonGuestNotReady: the VMI's readiness probe fails (Ready=False on a
+	// running, unpaused VMI that has a readinessProbe).
+	ReasonGuestNotReady = "GuestNotReady"
+)
+
+// AllReasons lists every verdict reason, in declaration order. Tests use it
+// to check that docs/verdicts.md documents each one.
+var AllReasons = []string{
+	ReasonRunning,
+	ReasonStopped,
+	ReasonVMISucceeded,
+	ReasonPausedByUser,
+	ReasonStarting,
+	ReasonScheduling,
+	ReasonProvisioning,
+	ReasonStuckScheduling,
+	ReasonStuckStarting,
+	ReasonUnschedulable,
+	ReasonImagePullFailed,
+	ReasonPVCNotFound,
+	ReasonLauncherCreateFailed,
+	ReasonSyncFailed,
+	ReasonCrashLoopBackOff,
+	ReasonRestarting,
+	ReasonVMIFailed,
+	ReasonNodeUnresponsive,
+	ReasonStopping,
+	ReasonWaitingForSync,
+	ReasonUnknownPhase,
+	ReasonStatusMissing,
+	ReasonVMMissing,
+	ReasonInvalidInput,
+	ReasonMigrating,
+	ReasonMigrationStuck,
+	ReasonMigrationFailed,
+	ReasonMigrationAborted,
+	ReasonLastMigrationFailed,
+	ReasonEvictionBlocked,
+	ReasonEvictionPending,
+	ReasonMultipleLaunchers,
+	ReasonStaleActivePods,
+	ReasonFutureTimestamp,
+	ReasonLauncherRunning,
+	ReasonNotScheduled,
+	ReasonNodeMissing,
+	ReasonNodeNotReady,
+	ReasonHeartbeatMissing,
+	ReasonMalformedHeartbeat,
+	ReasonNodeAgentStale,
+	ReasonNodeNotSchedulable,
+	ReasonLauncherPodMissing,
+	ReasonLauncherPodFailed,
+	ReasonComputeContainerOOMKilled,
+	ReasonComputeContainerTerminated,
+	ReasonStatusLagging,
+	ReasonLauncherPodNotReady,
+	ReasonLauncherPodTerminating,
+	ReasonPausedIOError,
+	ReasonTargetPodUnschedulable,
+	ReasonGuestAgentConnected,
+	ReasonNoGuestAgent,
+	ReasonAgentConnecting,
+	ReasonAgentNeverConnected,
+	ReasonAgentDisconnected,
+	ReasonAgentVersionNotSupported,
+	ReasonGuestInterfaceDataMissing,
+	ReasonGuestIPMismatch,
+	ReasonMalformedNetworkStatus,
+	ReasonGuestStarting,
+	ReasonNotRunning,
+	ReasonGuestPaused,
+	ReasonEvidenceStale,
+	ReasonGuestNotReady,
+}

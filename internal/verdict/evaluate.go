@@ -1,0 +1,129 @@
+package verdict
+
+import (
+	"time"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// engine is one evaluation: the indexed input, the output arena, one
+// builder per layer and the nearest deadline seen.
+type engine struct {
+	f     facts
+	a     *arena
+	cp    layer
+	node  layer
+	guest layer
+	next  time.Time
+	// lm is computed once: the control plane's eviction rule and the
+	// status both read it.
+	lm *v1alpha1.LiveMigratability
+}
+
+// Evaluate computes the status. Same input, same output: lists are sorted,
+// times are truncated to seconds, and nothing depends on the wall clock or
+// on input order. It never panics on partial or malformed objects; what it
+// cannot read it reports (Unknown with a reason naming what is missing).
+func Evaluate(in Input) Result {
+	e := &engine{a: new(arena)}
+	e.f.init(&in)
+	e.cp.label, e.node.label, e.guest.label = "control plane", "node", "guest"
+	e.lm = e.liveMigratable()
+
+	e.controlPlane()
+	e.nodeLayer()
+	e.guestLayer()
+
+	var res Result
+	st := &res.Status
+	st.Layers = &e.a.layers
+	var prev *v1alpha1.Layers
+	if in.Previous != nil {
+		prev = in.Previous.Layers
+	}
+	layers := [3]struct {
+		b    *layer
+		out  *v1alpha1.LayerStatus
+		prev *v1alpha1.LayerStatus
+	}{
+		{&e.cp, &st.Layers.ControlPlane, nil},
+		{&e.node, &st.Layers.Node, nil},
+		{&e.guest, &st.Layers.Guest, nil},
+	}
+	if prev != nil {
+		layers[0].prev, layers[1].prev, layers[2].prev = &prev.ControlPlane, &prev.Node, &prev.Guest
+	}
+	worst := 0
+	for i := range layers {
+		win := e.build(layers[i].b, layers[i].out)
+		e.transition(layers[i].out, layers[i].prev, win.since)
+		// Ties go to the first layer: the control plane explains the
+		// others more often than the reverse.
+		if layers[i].out.Verdict.Severity() > layers[worst].out.Verdict.Severity() {
+			worst = i
+		}
+	}
+	w := layers[worst].out
+	st.Verdict, st.Reason = w.Verdict, w.Reason
+	st.Message = bound(layers[worst].b.label+": "+w.Message, maxMessage)
+
+	st.VMI = e.vmiSummary()
+	st.LauncherPods = e.launcherPods()
+	st.Migration = e.migrationSummary()
+	st.LiveMigratable = e.lm
+	st.Interfaces = e.interfaces()
+	st.Guest = e.guestSummary()
+	st.Conditions = e.conditions(st, w)
+
+	if !e.next.IsZero() {
+		res.NextDeadline = e.next.Sub(in.Now)
+		if res.NextDeadline <= 0 {
+			// in.Now lies within the second before the deadline was
+			// rounded to; look again right after it.
+			res.NextDeadline = time.Second
+		}
+	}
+	return res
+}
+
+// deadline records a future instant at which a verdict would change by
+// itself.
+func (e *engine) deadline(t time.Time) {
+	if t.After(e.f.now) && (e.next.IsZero() || t.Before(e.next)) {
+		e.next = t
+	}
+}
+
+// transition sets the layer's lastTransitionTime: kept from the previous
+// status while the verdict is unchanged, now when it changed, and, with no
+// previous verdict to compare with, the time the evidence says the
+// situation began (a phase transition, a condition's lastTransitionTime, a
+// crossed deadline), or now when the evidence does not say.
+func (e *engine) transition(out, prev *v1alpha1.LayerStatus, since time.Time) {
+	now := e.f.now
+	t := now
+	switch {
+	case prev != nil && prev.Verdict != "":
+		if prev.Verdict == out.Verdict && prev.LastTransitionTime != nil && !prev.LastTransitionTime.IsZero() {
+			t = trunc(prev.LastTransitionTime.Time)
+		}
+	case !since.IsZero():
+		t = since
+	}
+	if t.After(now) {
+		t = now
+	}
+	out.LastTransitionTime = e.a.time(t)
+}
+
+func (e *engine) vmiSummary() *v1alpha1.VMISummary {
+	vmi := e.f.vmi
+	if vmi == nil {
+		return nil
+	}
+	s := &e.a.vmi
+	s.Name, s.UID, s.Phase = vmi.Name, vmi.UID, string(vmi.Status.Phase)
+	s.NodeName, s.Reason = vmi.Status.NodeName, bound(vmi.Status.Reason, maxValue)
+	s.PhaseSince = e.a.time(e.f.phaseSince)
+	return s
+}

@@ -1,0 +1,274 @@
+package verdict
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+const (
+	maxEvidence = 8    // per layer, the CRD's MaxItems
+	maxMessage  = 1024 // the CRD's MaxLength on messages
+	maxValue    = 256  // an evidence value is a pointer, not a copy
+	maxFindings = 16
+	maxCollect  = 24
+)
+
+// Kinds named in evidence.
+const (
+	kindVM   = "VirtualMachine"
+	kindVMI  = "VirtualMachineInstance"
+	kindVMIM = "VirtualMachineInstanceMigration"
+	kindPod  = "Pod"
+	kindNode = "Node"
+)
+
+// finding is one rule's verdict on a layer.
+type finding struct {
+	verdict v1alpha1.Verdict
+	reason  string
+	message string
+	// since is when the evidence says the situation began; it becomes the
+	// layer's lastTransitionTime when there is no previous status.
+	since time.Time
+}
+
+type evidenceItem struct {
+	kind, name, field, value string
+	t                        time.Time
+	owner                    int // index of the finding it supports, -1 for context
+}
+
+// layer collects findings and evidence for one layer; the worst finding
+// becomes the layer's verdict, its evidence comes first.
+type layer struct {
+	label    string
+	findings [maxFindings]finding
+	nf       int
+	ev       [maxCollect]evidenceItem
+	ne       int
+	cur      int
+	staleAt  time.Time
+}
+
+// add records a finding; evidence cited after it supports it. Rules add in
+// order of specificity: among findings of equal severity the first wins.
+func (l *layer) add(v v1alpha1.Verdict, reason, msg string, since time.Time) {
+	if l.nf == maxFindings {
+		l.cur = -1
+		return
+	}
+	l.findings[l.nf] = finding{verdict: v, reason: reason, message: msg, since: since}
+	l.cur = l.nf
+	l.nf++
+}
+
+// cite records evidence for the last finding.
+func (l *layer) cite(kind, name, field, value string, t time.Time) {
+	l.push(kind, name, field, value, t, l.cur)
+}
+
+// context records evidence the layer rests on whatever its verdict.
+func (l *layer) context(kind, name, field, value string, t time.Time) {
+	l.push(kind, name, field, value, t, -1)
+}
+
+func (l *layer) push(kind, name, field, value string, t time.Time, owner int) {
+	if l.ne == maxCollect {
+		return
+	}
+	l.ev[l.ne] = evidenceItem{kind: kind, name: name, field: field, value: value, t: t, owner: owner}
+	l.ne++
+}
+
+// stale records when the layer's evidence stops being trustworthy, or when
+// its verdict changes by itself; the earliest wins.
+func (l *layer) stale(t time.Time) {
+	if !t.IsZero() && (l.staleAt.IsZero() || t.Before(l.staleAt)) {
+		l.staleAt = t
+	}
+}
+
+func (l *layer) winner() int {
+	w := -1
+	for i := 0; i < l.nf; i++ {
+		if w < 0 || l.findings[i].verdict.Severity() > l.findings[w].verdict.Severity() {
+			w = i
+		}
+	}
+	return w
+}
+
+// build turns the collected findings into the layer status (without
+// lastTransitionTime, which needs the previous status).
+func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
+	w := l.winner()
+	if w < 0 {
+		// Every path adds a finding; this guards the invariant that no
+		// layer is ever Healthy without one.
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "no rule could judge this layer", time.Time{})
+		w = l.winner()
+	}
+	win := l.findings[w]
+	out.Verdict, out.Reason = win.verdict, win.reason
+	out.Message = e.layerMessage(l, w)
+
+	// The winner's evidence first, then the other findings', then context;
+	// a field cited twice is listed once.
+	var newest time.Time
+	n := 0
+	ev := e.a.evidence(maxEvidence)
+	for pass := 0; pass < 3 && n < maxEvidence; pass++ {
+		for i := 0; i < l.ne && n < maxEvidence; i++ {
+			it := &l.ev[i]
+			switch pass {
+			case 0:
+				if it.owner != w {
+					continue
+				}
+			case 1:
+				if it.owner == w || it.owner < 0 {
+					continue
+				}
+			case 2:
+				if it.owner >= 0 {
+					continue
+				}
+			}
+			if dupEvidence(ev[:n], it) {
+				continue
+			}
+			t := trunc(it.t)
+			ev = append(ev, v1alpha1.Evidence{
+				Kind: it.kind, Name: it.name, Field: it.field,
+				Value: bound(it.value, maxValue), Time: e.a.time(t),
+			})
+			if t.After(newest) && !e.f.future(t) {
+				newest = t
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		out.Evidence = ev[:n:n]
+	}
+	out.EvidenceTime = e.a.time(newest)
+	out.StaleAt = e.a.time(l.staleAt)
+	if l.staleAt.After(e.f.now) {
+		e.deadline(l.staleAt)
+	}
+	return win
+}
+
+func dupEvidence(ev []v1alpha1.Evidence, it *evidenceItem) bool {
+	for i := range ev {
+		if ev[i].Kind == it.kind && ev[i].Name == it.name && ev[i].Field == it.field {
+			return true
+		}
+	}
+	return false
+}
+
+// layerMessage is the winner's message and, so that a second problem is not
+// hidden behind the first, the reasons of the other findings.
+func (e *engine) layerMessage(l *layer, w int) string {
+	msg := l.findings[w].message
+	var also [3]string
+	na := 0
+	for i := 0; i < l.nf && na < len(also); i++ {
+		r := l.findings[i].reason
+		if i == w || r == l.findings[w].reason {
+			continue
+		}
+		dup := false
+		for _, a := range also[:na] {
+			dup = dup || a == r
+		}
+		if !dup {
+			also[na] = r
+			na++
+		}
+	}
+	if na == 0 {
+		return bound(msg, maxMessage)
+	}
+	var b strings.Builder
+	b.Grow(len(msg) + 12 + na*24)
+	b.WriteString(msg)
+	b.WriteString(" (also: ")
+	for i, a := range also[:na] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a)
+	}
+	b.WriteString(")")
+	return bound(b.String(), maxMessage)
+}
+
+// bound cuts s to at most n bytes on a rune boundary, marking the cut.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// arena holds the fixed-size parts of the status in one allocation; the
+// status points into it. Slices handed out are capped (s[:n:n]) so that a
+// caller's append never writes into a neighbour.
+type arena struct {
+	layers v1alpha1.Layers
+	vmi    v1alpha1.VMISummary
+	mig    v1alpha1.MigrationSummary
+	lm     v1alpha1.LiveMigratability
+	guest  v1alpha1.GuestSummary
+	conds  [6]metav1.Condition
+	times  [48]metav1.Time
+	nt     int
+	ev     [3 * maxEvidence]v1alpha1.Evidence
+	nev    int
+	str    [48]string
+	nstr   int
+	pods   [4]v1alpha1.LauncherPod
+	ifcs   [4]v1alpha1.InterfaceStatus
+}
+
+func (a *arena) time(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	if a.nt < len(a.times) {
+		a.times[a.nt] = metav1.Time{Time: t}
+		a.nt++
+		return &a.times[a.nt-1]
+	}
+	return &metav1.Time{Time: t}
+}
+
+func (a *arena) evidence(n int) []v1alpha1.Evidence {
+	if a.nev+n <= len(a.ev) {
+		s := a.ev[a.nev : a.nev : a.nev+n]
+		a.nev += n
+		return s
+	}
+	return make([]v1alpha1.Evidence, 0, n)
+}
+
+func (a *arena) strs(n int) []string {
+	if a.nstr+n <= len(a.str) {
+		s := a.str[a.nstr : a.nstr : a.nstr+n]
+		a.nstr += n
+		return s
+	}
+	return make([]string, 0, n)
+}

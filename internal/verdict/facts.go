@@ -1,0 +1,451 @@
+package verdict
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// Paused condition reasons virt-handler writes (kv:pkg/virt-handler/vm.go:
+// 848-859, 1196-1236); other libvirt pause reasons add no condition. The API
+// module has no constants for them.
+const (
+	pausedByUser             = "PausedByUser"
+	pausedIOError            = "PausedIOError"
+	pausedByMigrationMonitor = "PausedByMigrationMonitor"
+)
+
+// lifecycle is where the VM stands as a whole; each layer first asks it
+// whether it has anything live to judge.
+type lifecycle int
+
+const (
+	lcMissing    lifecycle = iota // neither VM nor VMI
+	lcInvalid                     // the VM contradicts itself and has no VMI
+	lcStopped                     // stopped as declared
+	lcStarting                    // the VM should run and has no VMI yet
+	lcPreRunning                  // VMI Pending, Scheduling, Scheduled, WaitingForSync
+	lcRunning                     // VMI Running
+	lcSucceeded                   // VMI Succeeded and not stopped as declared
+	lcFailed                      // VMI Failed and not stopped as declared
+	lcUnknown                     // VMI phase unknown or status missing
+)
+
+// facts is the input, indexed once: every rule reads from here.
+type facts struct {
+	in   *Input
+	now  time.Time // in.Now in UTC, truncated to seconds
+	pol  Policy
+	name string
+
+	vm         *kubevirtv1.VirtualMachine
+	runStrat   kubevirtv1.VirtualMachineRunStrategy
+	runStratOK bool
+
+	vmi        *kubevirtv1.VirtualMachineInstance
+	phase      kubevirtv1.VirtualMachineInstancePhase
+	phaseSince time.Time
+	created    time.Time
+	lc         lifecycle
+
+	pods   []*corev1.Pod // launcher pods of the VMI, by name
+	roles  []v1alpha1.LauncherPodRole
+	active *corev1.Pod // the pod that runs (or last ran) the VM on its node
+
+	mig migration
+
+	nodeName string
+	node     *corev1.Node
+	hb       heartbeat
+
+	netStatus    []NetworkStatus
+	netStatusRaw string
+	netStatusErr error
+
+	// prevAgent is true when the previous status, for this same VMI, saw
+	// the guest agent connected.
+	prevAgent bool
+}
+
+type heartbeat struct {
+	present bool
+	raw     string
+	t       time.Time
+	err     error
+	// deadline is t + HeartbeatTimeout: when the node's reports stop being
+	// trustworthy.
+	deadline time.Time
+}
+
+func (f *facts) init(in *Input) {
+	f.in = in
+	f.now = trunc(in.Now)
+	f.pol = in.Policy
+	f.vm, f.vmi = in.VM, in.VMI
+	f.name = in.Name
+	if f.name == "" && f.vmi != nil {
+		f.name = f.vmi.Name
+	}
+	if f.name == "" && f.vm != nil {
+		f.name = f.vm.Name
+	}
+	f.runStratOK = true
+	if f.vm != nil {
+		rs, err := f.vm.RunStrategy()
+		f.runStrat, f.runStratOK = rs, err == nil
+	}
+	if f.vmi != nil {
+		f.phase = f.vmi.Status.Phase
+		f.created = mt(f.vmi.CreationTimestamp)
+		f.phaseSince = vmiPhaseSince(f.vmi, f.phase)
+		if f.phaseSince.IsZero() && (f.phase == kubevirtv1.Pending || f.phase == kubevirtv1.VmPhaseUnset) {
+			f.phaseSince = f.created
+		}
+		f.nodeName = f.vmi.Status.NodeName
+	}
+	f.lc = f.lifecycle()
+	f.collectPods()
+	f.selectMigration()
+	f.selectActive()
+	f.assignRoles()
+	if f.nodeName == "" && f.active != nil && f.lc != lcPreRunning {
+		f.nodeName = f.active.Spec.NodeName
+	}
+	if f.nodeName != "" {
+		f.node = in.Nodes[f.nodeName]
+	}
+	f.readHeartbeat()
+	if f.active != nil {
+		if raw, ok := f.active.Annotations[NetworkStatusAnnotation]; ok {
+			f.netStatusRaw = raw
+			f.netStatus, f.netStatusErr = ParseNetworkStatus(raw)
+		}
+	}
+	if p := in.Previous; p != nil && p.Guest != nil && p.Guest.AgentConnected && p.VMI != nil &&
+		f.vmi != nil && f.vmi.UID != "" && p.VMI.UID == f.vmi.UID {
+		f.prevAgent = true
+	}
+}
+
+func (f *facts) lifecycle() lifecycle {
+	if f.vmi == nil {
+		switch {
+		case f.vm == nil:
+			return lcMissing
+		case !f.runStratOK:
+			return lcInvalid
+		case f.vmShouldRun():
+			return lcStarting
+		}
+		return lcStopped
+	}
+	switch f.phase {
+	case kubevirtv1.Succeeded, kubevirtv1.Failed:
+		// A stop whose guest ignores ACPI ends in Failed (destroyed after
+		// the grace period): with the VM Halted that is still the stop the
+		// user asked for.
+		if f.vm != nil && f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted {
+			return lcStopped
+		}
+		if f.phase == kubevirtv1.Succeeded {
+			return lcSucceeded
+		}
+		return lcFailed
+	case kubevirtv1.Running:
+		return lcRunning
+	case kubevirtv1.Pending, kubevirtv1.Scheduling, kubevirtv1.Scheduled, kubevirtv1.WaitingForSync:
+		return lcPreRunning
+	case kubevirtv1.VmPhaseUnset:
+		if !f.created.IsZero() && f.now.Before(f.created.Add(unsetPhaseGrace)) {
+			return lcPreRunning
+		}
+	}
+	return lcUnknown
+}
+
+// vmShouldRun says whether virt-controller is expected to create a VMI for
+// a VM that has none (kv:pkg/virt-controller/watch/vm/vm.go).
+func (f *facts) vmShouldRun() bool {
+	vm := f.vm
+	if vm.DeletionTimestamp != nil {
+		return false
+	}
+	if crashLooping(vm, f.runStrat) {
+		return true
+	}
+	switch f.runStrat {
+	case kubevirtv1.RunStrategyAlways, kubevirtv1.RunStrategyWaitAsReceiver:
+		return true
+	case kubevirtv1.RunStrategyHalted:
+		return false
+	}
+	// Manual, Once and RerunOnFailure start only on request or on first
+	// creation; the VM says so in a pending start request or in its
+	// printableStatus.
+	for _, r := range vm.Status.StateChangeRequests {
+		if r.Action == kubevirtv1.StartRequest {
+			return true
+		}
+	}
+	switch vm.Status.PrintableStatus {
+	case kubevirtv1.VirtualMachineStatusStarting, kubevirtv1.VirtualMachineStatusProvisioning,
+		kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
+		return true
+	}
+	return false
+}
+
+func crashLooping(vm *kubevirtv1.VirtualMachine, rs kubevirtv1.VirtualMachineRunStrategy) bool {
+	if vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusCrashLoopBackOff {
+		return true
+	}
+	if vm.Status.StartFailure == nil || vm.Status.StartFailure.ConsecutiveFailCount <= 0 {
+		return false
+	}
+	switch rs {
+	case kubevirtv1.RunStrategyAlways, kubevirtv1.RunStrategyRerunOnFailure, kubevirtv1.RunStrategyOnce:
+		return true
+	}
+	return false
+}
+
+// vmiPhaseSince is when the VMI entered phase; KubeVirt appends one entry
+// per phase value, the newest wins if a dump carries several.
+func vmiPhaseSince(vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase) time.Time {
+	var t time.Time
+	for i := range vmi.Status.PhaseTransitionTimestamps {
+		ts := &vmi.Status.PhaseTransitionTimestamps[i]
+		if ts.Phase == phase {
+			if c := mt(ts.PhaseTransitionTimestamp); c.After(t) {
+				t = c
+			}
+		}
+	}
+	return t
+}
+
+// collectPods keeps the launcher pods of this VMI, sorted by name. The
+// caller hands the pods the VMI controls, but an offline dump may mix in pods
+// of an earlier VMI of the same VM, hotplug attachment pods or WFFC
+// provisioning pods; those say nothing about this VMI.
+func (f *facts) collectPods() {
+	n := 0
+	for _, p := range f.in.Pods {
+		if f.ownPod(p) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	f.pods = make([]*corev1.Pod, 0, n)
+	for _, p := range f.in.Pods {
+		if f.ownPod(p) {
+			f.pods = append(f.pods, p)
+		}
+	}
+	slices.SortFunc(f.pods, func(a, b *corev1.Pod) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.UID), string(b.UID))
+	})
+}
+
+func (f *facts) ownPod(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	if p.Labels[kubevirtv1.AppLabel] == "hotplug-disk" || p.Annotations[kubevirtv1.EphemeralProvisioningObject] == "true" {
+		return false
+	}
+	if f.vmi == nil || f.vmi.UID == "" {
+		return true
+	}
+	for i := range p.OwnerReferences {
+		o := &p.OwnerReferences[i]
+		if o.Controller != nil && *o.Controller && o.Kind == "VirtualMachineInstance" {
+			return o.UID == f.vmi.UID
+		}
+	}
+	if v, ok := p.Labels[kubevirtv1.CreatedByLabel]; ok {
+		return v == string(f.vmi.UID)
+	}
+	return true
+}
+
+func podFinished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// isTarget says whether p is the target pod of the migration in progress.
+// The kubevirt.io/migrationJobUID label stays on the pod after the migration
+// (kv:pkg/virt-controller/watch/migration/migration.go sets it, nothing
+// removes it), so it only marks a target while that migration runs.
+func (f *facts) isTarget(p *corev1.Pod) bool {
+	m := &f.mig
+	if !m.inProgress {
+		return false
+	}
+	if m.uid != "" && p.Labels[kubevirtv1.MigrationJobLabel] == string(m.uid) {
+		return true
+	}
+	return m.state != nil && m.state.TargetPod != "" && p.Name == m.state.TargetPod
+}
+
+// selectActive follows virt-controller's CurrentVMIPod
+// (kv:pkg/controller/controller.go): the newest pod on the VMI's node, or
+// the newest pod when the VMI has no node yet. Live pods come first so that
+// a finished predecessor on the same node does not hide the running one,
+// and the target of a running migration is never the active pod.
+func (f *facts) selectActive() {
+	var best *corev1.Pod
+	bestLive := false
+	for _, p := range f.pods {
+		if f.isTarget(p) {
+			continue
+		}
+		if f.nodeName != "" && p.Spec.NodeName != f.nodeName {
+			continue
+		}
+		live := !podFinished(p)
+		if best == nil || (live && !bestLive) || (live == bestLive && newerPod(p, best)) {
+			best, bestLive = p, live
+		}
+	}
+	f.active = best
+}
+
+func newerPod(a, b *corev1.Pod) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.Name > b.Name
+}
+
+func (f *facts) assignRoles() {
+	if len(f.pods) == 0 {
+		return
+	}
+	f.roles = make([]v1alpha1.LauncherPodRole, len(f.pods))
+	for i, p := range f.pods {
+		switch {
+		case podFinished(p):
+			f.roles[i] = v1alpha1.RoleStale
+		case f.isTarget(p):
+			f.roles[i] = v1alpha1.RoleMigrationTarget
+		case p == f.active && f.mig.inProgress:
+			f.roles[i] = v1alpha1.RoleMigrationSource
+		case p == f.active:
+			f.roles[i] = v1alpha1.RoleActive
+		default:
+			f.roles[i] = v1alpha1.RoleStale
+		}
+	}
+}
+
+func (f *facts) readHeartbeat() {
+	if f.node == nil {
+		return
+	}
+	raw, ok := f.node.Annotations[kubevirtv1.VirtHandlerHeartbeat]
+	if !ok {
+		return
+	}
+	f.hb.present, f.hb.raw = true, raw
+	f.hb.t, f.hb.err = ParseHeartbeat(raw)
+	if f.hb.err == nil {
+		f.hb.deadline = ceilSec(f.hb.t.Add(f.pol.HeartbeatTimeout))
+	}
+}
+
+// hbStale says whether the node's heartbeat is known and past its timeout.
+func (f *facts) hbStale() bool {
+	return f.hb.err == nil && !f.hb.deadline.IsZero() && !f.now.Before(f.hb.deadline) && !f.future(f.hb.t)
+}
+
+// future says whether t lies beyond the tolerated clock skew.
+func (f *facts) future(t time.Time) bool {
+	return !t.IsZero() && t.After(f.now.Add(clockSkew))
+}
+
+func (f *facts) vmiCond(t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	if f.vmi == nil {
+		return nil
+	}
+	for i := range f.vmi.Status.Conditions {
+		if f.vmi.Status.Conditions[i].Type == t {
+			return &f.vmi.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func (f *facts) vmiCondTrue(t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	if c := f.vmiCond(t); c != nil && c.Status == corev1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
+func podCond(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func nodeCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// computeStatus is the status of the launcher's compute container, the only
+// container virt-controller inspects (kv:pkg/controller/controller.go).
+func computeStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == "compute" {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+func podRestarts(p *corev1.Pod) int32 {
+	var n int32
+	for i := range p.Status.ContainerStatuses {
+		n += max(p.Status.ContainerStatuses[i].RestartCount, 0)
+	}
+	// guest-console-log is a native sidecar: its restarts show in the init
+	// container statuses.
+	for i := range p.Status.InitContainerStatuses {
+		n += max(p.Status.InitContainerStatuses[i].RestartCount, 0)
+	}
+	return max(n, 0)
+}
+
+func (f *facts) paused() *kubevirtv1.VirtualMachineInstanceCondition {
+	return f.vmiCondTrue(kubevirtv1.VirtualMachineInstancePaused)
+}
+
+func (f *facts) livePods() int {
+	n := 0
+	for _, p := range f.pods {
+		if !podFinished(p) && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,314 @@
+package verdict
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// guestLayer judges what the guest agent reports through the VMI.
+//
+// Freshness: the VMI has no heartbeat and virt-handler writes it only on
+// change (kv:pkg/virt-handler/vm.go:1097-1140), so the age of guest data
+// says nothing. What makes it current is that virt-handler is alive to
+// report a change: the guest layer's staleAt is the node's heartbeat
+// deadline, and past it the guest layer is Unknown (EvidenceStale).
+// Policy.GuestDataMaxAge is therefore not used as a deadline: it would flip
+// a healthy guest every few minutes while nothing changed.
+func (e *engine) guestLayer() {
+	f := &e.f
+	l := &e.guest
+	switch f.lc {
+	case lcMissing:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, "there is no VMI, so no guest to judge", time.Time{})
+	case lcInvalid:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
+	case lcStopped:
+		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; the guest does not run", time.Time{})
+	case lcStarting, lcPreRunning:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonGuestStarting, "the guest does not run yet", f.phaseSince)
+	case lcSucceeded:
+		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down", f.phaseSince)
+	case lcFailed:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI is Failed; the guest does not run", f.phaseSince)
+	case lcUnknown:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether the guest runs", time.Time{})
+	case lcRunning:
+		e.judgeGuest(l)
+	}
+}
+
+func (e *engine) judgeGuest(l *layer) {
+	f := &e.f
+	vmi := f.vmi
+	if c := f.paused(); c != nil {
+		since := mt(c.LastTransitionTime)
+		switch c.Reason {
+		case pausedByUser:
+			l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonPausedByUser, "the guest is paused by its user", since)
+		case pausedByMigrationMonitor:
+			// The migration monitor pauses the guest to let a migration
+			// converge (kv:pkg/virt-handler/vm.go:848-859); it resumes.
+			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonGuestPaused, "the guest is paused ("+c.Reason+") and will resume", since)
+		default:
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestPaused,
+				"the guest is paused ("+bound(c.Reason, 64)+"); what it reports cannot be judged", since)
+		}
+		l.cite(kindVMI, vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
+		return
+	}
+	e.guestFreshness(l)
+
+	ac := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected)
+	if ac != nil {
+		since := agentSince(ac)
+		l.context(kindVMI, vmi.Name, "status.conditions[AgentConnected].status", string(ac.Status), since)
+		if u := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceUnsupportedAgent); u != nil {
+			msg := "the guest agent is connected but KubeVirt does not support it"
+			if u.Reason != "" {
+				msg += ": " + u.Reason
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentVersionNotSupported, msg, mt(u.LastTransitionTime))
+			l.cite(kindVMI, vmi.Name, "status.conditions[AgentVersionNotSupported].reason", u.Reason, mt(u.LastTransitionTime))
+		}
+		e.interfaceRules(l, since)
+	} else {
+		e.agentAbsent(l)
+	}
+	if f.netStatusErr != nil {
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonMalformedNetworkStatus,
+			"launcher pod "+f.active.Name+" has a "+NetworkStatusAnnotation+" annotation that cannot be read ("+
+				f.netStatusErr.Error()+"): the pod-side IPs of secondary networks are unknown", time.Time{})
+		l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]", f.netStatusRaw, time.Time{})
+	}
+	if vmi.Spec.ReadinessProbe != nil {
+		if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionFalse {
+			msg := "the VMI's readiness probe fails"
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestNotReady, msg, mt(c.LastTransitionTime))
+			l.cite(kindVMI, vmi.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+		}
+	}
+	if l.nf == 0 {
+		if ac != nil {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected,
+				"the guest agent is connected"+osSuffix(vmi), agentSince(ac))
+		} else {
+			// agentAbsent always adds a finding; this keeps the invariant
+			// if it ever does not.
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the guest could not be judged", time.Time{})
+		}
+	}
+}
+
+// agentSince is when the agent connected: the condition's
+// lastTransitionTime, else its lastProbeTime (set when it was added).
+func agentSince(c *kubevirtv1.VirtualMachineInstanceCondition) time.Time {
+	if t := mt(c.LastTransitionTime); !t.IsZero() {
+		return t
+	}
+	return mt(c.LastProbeTime)
+}
+
+func osSuffix(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if n := vmi.Status.GuestOSInfo.PrettyName; n != "" {
+		return " (" + bound(n, 128) + ")"
+	}
+	return ""
+}
+
+// guestFreshness ties the guest's evidence to virt-handler's heartbeat on
+// the VMI's node.
+func (e *engine) guestFreshness(l *layer) {
+	f := &e.f
+	if f.node == nil || !f.hb.present || f.hb.err != nil || f.future(f.hb.t) {
+		return
+	}
+	const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
+	l.stale(f.hb.deadline)
+	if f.hbStale() {
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonEvidenceStale,
+			"virt-handler on "+f.node.Name+" has not reported since "+rfc(f.hb.t)+
+				", so what the VMI says about the guest may be out of date", f.hb.deadline)
+		l.cite(kindNode, f.node.Name, hbField, f.hb.raw, f.hb.t)
+		return
+	}
+	l.context(kindNode, f.node.Name, hbField, f.hb.raw, f.hb.t)
+}
+
+// agentAbsent judges a running guest without AgentConnected. KubeVirt
+// removes the condition on disconnect and never sets it False
+// (kv:pkg/virt-handler/vm.go:785-846), so absence is all there is; whether
+// an agent was there before shows in guestOSInfo (sticky, only ever set by
+// the agent), in interfaces the agent reported, or in the previous status
+// of this same VMI.
+func (e *engine) agentAbsent(l *layer) {
+	f := &e.f
+	vmi := f.vmi
+	const acField = "status.conditions[AgentConnected]"
+	if hint, field, value := e.agentHint(); hint {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected,
+			"the guest agent was connected before and is not now"+osSuffix(vmi), time.Time{})
+		l.cite(kindVMI, vmi.Name, acField, "absent", time.Time{})
+		if field != "" {
+			l.cite(kindVMI, vmi.Name, field, value, time.Time{})
+		}
+		return
+	}
+	running := f.phaseSince
+	if running.IsZero() {
+		running = f.created
+	}
+	graceEnd := ceilSec(running.Add(f.pol.AgentGracePeriod))
+	switch {
+	case running.IsZero():
+		// No clock to measure the grace period by: judge as if it ended.
+		graceEnd = time.Time{}
+	case !crossed(f.now, graceEnd):
+		l.stale(graceEnd)
+		e.deadline(graceEnd)
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting,
+			"the guest runs since "+rfc(running)+"; its agent has not connected yet", running)
+		l.cite(kindVMI, vmi.Name, acField, "absent", running)
+		return
+	}
+	if f.pol.GuestAgentExpected {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentNeverConnected,
+			"a guest agent is expected but has not connected since the guest started at "+rfc(running), graceEnd)
+	} else {
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonNoGuestAgent,
+			"no guest agent has connected since the guest started at "+rfc(running)+"; none is expected, so guest data is limited to what the domain reports", graceEnd)
+	}
+	l.cite(kindVMI, vmi.Name, acField, "absent", running)
+}
+
+// agentHint says whether an agent was connected to this VMI before, and
+// which field shows it.
+func (e *engine) agentHint() (bool, string, string) {
+	f := &e.f
+	vmi := f.vmi
+	if n := vmi.Status.GuestOSInfo.Name; n != "" {
+		return true, "status.guestOSInfo.name", n
+	}
+	for i := range vmi.Status.Interfaces {
+		if hasInfoSource(vmi.Status.Interfaces[i].InfoSource, infoSourceGuestAgent) {
+			return true, "status.interfaces[" + vmi.Status.Interfaces[i].Name + "].infoSource", vmi.Status.Interfaces[i].InfoSource
+		}
+	}
+	if f.prevAgent {
+		return true, "", ""
+	}
+	return false, "", ""
+}
+
+// interfaceRules checks the interfaces while the agent is connected: each
+// named interface should carry guest-agent data once the agent had time to
+// report (it polls interfaces every 10 s, backing off to 120 s), and the
+// guest's IPs should match the pod side where the binding passes them
+// through.
+func (e *engine) interfaceRules(l *layer, connected time.Time) {
+	f := &e.f
+	vmi := f.vmi
+	ifcs := vmi.Status.Interfaces
+	if len(ifcs) > maxInterfaces {
+		ifcs = ifcs[:maxInterfaces]
+	}
+	graceEnd := ceilSec(connected.Add(f.pol.AgentGracePeriod))
+	settled := connected.IsZero() || crossed(f.now, graceEnd)
+	if !settled {
+		e.deadline(graceEnd)
+	}
+	var missing, mismatch []int
+	var missingBuf, mismatchBuf [8]int
+	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
+	for i := range ifcs {
+		ifc := &ifcs[i]
+		if ifc.Name == "" {
+			continue // a guest-only interface: the agent is its only source
+		}
+		if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
+			if settled && ifc.LinkState != "down" {
+				missing = append(missing, i)
+			}
+			continue
+		}
+		if f.ipMismatch(i) {
+			mismatch = append(mismatch, i)
+		}
+	}
+	if len(mismatch) > 0 {
+		var b strings.Builder
+		b.WriteString("the guest reports IPs that differ from the pod network's on ")
+		for k, i := range mismatch {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(ifcs[i].Name)
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String(), time.Time{})
+		for _, i := range mismatch {
+			primary, ns := f.podSide(i)
+			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", strings.Join(ifcs[i].IPs, ","), time.Time{})
+			if primary && f.active != nil {
+				l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
+			} else if ns != nil && f.active != nil {
+				l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]["+ns.Interface+"].ips", strings.Join(ns.IPs, ","), time.Time{})
+			}
+		}
+	}
+	if len(missing) > 0 {
+		var b strings.Builder
+		b.WriteString("the guest agent is connected but reports nothing for ")
+		for k, i := range missing {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(ifcs[i].Name)
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing, b.String(), graceEnd)
+		for _, i := range missing {
+			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].infoSource", ifcs[i].InfoSource, time.Time{})
+		}
+	}
+}
+
+func podIPsValue(p *corev1.Pod) string {
+	if len(p.Status.PodIPs) == 0 {
+		return p.Status.PodIP
+	}
+	var b strings.Builder
+	for i, ip := range p.Status.PodIPs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(ip.IP)
+	}
+	return b.String()
+}
+
+// guestSummary is what the agent reports. guestOSInfo is identity only:
+// KubeVirt never clears it, so it outlives the agent.
+func (e *engine) guestSummary() *v1alpha1.GuestSummary {
+	f := &e.f
+	if f.vmi == nil {
+		return nil
+	}
+	g := &e.a.guest
+	g.AgentSupported = true
+	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected); c != nil {
+		g.AgentConnected = true
+		g.AgentConnectedSince = e.a.time(agentSince(c))
+	}
+	if f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceUnsupportedAgent) != nil {
+		g.AgentSupported = false
+	}
+	g.OSPrettyName = bound(f.vmi.Status.GuestOSInfo.PrettyName, maxValue)
+	g.KernelRelease = bound(f.vmi.Status.GuestOSInfo.KernelRelease, maxValue)
+	return g
+}

@@ -1,0 +1,278 @@
+package verdict
+
+import (
+	"slices"
+	"strings"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+const (
+	maxInterfaces = 64 // the CRD's MaxItems
+	maxIfaceIPs   = 32 // the CRD's MaxItems per IP list
+
+	// KubeVirt's infoSource values (kv:pkg/network/vmispec/infosource.go),
+	// joined with ", "; the API module has no constants for them.
+	infoSourceGuestAgent = "guest-agent"
+	infoSourceSeparator  = ", "
+
+	// primaryPodInterface is the pod-side name of the primary interface
+	// (kv:pkg/network/namescheme/networknamescheme.go).
+	primaryPodInterface = "eth0"
+)
+
+// interfaces joins what the VMI status, the launcher pod and Multus say
+// about each interface, sorted so that input order does not matter.
+func (e *engine) interfaces() []v1alpha1.InterfaceStatus {
+	f := &e.f
+	if f.vmi == nil || len(f.vmi.Status.Interfaces) == 0 {
+		return nil
+	}
+	src := f.vmi.Status.Interfaces
+	n := min(len(src), maxInterfaces)
+	var out []v1alpha1.InterfaceStatus
+	if n <= len(e.a.ifcs) {
+		out = e.a.ifcs[:0:n]
+	} else {
+		out = make([]v1alpha1.InterfaceStatus, 0, n)
+	}
+	for i := range src[:n] {
+		ifc := &src[i]
+		s := v1alpha1.InterfaceStatus{Name: ifc.Name, InterfaceName: ifc.InterfaceName, MAC: ifc.MAC}
+		s.IPAddresses = e.ipList(ifc)
+		s.InfoSources = e.infoSources(ifc.InfoSource)
+		s.PodIPs = e.podIPList(i)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, compareInterfaces)
+	return out
+}
+
+func compareInterfaces(a, b v1alpha1.InterfaceStatus) int {
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.InterfaceName, b.InterfaceName); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.MAC, b.MAC); c != 0 {
+		return c
+	}
+	if c := slices.Compare(a.IPAddresses, b.IPAddresses); c != 0 {
+		return c
+	}
+	if c := slices.Compare(a.InfoSources, b.InfoSources); c != 0 {
+		return c
+	}
+	return slices.Compare(a.PodIPs, b.PodIPs)
+}
+
+// ipList is ipAddress and ipAddresses (KubeVirt keeps the first of the list
+// in ipAddress), sorted and deduplicated.
+func (e *engine) ipList(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterface) []string {
+	n := min(len(ifc.IPs)+1, maxIfaceIPs)
+	out := e.a.strs(n)
+	add := func(ip string) {
+		if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
+			out = append(out, bound(ip, 64))
+		}
+	}
+	add(ifc.IP)
+	for _, ip := range ifc.IPs {
+		add(ip)
+	}
+	return sortedOrNil(out)
+}
+
+// infoSources splits KubeVirt's ", "-joined infoSource.
+func (e *engine) infoSources(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := e.a.strs(min(strings.Count(s, ",")+1, 8))
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part != "" && len(out) < cap(out) && !slices.Contains(out, part) {
+			out = append(out, bound(part, 64))
+		}
+	}
+	return sortedOrNil(out)
+}
+
+func sortedOrNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	slices.Sort(s)
+	return s[:len(s):len(s)]
+}
+
+func hasInfoSource(s, src string) bool {
+	for part := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(part) == src {
+			return true
+		}
+	}
+	return false
+}
+
+// podIPList is the pod-side IPs of status interface i, sorted.
+func (e *engine) podIPList(i int) []string {
+	f := &e.f
+	primary, ns := f.podSide(i)
+	var out []string
+	switch {
+	case primary && f.active != nil && (len(f.active.Status.PodIPs) > 0 || f.active.Status.PodIP != ""):
+		p := f.active
+		out = e.a.strs(min(len(p.Status.PodIPs)+1, maxIfaceIPs))
+		add := func(ip string) {
+			if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
+				out = append(out, bound(ip, 64))
+			}
+		}
+		add(p.Status.PodIP)
+		for _, ip := range p.Status.PodIPs {
+			add(ip.IP)
+		}
+	case ns != nil && len(ns.IPs) > 0:
+		out = e.a.strs(min(len(ns.IPs), maxIfaceIPs))
+		for _, ip := range ns.IPs {
+			ip = stripPrefix(ip)
+			if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
+				out = append(out, bound(ip, 64))
+			}
+		}
+	}
+	return sortedOrNil(out)
+}
+
+// podSide finds where the pod network says something about status interface
+// i: the primary interface (on the pod network, or eth0, or the first when
+// the spec does not tell) takes the pod's IPs; a secondary one takes the
+// Multus network-status entry of its pod interface.
+func (f *facts) podSide(i int) (primary bool, ns *NetworkStatus) {
+	ifc := &f.vmi.Status.Interfaces[i]
+	primary = f.isPrimary(i)
+	for j := range f.netStatus {
+		s := &f.netStatus[j]
+		switch {
+		case primary && s.Default:
+			return primary, s
+		case !primary && ifc.PodInterfaceName != "" && s.Interface == ifc.PodInterfaceName:
+			return primary, s
+		case !primary && ifc.PodInterfaceName == "" && ifc.Name != "" && f.multusNetworkIs(ifc.Name, s.Name):
+			return primary, s
+		}
+	}
+	return primary, nil
+}
+
+func (f *facts) isPrimary(i int) bool {
+	ifc := &f.vmi.Status.Interfaces[i]
+	if ifc.Name != "" {
+		for j := range f.vmi.Spec.Networks {
+			if n := &f.vmi.Spec.Networks[j]; n.Name == ifc.Name {
+				return n.Pod != nil || (n.Multus != nil && n.Multus.Default)
+			}
+		}
+	}
+	if ifc.PodInterfaceName != "" {
+		return ifc.PodInterfaceName == primaryPodInterface
+	}
+	// KubeVirt moves the primary interface to index 0
+	// (kv:pkg/network/setup/netstat.go).
+	return i == 0 && ifc.Name != "" && len(f.vmi.Spec.Networks) == 0
+}
+
+// multusNetworkIs matches a VMI network's networkName ("nad" or "ns/nad")
+// with a network-status name (always "ns/nad").
+func (f *facts) multusNetworkIs(netName, statusName string) bool {
+	for j := range f.vmi.Spec.Networks {
+		n := &f.vmi.Spec.Networks[j]
+		if n.Name != netName || n.Multus == nil {
+			continue
+		}
+		want := n.Multus.NetworkName
+		if want == statusName {
+			return true
+		}
+		ns, name, ok := strings.Cut(statusName, "/")
+		return ok && name == want && ns == f.vmi.Namespace
+	}
+	return false
+}
+
+func stripPrefix(ip string) string {
+	if i := strings.IndexByte(ip, '/'); i >= 0 {
+		return ip[:i]
+	}
+	return ip
+}
+
+// specInterface is the spec of the VMI interface called name.
+func (f *facts) specInterface(name string) *kubevirtv1.Interface {
+	if name == "" {
+		return nil
+	}
+	for i := range f.vmi.Spec.Domain.Devices.Interfaces {
+		if s := &f.vmi.Spec.Domain.Devices.Interfaces[i]; s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// ipMismatch says whether interface i's guest-reported IPs and its
+// pod-side IPs share nothing. Only bridge and SR-IOV bindings hand the
+// pod-side address to the guest; masquerade NATs (the guest sees 10.0.2.2
+// on the pod network, kubevirt#18760), passt and binding plugins do their
+// own addressing, so those are never a mismatch.
+func (f *facts) ipMismatch(i int) bool {
+	ifc := &f.vmi.Status.Interfaces[i]
+	if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
+		return false
+	}
+	spec := f.specInterface(ifc.Name)
+	if spec == nil || (spec.Bridge == nil && spec.SRIOV == nil) || spec.Binding != nil {
+		return false
+	}
+	primary, ns := f.podSide(i)
+	guestIPs := 0
+	overlap := false
+	check := func(ip string) {
+		if ip == "" || strings.HasPrefix(strings.ToLower(ip), "fe80:") {
+			return
+		}
+		guestIPs++
+		if primary && f.active != nil {
+			if f.active.Status.PodIP == ip {
+				overlap = true
+			}
+			for _, p := range f.active.Status.PodIPs {
+				overlap = overlap || p.IP == ip
+			}
+		}
+		if ns != nil {
+			for _, p := range ns.IPs {
+				overlap = overlap || stripPrefix(p) == ip
+			}
+		}
+	}
+	check(ifc.IP)
+	for _, ip := range ifc.IPs {
+		check(ip)
+	}
+	podIPs := 0
+	if primary && f.active != nil {
+		podIPs = len(f.active.Status.PodIPs)
+		if f.active.Status.PodIP != "" {
+			podIPs++
+		}
+	}
+	if ns != nil {
+		podIPs += len(ns.IPs)
+	}
+	return guestIPs > 0 && podIPs > 0 && !overlap
+}

@@ -1,0 +1,124 @@
+package verdict
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+const maxMigratableReasons = 16
+
+// notMigratableReasons are the reason values virt-handler writes on
+// LiveMigratable and StorageLiveMigratable (api:core/v1/types.go:740-806;
+// kv:pkg/virt-handler/vm.go:1247-1404). StorageLiveMigratable's message
+// lists every blocker as "<Reason>: <msg>, ...", so the engine finds them by
+// name rather than by splitting free text.
+var notMigratableReasons = [...]string{
+	kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonHotplugNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonCPUModeNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonVirtIOFSNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonHostDeviceNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonSEVNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonSecureExecutionNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonTDXNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonNoTSCFrequencyMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonHypervPassthroughNotMigratable,
+	kubevirtv1.VirtualMachineInstanceReasonPRNotMigratable,
+}
+
+// liveMigratable gathers every reason the VMI cannot be live-migrated.
+// KubeVirt's LiveMigratable condition names only the first blocker it finds
+// (kv:pkg/virt-handler/vm.go:1247-1288), so the engine adds the blockers
+// from StorageLiveMigratable and from the VMI spec: host devices and GPUs,
+// SR-IOV interfaces, and bridge binding on the pod network without the
+// allow-pod-bridge-network-live-migration annotation. Storage that is not
+// RWX cannot be proven from the VMI alone; StorageLiveMigratable carries it.
+// When LiveMigratable is True KubeVirt's word stands and no reason is
+// listed.
+func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
+	f := &e.f
+	if f.vmi == nil {
+		return nil
+	}
+	lm := &e.a.lm
+	c := f.vmiCond(kubevirtv1.VirtualMachineInstanceIsMigratable)
+	switch {
+	case c == nil:
+		lm.Status = metav1.ConditionUnknown
+	case c.Status == corev1.ConditionTrue:
+		lm.Status = metav1.ConditionTrue
+		return lm
+	case c.Status == corev1.ConditionFalse:
+		lm.Status = metav1.ConditionFalse
+	default:
+		lm.Status = metav1.ConditionUnknown
+	}
+	rs := e.a.strs(maxMigratableReasons)
+	addReason := func(r string) {
+		r = bound(strings.TrimSpace(r), 128)
+		if r == "" || len(rs) == cap(rs) || slices.Contains(rs, r) {
+			return
+		}
+		rs = append(rs, r)
+	}
+	if c != nil && c.Status == corev1.ConditionFalse {
+		addReason(c.Reason)
+	}
+	if s := f.vmiCond(kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable); s != nil && s.Status == corev1.ConditionFalse {
+		if s.Reason != kubevirtv1.VirtualMachineInstanceReasonNotMigratable {
+			addReason(s.Reason)
+		}
+		for _, r := range notMigratableReasons {
+			if strings.Contains(s.Message, r) {
+				addReason(r)
+			}
+		}
+	}
+	spec := &f.vmi.Spec
+	if len(spec.Domain.Devices.HostDevices) > 0 || len(spec.Domain.Devices.GPUs) > 0 {
+		addReason(kubevirtv1.VirtualMachineInstanceReasonHostDeviceNotMigratable)
+	}
+	for i := range spec.Domain.Devices.Interfaces {
+		ifc := &spec.Domain.Devices.Interfaces[i]
+		if ifc.SRIOV != nil {
+			addReason(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)
+		}
+		if ifc.Bridge != nil && f.podNetwork(ifc.Name) {
+			if _, ok := f.vmi.Annotations[kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation]; !ok {
+				addReason(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)
+			}
+		}
+	}
+	slices.Sort(rs)
+	if len(rs) > 0 {
+		lm.Reasons = rs[:len(rs):len(rs)]
+	}
+	return lm
+}
+
+// podNetwork says whether the VMI network called name is the pod network.
+func (f *facts) podNetwork(name string) bool {
+	for i := range f.vmi.Spec.Networks {
+		n := &f.vmi.Spec.Networks[i]
+		if n.Name == name {
+			return n.Pod != nil
+		}
+	}
+	return false
+}
+
+// evicting says whether the VMI is marked for eviction
+// (kv:pkg/virt-controller/watch/vmi/lifecycle.go:554-568).
+func (f *facts) evicting() bool {
+	if f.vmi == nil {
+		return false
+	}
+	return f.vmi.Status.EvacuationNodeName != "" || f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceEvictionRequested) != nil
+}

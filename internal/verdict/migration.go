@@ -1,0 +1,332 @@
+package verdict
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// migration is the newest migration of the VMI, with its live state.
+type migration struct {
+	present bool
+	vmim    *kubevirtv1.VirtualMachineInstanceMigration // nil when only the VMI's migrationState tells
+	uid     types.UID
+	name    string
+	phase   kubevirtv1.VirtualMachineInstanceMigrationPhase
+	known   bool // phase is one KubeVirt v1.9 defines
+	since   time.Time
+	created time.Time
+	// state is the live state: the VMI's migrationState when it refers to
+	// this migration (VMIM.status.migrationState is filled only at the end,
+	// kv:pkg/virt-controller/watch/migration/migration.go), else the VMIM's.
+	state      *kubevirtv1.VirtualMachineInstanceMigrationState
+	inProgress bool
+	failed     bool
+	succeeded  bool
+	aborted    bool
+}
+
+var knownMigrationPhases = [...]kubevirtv1.VirtualMachineInstanceMigrationPhase{
+	kubevirtv1.MigrationPhaseUnset, kubevirtv1.MigrationPending, kubevirtv1.MigrationScheduling,
+	kubevirtv1.MigrationScheduled, kubevirtv1.MigrationPreparingTarget, kubevirtv1.MigrationTargetReady,
+	kubevirtv1.MigrationRunning, kubevirtv1.MigrationSucceeded, kubevirtv1.MigrationFailed,
+	kubevirtv1.MigrationWaitingForSync, kubevirtv1.MigrationSynchronizing,
+}
+
+// selectMigration picks the newest VMIM of the VMI by creationTimestamp,
+// then name, then UID, so the choice does not depend on input order. The
+// VMI's own migrationState wins when it refers to a migration newer than
+// every VMIM given (the VMIM was garbage-collected or not captured).
+func (f *facts) selectMigration() {
+	var newest *kubevirtv1.VirtualMachineInstanceMigration
+	for _, m := range f.in.Migrations {
+		if m == nil || !f.migrationOfVMI(m) {
+			continue
+		}
+		if newest == nil || newerVMIM(m, newest) {
+			newest = m
+		}
+	}
+	var vmiState *kubevirtv1.VirtualMachineInstanceMigrationState
+	if f.vmi != nil {
+		vmiState = f.vmi.Status.MigrationState
+	}
+	m := &f.mig
+	if newest != nil {
+		m.present, m.vmim = true, newest
+		m.uid, m.name = newest.UID, newest.Name
+		m.phase = newest.Status.Phase
+		m.created = mt(newest.CreationTimestamp)
+		m.since = vmimPhaseSince(newest, m.phase)
+		if m.since.IsZero() {
+			m.since = m.created
+		}
+		m.state = newest.Status.MigrationState
+		if vmiState != nil && vmiState.MigrationUID != "" && vmiState.MigrationUID == newest.UID {
+			m.state = vmiState
+		}
+	}
+	if vmiState != nil && vmiState.MigrationUID != "" && !f.hasVMIM(vmiState.MigrationUID) {
+		t := mtp(vmiState.StartTimestamp)
+		if t.IsZero() {
+			t = mtp(vmiState.EndTimestamp)
+		}
+		if newest == nil || t.After(m.created) {
+			*m = migration{present: true, uid: vmiState.MigrationUID, state: vmiState, created: t}
+			switch {
+			case vmiState.Failed:
+				m.phase = kubevirtv1.MigrationFailed
+			case vmiState.Completed:
+				m.phase = kubevirtv1.MigrationSucceeded
+			default:
+				m.phase = kubevirtv1.MigrationRunning
+			}
+			m.since = t
+		}
+	}
+	if !m.present {
+		return
+	}
+	for _, p := range knownMigrationPhases {
+		if m.phase == p {
+			m.known = true
+		}
+	}
+	m.failed = m.phase == kubevirtv1.MigrationFailed || (m.state != nil && m.state.Failed)
+	m.succeeded = !m.failed && m.phase == kubevirtv1.MigrationSucceeded
+	m.aborted = m.state != nil && m.state.AbortStatus == kubevirtv1.MigrationAbortSucceeded
+	m.inProgress = m.known && !m.failed && !m.succeeded
+}
+
+func (f *facts) migrationOfVMI(m *kubevirtv1.VirtualMachineInstanceMigration) bool {
+	n := m.Spec.VMIName
+	return n == "" || n == f.name || (f.vmi != nil && n == f.vmi.Name)
+}
+
+func (f *facts) hasVMIM(uid types.UID) bool {
+	for _, m := range f.in.Migrations {
+		if m != nil && m.UID == uid && f.migrationOfVMI(m) {
+			return true
+		}
+	}
+	return false
+}
+
+func newerVMIM(a, b *kubevirtv1.VirtualMachineInstanceMigration) bool {
+	ta, tb := a.CreationTimestamp.Time, b.CreationTimestamp.Time
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	if a.Name != b.Name {
+		return a.Name > b.Name
+	}
+	return a.UID > b.UID
+}
+
+func vmimPhaseSince(m *kubevirtv1.VirtualMachineInstanceMigration, phase kubevirtv1.VirtualMachineInstanceMigrationPhase) time.Time {
+	var t time.Time
+	for i := range m.Status.PhaseTransitionTimestamps {
+		ts := &m.Status.PhaseTransitionTimestamps[i]
+		if ts.Phase == phase {
+			if c := mt(ts.PhaseTransitionTimestamp); c.After(t) {
+				t = c
+			}
+		}
+	}
+	return t
+}
+
+// endTime is when the migration ended, as well as the objects say.
+func (m *migration) endTime() time.Time {
+	if m.state != nil {
+		if t := mtp(m.state.EndTimestamp); !t.IsZero() {
+			return t
+		}
+	}
+	if m.vmim != nil && (m.phase == kubevirtv1.MigrationFailed || m.phase == kubevirtv1.MigrationSucceeded) {
+		if t := vmimPhaseSince(m.vmim, m.phase); !t.IsZero() {
+			return t
+		}
+	}
+	return m.since
+}
+
+func (m *migration) kindName() (string, string) {
+	if m.vmim != nil {
+		return kindVMIM, m.name
+	}
+	return "", ""
+}
+
+// summary fills the status' migration block.
+func (e *engine) migrationSummary() *v1alpha1.MigrationSummary {
+	m := &e.f.mig
+	if !m.present {
+		return nil
+	}
+	s := &e.a.mig
+	s.Name, s.UID, s.Phase = m.name, m.uid, string(m.phase)
+	s.PhaseSince = e.a.time(m.since)
+	if st := m.state; st != nil {
+		s.SourceNode, s.TargetNode = st.SourceNode, st.TargetNode
+		s.SourcePod, s.TargetPod = st.SourcePod, st.TargetPod
+		s.StartTime, s.EndTime = e.a.time(mtp(st.StartTimestamp)), e.a.time(mtp(st.EndTimestamp))
+		s.Completed, s.Failed = st.Completed, st.Failed
+		s.FailureReason = bound(st.FailureReason, maxValue)
+		s.AbortStatus = string(st.AbortStatus)
+	}
+	// While Pending, only the VMIM's own state names the source pod.
+	if s.SourcePod == "" && m.vmim != nil && m.vmim.Status.MigrationState != nil {
+		s.SourcePod = m.vmim.Status.MigrationState.SourcePod
+	}
+	return s
+}
+
+// migrationRules judges the newest migration of a running VMI.
+func (e *engine) migrationRules(l *layer) {
+	f := e.f
+	m := &f.mig
+	if !m.present {
+		return
+	}
+	kind, name := m.kindName()
+	if kind == "" {
+		kind, name = kindVMI, f.vmi.Name
+	}
+	label := "migration"
+	if m.name != "" {
+		label = "migration " + m.name
+	}
+	switch {
+	case !m.known:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonUnknownPhase,
+			label+" reports phase "+quote(string(m.phase))+", which KubeVirt v1.9 does not define", time.Time{})
+		l.cite(kind, name, "status.phase", string(m.phase), time.Time{})
+
+	case m.aborted:
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonMigrationAborted,
+			label+" was aborted on request; the VM runs on "+orUnknown(f.vmi.Status.NodeName), m.endTime())
+		e.citeMigrationState(l, "abortStatus", string(m.state.AbortStatus))
+
+	case m.failed:
+		end := m.endTime()
+		msg := label + " failed"
+		if m.state != nil && m.state.TargetNode != "" {
+			msg += " on " + m.state.TargetNode
+		}
+		if m.state != nil && m.state.FailureReason != "" {
+			msg += ": " + m.state.FailureReason
+		}
+		// A failed migration leaves the VM running on its source. It
+		// degrades the VM while it is recent, or while the VMI still has to
+		// move (eviction, MigrationRequired): after that it is history, and
+		// a newer migration (which becomes the newest) supersedes it anyway.
+		mustMove := f.evicting() || f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceMigrationRequired) != nil
+		ttlEnd := ceilSec(end.Add(f.pol.MigrationFailureTTL))
+		if mustMove || end.IsZero() || f.now.Before(ttlEnd) {
+			if !mustMove && !end.IsZero() {
+				e.deadline(ttlEnd)
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed, msg+"; the VM still runs on "+orUnknown(f.vmi.Status.NodeName), end)
+		} else {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLastMigrationFailed, msg+" at "+end.Format(time.RFC3339)+"; the VM runs on "+orUnknown(f.vmi.Status.NodeName), end)
+		}
+		if m.vmim != nil {
+			l.cite(kindVMIM, m.name, "status.phase", string(m.phase), m.since)
+		}
+		if m.state != nil && (m.state.Failed || m.state.FailureReason != "") {
+			e.citeMigrationState(l, "failureReason", m.state.FailureReason)
+		}
+
+	case m.inProgress:
+		e.migrationInProgress(l, label)
+
+	case m.succeeded && m.vmim != nil:
+		l.context(kindVMIM, m.name, "status.phase", string(m.phase), m.since)
+	}
+}
+
+func (e *engine) migrationInProgress(l *layer, label string) {
+	f := e.f
+	m := &f.mig
+	var deadline time.Time
+	var since time.Time
+	switch {
+	case m.phase == kubevirtv1.MigrationRunning:
+		// Memory transfer may take long; KubeVirt's progressTimeout and
+		// completionTimeoutPerGiB abort a transfer that stalls. Running is
+		// stuck only once the VMI says the transfer completed and the VMIM
+		// still does not finish (kubevirt#17203).
+		if m.state != nil && m.state.Completed {
+			since = mtp(m.state.EndTimestamp)
+		}
+	default:
+		since = m.since
+	}
+	if !since.IsZero() {
+		deadline = ceilSec(since.Add(f.pol.MigrationPhaseTimeout))
+		l.stale(deadline)
+	}
+	phase := string(m.phase)
+	if phase == "" {
+		phase = "(unset)"
+	}
+	kind, name := m.kindName()
+	if kind == "" {
+		kind, name = kindVMI, f.vmi.Name
+	}
+	if f.future(m.since) || f.future(m.created) {
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
+			label+" phase "+phase+" has a timestamp in the future ("+m.since.Format(time.RFC3339)+"); its age cannot be judged", time.Time{})
+		l.cite(kind, name, "status.phaseTransitionTimestamps", phase, m.since)
+		return
+	}
+	if !deadline.IsZero() && !f.now.Before(deadline) {
+		msg := label + " has been in phase " + phase + " since " + since.Format(time.RFC3339) +
+			", longer than " + f.pol.MigrationPhaseTimeout.String()
+		if m.state != nil && m.state.TargetNode != "" {
+			msg += " (target node " + m.state.TargetNode + ")"
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationStuck, msg, deadline)
+	} else {
+		e.deadline(deadline)
+		msg := label + " is in phase " + phase
+		if m.state != nil && m.state.TargetNode != "" {
+			msg += ", from " + orUnknown(m.state.SourceNode) + " to " + m.state.TargetNode
+		}
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating, msg, m.since)
+	}
+	l.cite(kind, name, "status.phase", phase, m.since)
+	if m.state != nil && m.state.TargetPod != "" {
+		e.citeMigrationState(l, "targetPod", m.state.TargetPod)
+	}
+}
+
+// citeMigrationState points at the field of whichever object carries the
+// live state.
+func (e *engine) citeMigrationState(l *layer, field, value string) {
+	f := e.f
+	m := &f.mig
+	if f.vmi != nil && f.vmi.Status.MigrationState != nil && f.vmi.Status.MigrationState == m.state {
+		l.cite(kindVMI, f.vmi.Name, "status.migrationState."+field, value, mtp(m.state.EndTimestamp))
+		return
+	}
+	if m.vmim != nil {
+		l.cite(kindVMIM, m.name, "status.migrationState."+field, value, mtp(m.state.EndTimestamp))
+	}
+}
+
+// migrationEnded is when the last finished migration ended, zero if none.
+func (f *facts) migrationEnded() time.Time {
+	if !f.mig.present || f.mig.inProgress {
+		return time.Time{}
+	}
+	return f.mig.endTime()
+}
+
+func quote(s string) string {
+	return `"` + s + `"`
+}

@@ -1,0 +1,416 @@
+package verdict
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxNetworkStatusEntries bounds what one annotation may list; a launcher pod
+// has one entry per VMI network (KubeVirt caps interfaces well below this).
+const maxNetworkStatusEntries = 256
+
+// maxJSONDepth bounds nesting inside fields the engine skips (dns,
+// device-info): Multus nests three levels at most.
+const maxJSONDepth = 32
+
+var (
+	errNetStatusSyntax = errors.New("network-status is not valid JSON")
+	errNetStatusShape  = errors.New("network-status is not a JSON list of network status objects")
+	errNetStatusTooBig = errors.New("network-status lists too many networks")
+)
+
+// ParseNetworkStatus reads the Multus k8s.v1.cni.cncf.io/network-status
+// annotation: a JSON list of {name, interface, ips, mac, default, ...}.
+//
+// It is a small purpose-built reader rather than encoding/json because it
+// runs on every evaluation of every VM: strings without escapes are sliced
+// from the input instead of copied, which keeps the engine within its
+// allocation budget. Where both accept an input they agree (a fuzz test
+// checks it against encoding/json): keys match case-insensitively, the last
+// duplicate wins, null leaves a field as it was, unknown fields are skipped.
+// It is stricter in one way: a known field of the wrong type is an error.
+func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
+	p := nsParser{s: s}
+	p.ws()
+	if p.lit("null") {
+		p.ws()
+		if p.i != len(p.s) {
+			return nil, errNetStatusSyntax
+		}
+		return nil, nil
+	}
+	if !p.eat('[') {
+		if p.i < len(p.s) && p.s[p.i] == '{' {
+			return nil, errNetStatusShape
+		}
+		return nil, errNetStatusSyntax
+	}
+	// IPs of all entries share one backing array; entries record their span
+	// and get their slice once the array stops growing.
+	type span struct{ from, to int }
+	var (
+		out   []NetworkStatus
+		spans []span
+		ips   []string
+	)
+	p.ws()
+	if !p.eat(']') {
+		for {
+			p.ws()
+			if len(out) == maxNetworkStatusEntries {
+				return nil, errNetStatusTooBig
+			}
+			var e NetworkStatus
+			sp := span{-1, -1}
+			if p.lit("null") {
+				// encoding/json decodes null into a zero element.
+			} else {
+				if !p.eat('{') {
+					// A well-formed value of another type is a shape
+					// error; anything else is a syntax error.
+					p.skip(0)
+					return nil, p.fail(errNetStatusShape)
+				}
+				p.ws()
+				if !p.eat('}') {
+					for {
+						p.ws()
+						key, ok := p.str()
+						if !ok {
+							return nil, p.fail(errNetStatusSyntax)
+						}
+						p.ws()
+						if !p.eat(':') {
+							return nil, p.fail(errNetStatusSyntax)
+						}
+						p.ws()
+						switch {
+						case strings.EqualFold(key, "name"):
+							p.strField(&e.Name)
+						case strings.EqualFold(key, "interface"):
+							p.strField(&e.Interface)
+						case strings.EqualFold(key, "mac"):
+							p.strField(&e.MAC)
+						case strings.EqualFold(key, "default"):
+							p.boolField(&e.Default)
+						case strings.EqualFold(key, "ips"):
+							if p.lit("null") {
+								break
+							}
+							if !p.eat('[') {
+								p.fail(errNetStatusShape)
+								break
+							}
+							from := len(ips)
+							p.ws()
+							if !p.eat(']') {
+								for {
+									p.ws()
+									if p.lit("null") {
+										// encoding/json leaves a null
+										// slice element as "".
+										ips = append(ips, "")
+									} else {
+										v, ok := p.str()
+										if !ok {
+											p.fail(errNetStatusShape)
+											break
+										}
+										ips = append(ips, v)
+									}
+									p.ws()
+									if p.eat(',') {
+										continue
+									}
+									if !p.eat(']') {
+										p.fail(errNetStatusSyntax)
+									}
+									break
+								}
+							}
+							sp = span{from, len(ips)}
+						default:
+							p.skip(0)
+						}
+						if p.err != nil {
+							return nil, p.err
+						}
+						p.ws()
+						if p.eat(',') {
+							continue
+						}
+						if !p.eat('}') {
+							return nil, p.fail(errNetStatusSyntax)
+						}
+						break
+					}
+				}
+			}
+			out = append(out, e)
+			spans = append(spans, sp)
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if !p.eat(']') {
+				return nil, p.fail(errNetStatusSyntax)
+			}
+			break
+		}
+	}
+	p.ws()
+	if p.err != nil {
+		return nil, p.err
+	}
+	if p.i != len(p.s) {
+		return nil, errNetStatusSyntax
+	}
+	for i, sp := range spans {
+		if sp.from >= 0 {
+			out[i].IPs = ips[sp.from:sp.to:sp.to]
+		}
+	}
+	if out == nil {
+		out = []NetworkStatus{}
+	}
+	return out, nil
+}
+
+// nsParser is a cursor over the annotation; err is sticky so that the
+// value-level helpers can report without unwinding by hand.
+type nsParser struct {
+	s   string
+	i   int
+	err error
+}
+
+func (p *nsParser) fail(err error) error {
+	if p.err == nil {
+		p.err = err
+	}
+	return p.err
+}
+
+func (p *nsParser) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *nsParser) eat(c byte) bool {
+	if p.err == nil && p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *nsParser) lit(l string) bool {
+	if p.err == nil && strings.HasPrefix(p.s[p.i:], l) {
+		p.i += len(l)
+		return true
+	}
+	return false
+}
+
+func (p *nsParser) strField(dst *string) {
+	if p.lit("null") {
+		return
+	}
+	v, ok := p.str()
+	if !ok {
+		p.fail(errNetStatusShape)
+		return
+	}
+	*dst = v
+}
+
+func (p *nsParser) boolField(dst *bool) {
+	switch {
+	case p.lit("null"):
+	case p.lit("true"):
+		*dst = true
+	case p.lit("false"):
+		*dst = false
+	default:
+		p.fail(errNetStatusShape)
+	}
+}
+
+// str reads a JSON string. Plain strings are sliced from the input; those
+// with escapes or invalid UTF-8 are decoded by encoding/json so that both
+// agree on every corner (surrogates, U+FFFD replacement).
+func (p *nsParser) str() (string, bool) {
+	if p.err != nil || p.i >= len(p.s) || p.s[p.i] != '"' {
+		return "", false
+	}
+	start := p.i
+	plain := true
+	j := p.i + 1
+	for j < len(p.s) {
+		c := p.s[j]
+		switch {
+		case c == '"':
+			p.i = j + 1
+			if plain {
+				return p.s[start+1 : j], true
+			}
+			var v string
+			if err := json.Unmarshal([]byte(p.s[start:p.i]), &v); err != nil {
+				p.fail(errNetStatusSyntax)
+				return "", false
+			}
+			return v, true
+		case c == '\\':
+			plain = false
+			if j+1 >= len(p.s) {
+				p.fail(errNetStatusSyntax)
+				return "", false
+			}
+			j += 2
+		case c < 0x20:
+			p.fail(errNetStatusSyntax)
+			return "", false
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			r, size := utf8.DecodeRuneInString(p.s[j:])
+			if r == utf8.RuneError && size == 1 {
+				plain = false
+			}
+			j += size
+		}
+	}
+	p.fail(errNetStatusSyntax)
+	return "", false
+}
+
+// skip reads and discards one JSON value of any type.
+func (p *nsParser) skip(depth int) {
+	if depth > maxJSONDepth {
+		p.fail(errNetStatusSyntax)
+		return
+	}
+	if p.i >= len(p.s) {
+		p.fail(errNetStatusSyntax)
+		return
+	}
+	switch c := p.s[p.i]; {
+	case c == '"':
+		if _, ok := p.str(); !ok {
+			p.fail(errNetStatusSyntax)
+		}
+	case c == '{':
+		p.i++
+		p.ws()
+		if p.eat('}') {
+			return
+		}
+		for p.err == nil {
+			p.ws()
+			if _, ok := p.str(); !ok {
+				p.fail(errNetStatusSyntax)
+				return
+			}
+			p.ws()
+			if !p.eat(':') {
+				p.fail(errNetStatusSyntax)
+				return
+			}
+			p.ws()
+			p.skip(depth + 1)
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if !p.eat('}') {
+				p.fail(errNetStatusSyntax)
+			}
+			return
+		}
+	case c == '[':
+		p.i++
+		p.ws()
+		if p.eat(']') {
+			return
+		}
+		for p.err == nil {
+			p.ws()
+			p.skip(depth + 1)
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if !p.eat(']') {
+				p.fail(errNetStatusSyntax)
+			}
+			return
+		}
+	case c == 't':
+		if !p.lit("true") {
+			p.fail(errNetStatusSyntax)
+		}
+	case c == 'f':
+		if !p.lit("false") {
+			p.fail(errNetStatusSyntax)
+		}
+	case c == 'n':
+		if !p.lit("null") {
+			p.fail(errNetStatusSyntax)
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		p.number()
+	default:
+		p.fail(errNetStatusSyntax)
+	}
+}
+
+// number accepts exactly the JSON number grammar.
+func (p *nsParser) number() {
+	s, i := p.s, p.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		p.fail(errNetStatusSyntax)
+		return
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			p.fail(errNetStatusSyntax)
+			return
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			p.fail(errNetStatusSyntax)
+			return
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	p.i = i
+}

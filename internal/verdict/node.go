@@ -1,0 +1,274 @@
+package verdict
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// nodeLayer judges the virt-launcher pods, the Node and virt-handler's
+// heartbeat, and what libvirt says through the VMI (PausedIOError).
+func (e *engine) nodeLayer() {
+	f := &e.f
+	l := &e.node
+	switch f.lc {
+	case lcMissing:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, "there is no VMI, so no node to judge", time.Time{})
+	case lcInvalid:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
+	case lcStopped:
+		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; nothing runs on a node", time.Time{})
+	case lcStarting:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VM has no VMI yet, so no node", time.Time{})
+	case lcSucceeded:
+		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down; nothing runs on a node", f.phaseSince)
+	case lcUnknown:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether anything runs on a node", time.Time{})
+	case lcPreRunning:
+		if f.vmi.Status.NodeName == "" {
+			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VMI is not scheduled to a node yet", f.phaseSince)
+			if f.active != nil {
+				l.context(kindPod, f.active.Name, "status.phase", string(f.active.Status.Phase), time.Time{})
+			}
+			return
+		}
+		e.judgeNode(l)
+		e.judgeFinishedPod(l)
+		if l.nf == 0 {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
+				"the launcher pod is on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
+		}
+	case lcFailed:
+		if f.nodeName == "" {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI failed before it reached a node", f.phaseSince)
+			return
+		}
+		e.judgeNode(l)
+		e.judgeFinishedPod(l)
+		if l.nf == 0 {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning,
+				"the VMI is Failed; nothing runs on "+f.nodeName+" (the node itself looks fine)", f.phaseSince)
+		}
+	case lcRunning:
+		e.judgeNode(l)
+		e.judgeRunningPod(l)
+		e.judgeTargetPod(l)
+		if c := f.paused(); c != nil && c.Reason == pausedIOError {
+			since := mt(c.LastTransitionTime)
+			msg := "libvirt paused the domain on an I/O error"
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError, msg, since)
+			l.cite(kindVMI, f.vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
+		}
+		if l.nf == 0 {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
+				"launcher pod "+activeName(f)+" runs on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
+		}
+	}
+}
+
+// judgeNode reads the Node: its existence, Ready condition, virt-handler's
+// heartbeat (kv:pkg/virt-handler/heartbeat/heartbeat.go) and the
+// kubevirt.io/schedulable label (kv:pkg/virt-controller/watch/node/node.go).
+func (e *engine) judgeNode(l *layer) {
+	f := &e.f
+	if f.nodeName == "" {
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeMissing,
+			"the VMI is "+string(f.phase)+" but names no node and no launcher pod tells one", time.Time{})
+		l.cite(kindVMI, f.vmi.Name, "status.nodeName", "", time.Time{})
+		return
+	}
+	if f.vmi.Status.NodeName == "" {
+		l.context(kindPod, f.active.Name, "spec.nodeName", f.nodeName, time.Time{})
+	}
+	n := f.node
+	if n == nil {
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeMissing,
+			"Node "+f.nodeName+" does not exist (or was not captured): its health and virt-handler's heartbeat are unknown", time.Time{})
+		l.cite(kindNode, f.nodeName, "metadata.name", "not found", time.Time{})
+		return
+	}
+	switch c := nodeCond(n, corev1.NodeReady); {
+	case c == nil:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, "Node "+n.Name+" has no Ready condition", time.Time{})
+		l.cite(kindNode, n.Name, "status.conditions[Ready]", "absent", time.Time{})
+	case c.Status == corev1.ConditionFalse:
+		msg := "Node " + n.Name + " is not Ready"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNodeNotReady, msg, mt(c.LastTransitionTime))
+		l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+	case c.Status != corev1.ConditionTrue:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady,
+			"Node "+n.Name+" readiness is "+string(c.Status)+": the kubelet stopped reporting", mt(c.LastTransitionTime))
+		l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+	default:
+		l.context(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+	}
+	hb := &f.hb
+	const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
+	switch {
+	case !hb.present:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonHeartbeatMissing,
+			"Node "+n.Name+" has no kubevirt.io/heartbeat annotation: virt-handler's liveness is unknown", time.Time{})
+		l.cite(kindNode, n.Name, hbField, "absent", time.Time{})
+	case hb.err != nil:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonMalformedHeartbeat,
+			"Node "+n.Name+" has a kubevirt.io/heartbeat that is not an RFC 3339 time: "+quote(bound(hb.raw, 64)), time.Time{})
+		l.cite(kindNode, n.Name, hbField, hb.raw, time.Time{})
+	case f.future(hb.t):
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
+			"virt-handler's heartbeat on "+n.Name+" lies in the future ("+rfc(hb.t)+"): the node's clock is off", time.Time{})
+		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
+	default:
+		l.stale(hb.deadline)
+		if crossed(f.now, hb.deadline) {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale,
+				"virt-handler on "+n.Name+" last beat at "+rfc(hb.t)+", more than "+f.pol.HeartbeatTimeout.String()+
+					" ago: nothing on the node reports", hb.deadline)
+			l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
+		} else {
+			l.context(kindNode, n.Name, hbField, hb.raw, hb.t)
+		}
+	}
+	// virt-handler marks its node unschedulable for new VMs while device
+	// plugins start or it shuts down, and virt-controller does when the
+	// heartbeat is stale (then NodeAgentStale says more). VMs already
+	// running are not affected, so this is a note.
+	if v, ok := n.Labels[kubevirtv1.NodeSchedulable]; ok && v == "false" {
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonNodeNotSchedulable,
+			"Node "+n.Name+" takes no new VMs (kubevirt.io/schedulable=false); this VM keeps running", time.Time{})
+		l.cite(kindNode, n.Name, "metadata.labels[kubevirt.io/schedulable]", v, time.Time{})
+	}
+}
+
+// judgeFinishedPod names the compute container's death when it explains a
+// VMI that is not running (or not yet).
+func (e *engine) judgeFinishedPod(l *layer) {
+	p := e.f.active
+	if p == nil || !podFinished(p) {
+		return
+	}
+	if cs := computeStatus(p); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.Reason == "OOMKilled" {
+		t := mt(cs.State.Terminated.FinishedAt)
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
+			"the compute container of "+p.Name+" was OOM-killed", t)
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", "OOMKilled", t)
+	}
+}
+
+// judgeRunningPod checks that a VMI that says Running has a live launcher.
+// VMI status trails the pod (kubevirt#6685): virt-controller marks the VMI
+// Failed only on its next sync, so the pod is the sharper witness.
+func (e *engine) judgeRunningPod(l *layer) {
+	f := &e.f
+	p := f.active
+	if p == nil {
+		msg := "the VMI says Running on " + orUnknown(f.nodeName) + " but no launcher pod on that node is known"
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonLauncherPodMissing, msg, time.Time{})
+		l.cite(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
+		for uid, node := range f.vmi.Status.ActivePods {
+			if node == f.nodeName && len(f.vmi.Status.ActivePods) == 1 {
+				l.cite(kindVMI, f.vmi.Name, "status.activePods["+string(uid)+"]", node+" (pod not found)", time.Time{})
+			}
+		}
+		return
+	}
+	cs := computeStatus(p)
+	var term *corev1.ContainerStateTerminated
+	if cs != nil {
+		term = cs.State.Terminated
+	}
+	switch {
+	case term != nil && term.Reason == "OOMKilled":
+		t := mt(term.FinishedAt)
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
+			"the compute container of "+p.Name+" was OOM-killed while the VMI still says Running", t)
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	case p.Status.Phase == corev1.PodFailed:
+		t := podEnd(p, term)
+		msg := "launcher pod " + p.Name + " is Failed while the VMI still says Running"
+		if p.Status.Reason != "" {
+			msg += " (" + p.Status.Reason + ")"
+		}
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonLauncherPodFailed, msg, t)
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
+	case p.Status.Phase == corev1.PodSucceeded:
+		t := podEnd(p, term)
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStatusLagging,
+			"launcher pod "+p.Name+" has Succeeded but the VMI still says Running: the VMI status trails the pod", t)
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
+	case term != nil:
+		t := mt(term.FinishedAt)
+		msg := "the compute container of " + p.Name + " terminated"
+		if term.Reason != "" {
+			msg += " (" + term.Reason + ")"
+		}
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerTerminated, msg+" while the VMI still says Running", t)
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	case p.DeletionTimestamp != nil:
+		t := mt(*p.DeletionTimestamp)
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonLauncherPodTerminating, "launcher pod "+p.Name+" is being deleted", t)
+		l.cite(kindPod, p.Name, "metadata.deletionTimestamp", rfc(t), t)
+	default:
+		ready := podCond(p, corev1.PodReady)
+		var readyT time.Time
+		if ready != nil {
+			readyT = mt(ready.LastTransitionTime)
+		}
+		// The pod's readiness follows the VM's readiness gate (paused) and
+		// the VMI's readiness probe, which the guest layer judges.
+		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil {
+			status := "absent"
+			if ready != nil {
+				status = string(ready.Status)
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
+				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready", readyT)
+			l.cite(kindPod, p.Name, "status.conditions[Ready].status", status, readyT)
+			return
+		}
+		l.context(kindPod, p.Name, "status.phase", string(p.Status.Phase), readyT)
+	}
+}
+
+func podEnd(p *corev1.Pod, term *corev1.ContainerStateTerminated) time.Time {
+	if term != nil {
+		return mt(term.FinishedAt)
+	}
+	if c := podCond(p, corev1.PodReady); c != nil {
+		return mt(c.LastTransitionTime)
+	}
+	return time.Time{}
+}
+
+// judgeTargetPod reports a migration target pod that cannot be scheduled;
+// KubeVirt fails the migration after 5 minutes of that
+// (kv:pkg/virt-controller/watch/migration/migration.go:86).
+func (e *engine) judgeTargetPod(l *layer) {
+	f := &e.f
+	if !f.mig.inProgress {
+		return
+	}
+	for _, p := range f.pods {
+		if !f.isTarget(p) || podFinished(p) {
+			continue
+		}
+		c := podCond(p, corev1.PodScheduled)
+		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
+			continue
+		}
+		msg := "migration target pod " + p.Name + " cannot be scheduled"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonTargetPodUnschedulable, msg, mt(c.LastTransitionTime))
+		l.cite(kindPod, p.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
+	}
+}
