@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -196,7 +197,7 @@ func (e *engine) agentHint() (bool, string, string) {
 	if n := vmi.Status.GuestOSInfo.Name; n != "" {
 		return true, "status.guestOSInfo.name", n
 	}
-	for i := range vmi.Status.Interfaces {
+	for _, i := range f.interfaceOrder(min(len(vmi.Status.Interfaces), maxInterfaces)) {
 		if hasInfoSource(vmi.Status.Interfaces[i].InfoSource, infoSourceGuestAgent) {
 			return true, "status.interfaces[" + vmi.Status.Interfaces[i].Name + "].infoSource", vmi.Status.Interfaces[i].InfoSource
 		}
@@ -227,7 +228,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	var missing, mismatch []int
 	var missingBuf, mismatchBuf [8]int
 	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
-	for i := range ifcs {
+	for _, i := range f.interfaceOrder(len(ifcs)) {
 		ifc := &ifcs[i]
 		if ifc.Name == "" {
 			continue // a guest-only interface: the agent is its only source
@@ -254,11 +255,11 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String(), time.Time{})
 		for _, i := range mismatch {
 			primary, ns := f.podSide(i)
-			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", strings.Join(ifcs[i].IPs, ","), time.Time{})
+			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
 			if primary && f.active != nil {
 				l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
 			} else if ns != nil && f.active != nil {
-				l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]["+ns.Interface+"].ips", strings.Join(ns.IPs, ","), time.Time{})
+				l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]["+ns.Interface+"].ips", joinSorted(ns.IPs), time.Time{})
 			}
 		}
 	}
@@ -279,17 +280,26 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 }
 
 func podIPsValue(p *corev1.Pod) string {
-	if len(p.Status.PodIPs) == 0 {
-		return p.Status.PodIP
+	var buf [8]string
+	ips := buf[:0]
+	if p.Status.PodIP != "" {
+		ips = append(ips, p.Status.PodIP)
 	}
-	var b strings.Builder
-	for i, ip := range p.Status.PodIPs {
-		if i > 0 {
-			b.WriteString(",")
+	for _, ip := range p.Status.PodIPs {
+		if !slices.Contains(ips, ip.IP) {
+			ips = append(ips, ip.IP)
 		}
-		b.WriteString(ip.IP)
 	}
-	return b.String()
+	return joinSorted(ips)
+}
+
+// joinSorted joins a copy of ss, sorted, so that evidence does not depend on
+// input order.
+func joinSorted(ss []string) string {
+	var buf [8]string
+	c := append(buf[:0], ss...)
+	slices.Sort(c)
+	return strings.Join(c, ",")
 }
 
 // guestSummary is what the agent reports. guestOSInfo is identity only:

@@ -276,3 +276,32 @@ func (f *facts) ipMismatch(i int) bool {
 	}
 	return guestIPs > 0 && podIPs > 0 && !overlap
 }
+
+// interfaceOrder is the indexes of the first n status interfaces in the
+// order the status lists them (name, guest name, MAC, pod interface), so
+// that rules visit them independently of KubeVirt's order.
+func (f *facts) interfaceOrder(n int) []int {
+	var buf [8]int
+	idx := buf[:0]
+	for i := 0; i < n; i++ {
+		idx = append(idx, i)
+	}
+	src := f.vmi.Status.Interfaces
+	slices.SortFunc(idx, func(a, b int) int {
+		x, y := &src[a], &src[b]
+		if c := strings.Compare(x.Name, y.Name); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.InterfaceName, y.InterfaceName); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.MAC, y.MAC); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.PodInterfaceName, y.PodInterfaceName); c != 0 {
+			return c
+		}
+		return strings.Compare(x.IP, y.IP)
+	})
+	return idx
+}

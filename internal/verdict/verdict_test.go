@@ -148,8 +148,10 @@ func hasEvidence(l v1alpha1.LayerStatus, kind, name, fieldPrefix string) bool {
 	return false
 }
 
-func TestHealthyAndDeclaredStates(t *testing.T) {
-	run(t, []situation{
+func TestHealthyAndDeclaredStates(t *testing.T) { run(t, healthySituations()) }
+
+func healthySituations() []situation {
+	return []situation{
 		{
 			name: "healthy running VM with agent", in: input(),
 			overall: "Healthy/Running", cp: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
@@ -307,10 +309,12 @@ func TestHealthyAndDeclaredStates(t *testing.T) {
 			in:      input(func(in *Input) { in.VMI = runningVMI(paused(pausedByMigrationMonitor)) }),
 			overall: "Progressing/GuestPaused", guest: "Progressing/GuestPaused",
 		},
-	})
+	}
 }
 
-func TestSchedulingAndStart(t *testing.T) {
+func TestSchedulingAndStart(t *testing.T) { run(t, schedulingSituations()) }
+
+func schedulingSituations() []situation {
 	sync := func(reason string) vmiMod {
 		return withCondition(kubevirtv1.VirtualMachineInstanceCondition{
 			Type: kubevirtv1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: reason,
@@ -327,7 +331,7 @@ func TestSchedulingAndStart(t *testing.T) {
 			in.Pods = []*corev1.Pod{pendingPod}
 		}
 	}
-	run(t, []situation{
+	return []situation{
 		{
 			name: "Pending for 2 minutes", in: input(pre(kubevirtv1.Pending, 2*time.Minute)),
 			overall: "Progressing/Scheduling", cp: "Progressing/Scheduling", node: "Progressing/NotScheduled", guest: "Progressing/GuestStarting",
@@ -434,11 +438,13 @@ func TestSchedulingAndStart(t *testing.T) {
 			}),
 			overall: "Degraded/CrashLoopBackOff",
 		},
-	})
+	}
 }
 
-func TestFailed(t *testing.T) {
-	run(t, []situation{
+func TestFailed(t *testing.T) { run(t, failedSituations()) }
+
+func failedSituations() []situation {
+	return []situation{
 		{
 			name: "NodeUnresponsive",
 			in: input(func(in *Input) {
@@ -473,16 +479,18 @@ func TestFailed(t *testing.T) {
 			}),
 			overall: "Failed/VMIFailed", node: "Failed/ComputeContainerOOMKilled",
 		},
-	})
+	}
 }
 
-func TestMigration(t *testing.T) {
+func TestMigration(t *testing.T) { run(t, migrationSituations()) }
+
+func migrationSituations() []situation {
 	failedState := func(st *kubevirtv1.VirtualMachineInstanceMigrationState) {
 		st.Failed, st.Completed = true, true
 		st.FailureReason = "target pod shutdown"
 		st.EndTimestamp = atp(-time.Minute)
 	}
-	run(t, []situation{
+	return []situation{
 		{
 			name: "in progress",
 			in: input(func(in *Input) {
@@ -692,10 +700,12 @@ func TestMigration(t *testing.T) {
 				}
 			},
 		},
-	})
+	}
 }
 
-func TestEvictionAndActivePods(t *testing.T) {
+func TestEvictionAndActivePods(t *testing.T) { run(t, evictionSituations()) }
+
+func evictionSituations() []situation {
 	notMigratable := func(v *kubevirtv1.VirtualMachineInstance) {
 		withCondition(kubevirtv1.VirtualMachineInstanceCondition{
 			Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse,
@@ -712,7 +722,7 @@ func TestEvictionAndActivePods(t *testing.T) {
 		v.Spec.Domain.Devices.Interfaces = append(v.Spec.Domain.Devices.Interfaces,
 			kubevirtv1.Interface{Name: "sriov-net", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{SRIOV: &kubevirtv1.InterfaceSRIOV{}}})
 	}
-	run(t, []situation{
+	return []situation{
 		{
 			name:    "eviction requested, not live-migratable",
 			in:      input(func(in *Input) { in.VMI = runningVMI(evacuating(nodeA), notMigratable) }),
@@ -814,11 +824,13 @@ func TestEvictionAndActivePods(t *testing.T) {
 				}
 			},
 		},
-	})
+	}
 }
 
-func TestLauncherPod(t *testing.T) {
-	run(t, []situation{
+func TestLauncherPod(t *testing.T) { run(t, launcherPodSituations()) }
+
+func launcherPodSituations() []situation {
+	return []situation{
 		{
 			name:    "launcher pod Failed while the VMI says Running",
 			in:      input(func(in *Input) { in.Pods = []*corev1.Pod{launcherPod(podPhase(corev1.PodFailed))} }),
@@ -889,11 +901,13 @@ func TestLauncherPod(t *testing.T) {
 			}),
 			overall: "Degraded/GuestNotReady", node: "Healthy/LauncherRunning", guest: "Degraded/GuestNotReady",
 		},
-	})
+	}
 }
 
-func TestNode(t *testing.T) {
-	run(t, []situation{
+func TestNode(t *testing.T) { run(t, nodeSituations()) }
+
+func nodeSituations() []situation {
+	return []situation{
 		{
 			name:    "heartbeat older than the timeout",
 			in:      input(func(in *Input) { in.Nodes[nodeA] = node(nodeA, heartbeatAt(-6*time.Minute)) }),
@@ -944,10 +958,12 @@ func TestNode(t *testing.T) {
 			}),
 			overall: "Unknown/HeartbeatMissing",
 		},
-	})
+	}
 }
 
-func TestGuest(t *testing.T) {
+func TestGuest(t *testing.T) { run(t, guestSituations()) }
+
+func guestSituations() []situation {
 	bridgePrimary := func(v *kubevirtv1.VirtualMachineInstance) {
 		v.Spec.Domain.Devices.Interfaces[0].Masquerade = nil
 		v.Spec.Domain.Devices.Interfaces[0].Bridge = &kubevirtv1.InterfaceBridge{}
@@ -960,7 +976,7 @@ func TestGuest(t *testing.T) {
 	justStarted := func(v *kubevirtv1.VirtualMachineInstance) {
 		v.Status.PhaseTransitionTimestamps[3].PhaseTransitionTimestamp = at(-2 * time.Minute)
 	}
-	run(t, []situation{
+	return []situation{
 		{
 			name:    "agent not connected yet, within the grace period",
 			in:      input(func(in *Input) { in.VMI = runningVMI(noAgentEver(), justStarted) }),
@@ -1102,11 +1118,13 @@ func TestGuest(t *testing.T) {
 				}
 			},
 		},
-	})
+	}
 }
 
-func TestBadInput(t *testing.T) {
-	run(t, []situation{
+func TestBadInput(t *testing.T) { run(t, badInputSituations()) }
+
+func badInputSituations() []situation {
+	return []situation{
 		{
 			name:    "nothing exists",
 			in:      Input{Namespace: ns, Name: vmName, Now: now, Policy: DefaultPolicy()},
@@ -1218,5 +1236,16 @@ func TestBadInput(t *testing.T) {
 				}
 			},
 		},
-	})
+	}
+}
+
+// allSituations is every table case, for the checks that run across all of
+// them (determinism, fuzz seeds, the benchmark's variety).
+func allSituations() []situation {
+	var all []situation
+	for _, f := range []func() []situation{healthySituations, schedulingSituations, failedSituations, migrationSituations,
+		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations} {
+		all = append(all, f()...)
+	}
+	return all
 }
