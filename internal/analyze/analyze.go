@@ -1,0 +1,120 @@
+package analyze
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Result is what AnalyzeAll found: the groups it evaluated, the
+// VMObservations, and what it left out.
+type Result struct {
+	// Groups are the VMs found, sorted by namespace and name.
+	Groups []VMGroup
+	// Observations are the VMObservations computed, in the same order.
+	// A group whose evaluation failed has none (see Notes).
+	Observations []v1alpha1.VMObservation
+	// Notes lists objects left out of the grouping and evaluations that
+	// failed.
+	Notes []Note
+}
+
+// Analyze evaluates every VM in objs at now with policy (and each VM's
+// declared spec.policy overrides) and returns one complete VMObservation
+// per VM, sorted by namespace and name. The same objects and now give the
+// same output.
+func Analyze(objs Objects, now time.Time, policy verdict.Policy) []v1alpha1.VMObservation {
+	return AnalyzeAll(objs, now, policy).Observations
+}
+
+// AnalyzeAll is Analyze that also returns the groups and the notes.
+func AnalyzeAll(objs Objects, now time.Time, policy verdict.Policy) Result {
+	groups, notes := GroupVMs(objs)
+	res := Result{Groups: groups, Notes: notes}
+	for i := range groups {
+		obs, err := Observe(&groups[i], now, policy)
+		if err != nil {
+			res.Notes = append(res.Notes, Note{
+				Object:  "VM " + groups[i].Namespace + "/" + groups[i].Name,
+				Message: err.Error() + "; not analysed",
+			})
+			continue
+		}
+		res.Observations = append(res.Observations, obs)
+	}
+	return res
+}
+
+// Observe evaluates one group into a complete VMObservation. It returns an
+// error only if the engine panics, so that one VM cannot stop the analysis
+// of the others.
+func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMObservation, err error) {
+	if g.Observation != nil {
+		policy = policy.WithOverrides(g.Observation.Spec.Policy)
+	}
+	in := verdict.Input{
+		Namespace:  g.Namespace,
+		Name:       g.Name,
+		VM:         g.VM,
+		VMI:        g.VMI,
+		Migrations: g.Migrations,
+		Pods:       g.Pods,
+		Nodes:      g.Nodes,
+		Policy:     policy,
+		Now:        now,
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("verdict engine failed: %v", r)
+		}
+	}()
+	res := verdict.Evaluate(in)
+	return newObservation(g, res.Status), nil
+}
+
+// newObservation builds the object the controller would write.
+func newObservation(g *VMGroup, status v1alpha1.VMObservationStatus) v1alpha1.VMObservation {
+	obs := v1alpha1.VMObservation{
+		TypeMeta: metav1.TypeMeta{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       "VMObservation",
+		},
+		ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.Name},
+		Spec:       v1alpha1.VMObservationSpec{VMName: g.Name},
+		Status:     status,
+	}
+	if d := g.Observation; d != nil {
+		obs.Labels = maps.Clone(d.Labels)
+		if d.Spec.Policy != nil {
+			obs.Spec.Policy = d.Spec.Policy.DeepCopy()
+		}
+		obs.Status.ObservedGeneration = d.Generation
+	}
+	// Owned by the VM when there is one, else by the VMI (design §3).
+	switch {
+	case g.VM != nil && g.VM.UID != "":
+		obs.OwnerReferences = []metav1.OwnerReference{controllerRef("VirtualMachine", g.VM.Name, string(g.VM.UID))}
+	case g.VMI != nil && g.VMI.UID != "":
+		obs.OwnerReferences = []metav1.OwnerReference{controllerRef("VirtualMachineInstance", g.VMI.Name, string(g.VMI.UID))}
+	}
+	return obs
+}
+
+func controllerRef(kind, name, uid string) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{
+		APIVersion:         kubevirtv1.SchemeGroupVersion.String(),
+		Kind:               kind,
+		Name:               name,
+		UID:                types.UID(uid),
+		Controller:         &yes,
+		BlockOwnerDeletion: &yes,
+	}
+}

@@ -1,0 +1,210 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// Pod labels KubeVirt sets on virt-launcher pods.
+const (
+	labelApp       = "kubevirt.io"            // "virt-launcher"
+	labelCreatedBy = "kubevirt.io/created-by" // the VMI's UID
+)
+
+// VMGroup is everything the verdict engine reads about one VM, gathered
+// from the loaded objects as the controller's watches would gather it.
+type VMGroup struct {
+	Namespace, Name string
+	// VM and VMI may each be nil.
+	VM  *kubevirtv1.VirtualMachine
+	VMI *kubevirtv1.VirtualMachineInstance
+	// Migrations whose spec.vmiName is the VMI, oldest first.
+	Migrations []*kubevirtv1.VirtualMachineInstanceMigration
+	// Pods are the virt-launcher pods of the VMI, by name.
+	Pods []*corev1.Pod
+	// Nodes are the Nodes the VMI and the pods name and the input holds.
+	Nodes map[string]*corev1.Node
+	// MissingNodes are the node names the VMI and the pods name but the
+	// input lacks, sorted. The engine reports them (a missing Node).
+	MissingNodes []string
+	// Observation is the VMObservation the input declares for this VM,
+	// if any: its spec.policy overrides apply.
+	Observation *v1alpha1.VMObservation
+}
+
+// Note is something the grouping or the engine run left out, and why.
+type Note struct {
+	// Object names what the note is about: "Pod ns/name".
+	Object string
+	// Message says what happened.
+	Message string
+}
+
+func (n Note) String() string { return n.Object + ": " + n.Message }
+
+type nsName struct{ namespace, name string }
+
+// GroupVMs gathers the objects per VM: one group per VirtualMachine,
+// VirtualMachineInstance or VMObservation target (namespace/name), sorted
+// by namespace and name. Objects that belong to no group are reported in
+// the notes when they would have mattered (a launcher pod of a VMI that is
+// not in the input, or of a previous VMI of the same name).
+func GroupVMs(objs Objects) ([]VMGroup, []Note) {
+	var notes []Note
+	groups := map[nsName]*VMGroup{}
+	get := func(ns, name string) *VMGroup {
+		k := nsName{ns, name}
+		g := groups[k]
+		if g == nil {
+			g = &VMGroup{Namespace: ns, Name: name, Nodes: map[string]*corev1.Node{}}
+			groups[k] = g
+		}
+		return g
+	}
+	for _, vm := range objs.VMs {
+		get(vm.Namespace, vm.Name).VM = vm
+	}
+	vmiByUID := map[types.UID]*kubevirtv1.VirtualMachineInstance{}
+	for _, vmi := range objs.VMIs {
+		get(vmi.Namespace, vmi.Name).VMI = vmi
+		if vmi.UID != "" {
+			vmiByUID[vmi.UID] = vmi
+		}
+	}
+	for _, o := range objs.Observations {
+		target := o.Spec.VMName
+		if target == "" {
+			target = o.Name
+		}
+		if target != o.Name {
+			notes = append(notes, Note{
+				Object:  "VMObservation " + o.Namespace + "/" + o.Name,
+				Message: fmt.Sprintf("spec.vmName %q differs from metadata.name; analysed as %q", target, o.Name),
+			})
+		}
+		get(o.Namespace, o.Name).Observation = o
+	}
+
+	for _, m := range objs.Migrations {
+		g := groups[nsName{m.Namespace, m.Spec.VMIName}]
+		if g == nil || (g.VMI == nil && g.VM == nil) {
+			notes = append(notes, Note{
+				Object:  "VirtualMachineInstanceMigration " + m.Namespace + "/" + m.Name,
+				Message: fmt.Sprintf("VirtualMachineInstance %q is not in the input; migration not analysed", m.Spec.VMIName),
+			})
+			continue
+		}
+		g.Migrations = append(g.Migrations, m)
+	}
+
+	for _, pod := range objs.Pods {
+		vmi, note := launcherOf(pod, groups, vmiByUID)
+		if note != "" {
+			notes = append(notes, Note{Object: "Pod " + pod.Namespace + "/" + pod.Name, Message: note})
+		}
+		if vmi != nil {
+			g := groups[nsName{vmi.Namespace, vmi.Name}]
+			g.Pods = append(g.Pods, pod)
+		}
+	}
+
+	nodes := map[string]*corev1.Node{}
+	for _, n := range objs.Nodes {
+		nodes[n.Name] = n
+	}
+	out := make([]VMGroup, 0, len(groups))
+	for _, g := range groups {
+		sort.SliceStable(g.Migrations, func(i, j int) bool {
+			a, b := g.Migrations[i], g.Migrations[j]
+			if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+				return a.CreationTimestamp.Before(&b.CreationTimestamp)
+			}
+			return a.Name < b.Name
+		})
+		sort.Slice(g.Pods, func(i, j int) bool { return g.Pods[i].Name < g.Pods[j].Name })
+		for _, name := range nodeNames(g) {
+			if n := nodes[name]; n != nil {
+				g.Nodes[name] = n
+			} else {
+				g.MissingNodes = append(g.MissingNodes, name)
+			}
+		}
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	sort.SliceStable(notes, func(i, j int) bool { return notes[i].Object < notes[j].Object })
+	return out, notes
+}
+
+// launcherOf finds the VMI a pod is the virt-launcher pod of. It returns a
+// note when the pod is a launcher pod that cannot be attached.
+func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID]*kubevirtv1.VirtualMachineInstance) (*kubevirtv1.VirtualMachineInstance, string) {
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		if ref.Kind != "VirtualMachineInstance" || gv.Group != "kubevirt.io" {
+			// Controlled by something else: not a launcher pod (a hotplug
+			// attachment pod is controlled by the launcher pod).
+			return nil, ""
+		}
+		var vmi *kubevirtv1.VirtualMachineInstance
+		if g := groups[nsName{pod.Namespace, ref.Name}]; g != nil {
+			vmi = g.VMI
+		}
+		switch {
+		case vmi == nil:
+			return nil, fmt.Sprintf("its controller VirtualMachineInstance %q (uid %s) is not in the input; pod not analysed", ref.Name, ref.UID)
+		case vmi.UID != "" && ref.UID != "" && vmi.UID != ref.UID:
+			return nil, fmt.Sprintf("its controller is VirtualMachineInstance %q with uid %s, but the VMI in the input has uid %s (a previous VMI of the same name); pod not analysed", ref.Name, ref.UID, vmi.UID)
+		}
+		return vmi, ""
+	}
+	uid := types.UID(pod.Labels[labelCreatedBy])
+	if uid == "" {
+		return nil, ""
+	}
+	if vmi := byUID[uid]; vmi != nil && vmi.Namespace == pod.Namespace {
+		return vmi, ""
+	}
+	if pod.Labels[labelApp] == "virt-launcher" {
+		return nil, fmt.Sprintf("no controller ownerReference, and the VirtualMachineInstance with uid %s (label %s) is not in the input; pod not analysed", uid, labelCreatedBy)
+	}
+	return nil, ""
+}
+
+// nodeNames lists the nodes the VMI and its pods name, sorted.
+func nodeNames(g *VMGroup) []string {
+	set := map[string]bool{}
+	if vmi := g.VMI; vmi != nil {
+		set[vmi.Status.NodeName] = true
+		if ms := vmi.Status.MigrationState; ms != nil {
+			set[ms.SourceNode] = true
+			set[ms.TargetNode] = true
+		}
+		for _, node := range vmi.Status.ActivePods {
+			set[node] = true
+		}
+	}
+	for _, p := range g.Pods {
+		set[p.Spec.NodeName] = true
+	}
+	delete(set, "")
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
