@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vmobs/vmobs/internal/app"
+)
+
+func init() {
+	register("manager", command{
+		summary: "run the controller that keeps one VMObservation per VM true",
+		run:     runManager,
+	})
+}
+
+// stringList is a repeatable, comma-separable flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func runManager(ctx context.Context, args []string) int {
+	opts := app.Defaults()
+	fs := flag.NewFlagSet("vmobs manager", flag.ContinueOnError)
+	var (
+		kubeconfig string
+		namespaces stringList
+		selector   string
+	)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty uses $KUBECONFIG or the in-cluster config.")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address of the metrics endpoint; 0 turns it off.")
+	fs.BoolVar(&opts.SecureMetrics, "metrics-secure", opts.SecureMetrics, "Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address of /healthz and /readyz; 0 turns them off.")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica works at a time.")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease; empty is the pod's namespace.")
+	fs.Var(&namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
+	fs.StringVar(&selector, "vm-selector", "", "Label selector: watch only VMs, VMIs and VMObservations that match (to shard a large cluster).")
+	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope.")
+	fs.DurationVar(&opts.EvidenceRefreshInterval, "evidence-refresh-interval", opts.EvidenceRefreshInterval, "Write a status whose only change is fresher evidence timestamps at most this often.")
+	fs.DurationVar(&opts.Policy.SchedulingTimeout, "scheduling-timeout", opts.Policy.SchedulingTimeout, "Pending/Scheduling longer than this is StuckScheduling.")
+	fs.DurationVar(&opts.Policy.MigrationPhaseTimeout, "migration-phase-timeout", opts.Policy.MigrationPhaseTimeout, "A migration in one phase longer than this is stuck.")
+	fs.DurationVar(&opts.Policy.HeartbeatTimeout, "heartbeat-timeout", opts.Policy.HeartbeatTimeout, "virt-handler heartbeat older than this makes the node layer Unknown.")
+	fs.DurationVar(&opts.Policy.AgentGracePeriod, "agent-grace-period", opts.Policy.AgentGracePeriod, "Time after Running for the guest agent to connect.")
+	fs.DurationVar(&opts.Policy.StalledAfter, "stalled-after", opts.Policy.StalledAfter, "A layer Degraded longer than this sets Stalled=True.")
+	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	opts.Namespaces = namespaces
+	if selector != "" {
+		sel, err := labels.Parse(selector)
+		if err != nil {
+			fmt.Fprintf(stderr(ctx), "vmobs manager: --vm-selector: %v\n", err)
+			return 2
+		}
+		opts.VMSelector = sel
+	}
+
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	loading.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		log.Error(err, "Loading the kubeconfig failed")
+		return 1
+	}
+	cfg.UserAgent = "vmobs-controller"
+
+	mgr, err := app.NewManager(cfg, opts)
+	if err != nil {
+		log.Error(err, "Creating the manager failed")
+		return 1
+	}
+	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection)
+	if err := mgr.Start(ctx); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		return 1
+	}
+	return 0
+}
