@@ -28,11 +28,21 @@ type writeDecision struct {
 // decideWrite compares the stored status with the computed one. It writes
 // every real change at once, nothing when they are equal, and a change that
 // only moves evidence timestamps forward at most once per refresh interval.
-func decideWrite(stored, next *v1alpha1.VMObservationStatus, lastWrite, now time.Time, refresh time.Duration) writeDecision {
+//
+// A VM that boots or migrates moves through several Progressing states in
+// a second or two (Pending, Scheduling, Scheduled, Running without agent...).
+// While the stored and the computed verdicts are both Progressing, changes
+// are coalesced to one write per coalesce window: the verdict a reader acts
+// on is the same, and a boot costs two or three writes instead of six.
+func decideWrite(stored, next *v1alpha1.VMObservationStatus, lastWrite, now time.Time, refresh, coalesce time.Duration) writeDecision {
 	if equality.Semantic.DeepEqual(stored, next) {
 		return writeDecision{why: "unchanged"}
 	}
 	if !equality.Semantic.DeepEqual(withoutTimestamps(stored), withoutTimestamps(next)) {
+		if stored.Verdict == v1alpha1.VerdictProgressing && next.Verdict == v1alpha1.VerdictProgressing &&
+			!lastWrite.IsZero() && coalesce > 0 && now.Before(lastWrite.Add(coalesce)) {
+			return writeDecision{why: "progress coalesced", retryAfter: lastWrite.Add(coalesce).Sub(now)}
+		}
 		return writeDecision{write: true, why: "changed"}
 	}
 	if lastWrite.IsZero() || refresh <= 0 {

@@ -24,6 +24,12 @@ func status(verdict v1alpha1.Verdict, heartbeat time.Time) *v1alpha1.VMObservati
 	return &v1alpha1.VMObservationStatus{Verdict: verdict, Layers: &v1alpha1.Layers{ControlPlane: l, Node: l, Guest: l}}
 }
 
+func progressing(reason string) *v1alpha1.VMObservationStatus {
+	s := status("Progressing", t0)
+	s.Reason = reason
+	return s
+}
+
 func TestDecideWrite(t *testing.T) {
 	refresh := 5 * time.Minute
 	cases := []struct {
@@ -41,10 +47,14 @@ func TestDecideWrite(t *testing.T) {
 		{"heartbeat only, interval passed", status("Healthy", t0), status("Healthy", t0.Add(6*time.Minute)), t0, t0.Add(6 * time.Minute), true, 0},
 		{"heartbeat only, never written by us", status("Healthy", t0), status("Healthy", t0.Add(time.Minute)), time.Time{}, t0.Add(time.Minute), true, 0},
 		{"empty stored status", &v1alpha1.VMObservationStatus{}, status("Healthy", t0), time.Time{}, t0, true, 0},
+		{"progress within progress, inside the window", progressing("Scheduling"), progressing("Scheduled"), t0, t0.Add(300 * time.Millisecond), false, 700 * time.Millisecond},
+		{"progress within progress, window passed", progressing("Scheduling"), progressing("Scheduled"), t0, t0.Add(time.Second), true, 0},
+		{"progress to healthy is never held", progressing("Scheduling"), status("Healthy", t0), t0, t0.Add(100 * time.Millisecond), true, 0},
+		{"healthy to progressing is never held", status("Healthy", t0), progressing("Migrating"), t0, t0.Add(100 * time.Millisecond), true, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideWrite(tc.stored, tc.next, tc.lastWrite, tc.now, refresh)
+			d := decideWrite(tc.stored, tc.next, tc.lastWrite, tc.now, refresh, time.Second)
 			if d.write != tc.write || d.retryAfter != tc.retryAfter {
 				t.Fatalf("decideWrite = %+v, want write=%v retryAfter=%v", d, tc.write, tc.retryAfter)
 			}

@@ -60,6 +60,9 @@ type Reconciler struct {
 	// status whose only change is fresher evidence times is written at most
 	// once per interval, so node heartbeats do not become a write storm.
 	EvidenceRefreshInterval time.Duration
+	// ProgressCoalesceWindow coalesces changes between Progressing states
+	// (a boot, a migration) to one write per window; 0 writes each.
+	ProgressCoalesceWindow time.Duration
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Metrics records verdict transitions; nil disables it.
@@ -104,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		next.Conditions[i].ObservedGeneration = obs.Generation
 	}
 
-	decision := decideWrite(&obs.Status, &next, lastStatusWrite(obs), now, r.EvidenceRefreshInterval)
+	decision := decideWrite(&obs.Status, &next, lastStatusWrite(obs), now, r.EvidenceRefreshInterval, r.ProgressCoalesceWindow)
 	requeue := result.NextDeadline
 	switch decision.write {
 	case true:
@@ -115,8 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
 	default:
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		// A refresh held back by the interval is written when the interval
-		// ends, even if no other event comes.
+		// A write held back (a refresh, coalesced progress) is made when its
+		// window ends, even if no other event comes.
 		if decision.retryAfter > 0 && (requeue == 0 || decision.retryAfter < requeue) {
 			requeue = decision.retryAfter
 		}

@@ -53,6 +53,7 @@ func runManager(ctx context.Context, args []string) int {
 	fs.StringVar(&selector, "vm-selector", "", "Label selector: watch only VMs, VMIs and VMObservations that match (to shard a large cluster).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope.")
 	fs.DurationVar(&opts.EvidenceRefreshInterval, "evidence-refresh-interval", opts.EvidenceRefreshInterval, "Write a status whose only change is fresher evidence timestamps at most this often.")
+	fs.DurationVar(&opts.ProgressCoalesceWindow, "progress-coalesce-window", opts.ProgressCoalesceWindow, "Coalesce status changes between Progressing states (a boot, a migration) to one write per window.")
 	fs.DurationVar(&opts.Policy.SchedulingTimeout, "scheduling-timeout", opts.Policy.SchedulingTimeout, "Pending/Scheduling longer than this is StuckScheduling.")
 	fs.DurationVar(&opts.Policy.MigrationPhaseTimeout, "migration-phase-timeout", opts.Policy.MigrationPhaseTimeout, "A migration in one phase longer than this is stuck.")
 	fs.DurationVar(&opts.Policy.HeartbeatTimeout, "heartbeat-timeout", opts.Policy.HeartbeatTimeout, "virt-handler heartbeat older than this makes the node layer Unknown.")

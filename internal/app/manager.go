@@ -58,6 +58,9 @@ type Options struct {
 	AutoCreate bool
 	// EvidenceRefreshInterval bounds timestamp-only status writes per object.
 	EvidenceRefreshInterval time.Duration
+	// ProgressCoalesceWindow coalesces changes between Progressing states to
+	// one status write per window.
+	ProgressCoalesceWindow time.Duration
 	// Policy holds the engine's default thresholds.
 	Policy verdict.Policy
 	// MaxConcurrentReconciles is the number of workers.
@@ -82,6 +85,7 @@ func Defaults() Options {
 		LeaderElectionID:        "vmobs.observability.vmobs.io",
 		AutoCreate:              true,
 		EvidenceRefreshInterval: 5 * time.Minute,
+		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
 		TrimCache:               true,
@@ -137,6 +141,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Policy:                  opts.Policy,
 		AutoCreate:              opts.AutoCreate,
 		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
+		ProgressCoalesceWindow:  opts.ProgressCoalesceWindow,
 		Now:                     opts.Now,
 		Metrics:                 transitions,
 	}
