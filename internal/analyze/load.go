@@ -130,6 +130,14 @@ type loader struct {
 	fileErrors int
 	// fileObjects counts the objects (any kind) of the file being read.
 	fileObjects int
+	// doc locates the document being decoded in errors: "document 2
+	// (line 40): ", or "" in a one-document file.
+	doc string
+}
+
+// failDoc is fail for an object of the document being decoded.
+func (l *loader) failDoc(path, format string, args ...any) {
+	l.fail(path, l.doc+format, args...)
 }
 
 func (l *loader) fail(path, format string, args ...any) {
@@ -256,7 +264,7 @@ func size(n int64) string {
 
 // content decodes the documents of one file.
 func (l *loader) content(path string, data []byte, explicit bool) {
-	l.fileErrors, l.fileObjects = 0, 0
+	l.fileErrors, l.fileObjects, l.doc = 0, 0, ""
 	switch {
 	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
 		l.fail(path, "gzip-compressed (a must-gather archive?): extract it first (tar xzf) and analyze the directory")
@@ -275,6 +283,7 @@ func (l *loader) content(path string, data []byte, explicit bool) {
 	} else {
 		l.yamlStream(path, data)
 	}
+	l.doc = ""
 	if explicit && l.fileObjects == 0 && l.fileErrors == 0 {
 		l.fail(path, "no Kubernetes objects (apiVersion and kind) in this file")
 	}
@@ -290,14 +299,19 @@ func (l *loader) jsonStream(path string, data []byte) {
 		if err == io.EOF {
 			return
 		}
+		l.doc = ""
+		if n > 1 {
+			start := int(offset) + len(data[offset:]) - len(bytes.TrimLeft(data[offset:], " \t\r\n"))
+			l.doc = docPrefix(n, 1+bytes.Count(data[:start], []byte("\n")))
+		}
 		if err != nil {
-			l.fail(path, "%sinvalid JSON: %s", docPrefix(n, 0), jsonErr(err, data, offset))
+			l.failDoc(path, "invalid JSON: %s", jsonErr(err, data, offset))
 			return
 		}
 		l.rep.Documents++
 		var v any
 		if err := utiljson.Unmarshal(raw, &v); err != nil {
-			l.fail(path, "%sinvalid JSON: %v", docPrefix(n, 0), err)
+			l.failDoc(path, "invalid JSON: %v", err)
 			continue
 		}
 		l.value(path, v, 0)
@@ -321,10 +335,7 @@ func jsonErr(err error, data []byte, start int64) string {
 }
 
 func docPrefix(n, line int) string {
-	if line > 0 {
-		return fmt.Sprintf("document %d (line %d): ", n, line)
-	}
-	return fmt.Sprintf("document %d: ", n)
+	return fmt.Sprintf("document %d (line %d): ", n, line)
 }
 
 // yamlStream splits a YAML stream into documents and decodes each.
@@ -333,13 +344,13 @@ func (l *loader) yamlStream(path string, data []byte) {
 	for i, d := range docs {
 		// sigs.k8s.io/yaml (YAML to JSON), with integers kept as int64
 		// as the unstructured converter wants them.
+		l.doc = ""
+		if len(docs) > 1 {
+			l.doc = docPrefix(i+1, d.line)
+		}
 		var v any
 		if err := utilyaml.Unmarshal(d.data, &v); err != nil {
-			prefix := ""
-			if len(docs) > 1 {
-				prefix = docPrefix(i+1, d.line)
-			}
-			l.fail(path, "%sinvalid YAML: %s", prefix, yamlErr(err, d.line))
+			l.failDoc(path, "invalid YAML: %s", yamlErr(err, d.line))
 			continue
 		}
 		if v != nil {
@@ -441,7 +452,7 @@ func (l *loader) value(path string, v any, depth int) {
 		l.object(path, t, depth)
 	case []any:
 		if depth >= maxListDepth {
-			l.fail(path, "lists nested deeper than %d levels; not read", maxListDepth)
+			l.failDoc(path, "lists nested deeper than %d levels; not read", maxListDepth)
 			return
 		}
 		for _, item := range t {
@@ -466,7 +477,7 @@ func (l *loader) object(path string, m map[string]any, depth int) {
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
-		l.fail(path, "%s: invalid apiVersion %q", kind, apiVersion)
+		l.failDoc(path, "%s: invalid apiVersion %q", kind, apiVersion)
 		return
 	}
 	obj, known := newKnown(gv, kind)
@@ -486,7 +497,7 @@ func (l *loader) object(path string, m map[string]any, depth int) {
 // API server returns it have no apiVersion and kind: they take the list's.
 func (l *loader) list(path, apiVersion, kind string, items any, depth int) {
 	if depth >= maxListDepth {
-		l.fail(path, "lists nested deeper than %d levels; not read", maxListDepth)
+		l.failDoc(path, "lists nested deeper than %d levels; not read", maxListDepth)
 		return
 	}
 	if items == nil {
@@ -494,14 +505,14 @@ func (l *loader) list(path, apiVersion, kind string, items any, depth int) {
 	}
 	arr, ok := items.([]any)
 	if !ok {
-		l.fail(path, "%s: items is not a list", kind)
+		l.failDoc(path, "%s: items is not a list", kind)
 		return
 	}
 	itemKind := strings.TrimSuffix(kind, "List")
 	for i, item := range arr {
 		m, ok := item.(map[string]any)
 		if !ok {
-			l.fail(path, "%s: item %d is not an object", kind, i)
+			l.failDoc(path, "%s: item %d is not an object", kind, i)
 			continue
 		}
 		if kind != "List" {
@@ -548,7 +559,7 @@ func (l *loader) convert(path string, m map[string]any, obj metav1.Object, gv sc
 	name, _ := meta["name"].(string)
 	ns, _ := meta["namespace"].(string)
 	if name == "" {
-		l.fail(path, "%s without metadata.name", kind)
+		l.failDoc(path, "%s without metadata.name", kind)
 		return
 	}
 	id := name
@@ -556,7 +567,7 @@ func (l *loader) convert(path string, m map[string]any, obj metav1.Object, gv sc
 		id = ns + "/" + name
 	}
 	if err := fromUnstructured(m, obj); err != nil {
-		l.fail(path, "%s %s: cannot convert: %s", kind, id, err)
+		l.failDoc(path, "%s %s: cannot convert: %s", kind, id, err)
 		return
 	}
 	if _, isNode := obj.(*corev1.Node); isNode {
