@@ -243,9 +243,17 @@ type arena struct {
 	ifcs   [4]v1alpha1.InterfaceStatus
 }
 
+// maxTime is the latest time metav1.Time can marshal (RFC 3339 has four
+// year digits); a deadline computed from a far-future input is clamped to
+// it rather than making the status unwritable.
+var maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
 func (a *arena) time(t time.Time) *metav1.Time {
 	if t.IsZero() {
 		return nil
+	}
+	if t.After(maxTime) {
+		t = maxTime
 	}
 	if a.nt < len(a.times) {
 		a.times[a.nt] = metav1.Time{Time: t}

@@ -97,6 +97,8 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 							p.boolField(&e.Default)
 						case strings.EqualFold(key, "ips"):
 							if p.lit("null") {
+								// null resets a slice in encoding/json.
+								sp = span{-1, -1}
 								break
 							}
 							if !p.eat('[') {
