@@ -428,6 +428,19 @@ func schedulingSituations() []situation {
 			overall: "Degraded/StuckStarting",
 		},
 		{
+			name:    "decentralized migration receiver VMI",
+			in:      input(pre(kubevirtv1.WaitingForSync, 2*time.Minute)),
+			overall: "Progressing/WaitingForSync", cp: "Progressing/WaitingForSync", guest: "Progressing/GuestStarting",
+		},
+		{
+			name: "VM waiting as receiver, no VMI",
+			in: input(func(in *Input) {
+				in.VM = vm(withRunStrategy(kubevirtv1.RunStrategyWaitAsReceiver), vmStopped())
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Progressing/WaitingForSync",
+		},
+		{
 			name: "VM in CrashLoopBackOff",
 			in: input(func(in *Input) {
 				in.VM = vm(vmStopped(), func(v *kubevirtv1.VirtualMachine) {
