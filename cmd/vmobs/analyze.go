@@ -23,11 +23,10 @@ const analyzeUsage = `Usage: vmobs analyze [flags] PATH...
 
 Reads every *.yaml, *.yml and *.json file under each PATH (a KubeVirt
 must-gather, an oc adm inspect directory, kubectl get -o yaml output; "-"
-reads standard input),
-gathers each VM's VirtualMachine, VirtualMachineInstance, migrations,
-virt-launcher pods and Nodes, and runs the vmobs verdict engine on them, as
-the controller would at --now. Files it cannot read are reported on stderr
-and do not stop the rest.
+reads standard input), gathers each VM's VirtualMachine,
+VirtualMachineInstance, migrations, virt-launcher pods and Nodes, and runs
+the vmobs verdict engine on them as the controller would at --now. Files it
+cannot read are reported on stderr and do not stop the rest.
 
 Exit status: 0 when at least one VM was analysed, 1 when none could be,
 2 on usage errors.
