@@ -1,0 +1,307 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/simulator"
+)
+
+const vm = "vm1"
+
+// bootHealthy creates a VM with a guest agent and boots it on node.
+func bootHealthy(ns, node string, mods ...func(*simulator.VMSpec)) {
+	spec := simulator.VMSpec{Namespace: ns, Name: vm, GuestAgent: true, Interfaces: 2}
+	for _, m := range mods {
+		m(&spec)
+	}
+	Expect(sim.CreateVM(ctx, spec)).To(Succeed())
+	Expect(sim.Boot(ctx, ns, vm, node)).To(Succeed())
+	Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+}
+
+// writesReport prints the writes a scenario cost, for the issue note.
+func writesReport(ns, scenario string) {
+	w := counter.ObjectWrites("vmobservations", ns, vm)
+	GinkgoWriter.Printf("WRITES %-28s create=%d status=%d other=%v\n", scenario, creates(ns), w["apply vmobservations/status"], w)
+	AddReportEntry("writes "+scenario, fmt.Sprintf("create=%d status=%d", creates(ns), w["apply vmobservations/status"]))
+}
+
+var _ = Describe("A VM's life, observed", func() {
+	It("boots to Healthy for one create and at most three status writes", func() {
+		ns, node := newWorld("boot")
+		bootHealthy(ns, node)
+		o, err := observation(ns, vm)()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(o).To(layerIs("node", v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning))
+		Expect(o).To(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
+		Expect(o).To(conditionIs(v1alpha1.ConditionReady, metav1.ConditionTrue))
+		Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))
+		Expect(o.OwnerReferences).To(HaveLen(1))
+		Expect(o.OwnerReferences[0].Kind).To(Equal("VirtualMachine"))
+		Expect(o.Status.LauncherPods).To(HaveLen(1))
+		Expect(o.Status.Interfaces).To(HaveLen(2))
+
+		// Let anything in flight land before counting.
+		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		writesReport(ns, "boot")
+		Expect(creates(ns)).To(Equal(1))
+		Expect(statusWrites(ns, vm)).To(BeNumerically("<=", 3))
+	})
+
+	It("stays quiet at idle: heartbeats every second cost no write beyond the refresh policy", func() {
+		ns, node := newWorld("idle")
+		bootHealthy(ns, node)
+		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		before := statusWrites(ns, vm)
+		idle := 60 * time.Second
+		Consistently(observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		writes := statusWrites(ns, vm) - before
+		GinkgoWriter.Printf("WRITES idle %s with heartbeats every %s, refresh every %s: %d\n", idle, heartbeatEvery, refreshInterval, writes)
+		AddReportEntry("writes idle 60s", writes)
+		Expect(writes).To(BeNumerically("<=", int(idle/refreshInterval)))
+	})
+
+	It("turns the node layer Unknown at the heartbeat deadline, with no other event", func() {
+		ns, node := newWorld("heartbeat")
+		bootHealthy(ns, node)
+		silence(node)
+		start := time.Now()
+		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale))
+		took := time.Since(start)
+		GinkgoWriter.Printf("node layer Unknown %s after the last heartbeat (timeout %s)\n", took, policy.HeartbeatTimeout)
+		Expect(took).To(BeNumerically("<", policy.HeartbeatTimeout+5*time.Second))
+		o, _ := observation(ns, vm)()
+		Expect(o).To(overallIs(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale))
+		unsilence(node)
+		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+	})
+
+	It("writes nothing when the controller restarts over an unchanged world", func() {
+		ns, node := newWorld("restart")
+		bootHealthy(ns, node)
+		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		stopManager()
+		writes := func() int {
+			n := 0
+			for _, v := range counter.ObjectWrites("vmobservations", ns, vm) {
+				n += v
+			}
+			return n
+		}
+		before := writes()
+		startManager()
+		// Long enough for the new manager to sync and reconcile everything,
+		// short of the refresh interval. (VMs of earlier scenarios may get
+		// their periodic evidence refresh meanwhile; this VM's is not due.)
+		Consistently(func() int { return writes() - before }, 8*time.Second).Should(BeZero())
+		AddReportEntry("writes restart", writes()-before)
+	})
+
+	It("says Suspended and Ready for a VM stopped as declared", func() {
+		ns, _ := newWorld("halted")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm, RunStrategy: kubevirtv1.RunStrategyHalted})).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped),
+			conditionIs(v1alpha1.ConditionReady, metav1.ConditionTrue),
+		))
+		writesReport(ns, "stopped-as-declared")
+	})
+
+	It("stops a running VM: Suspended, launcher pods gone", func() {
+		ns, node := newWorld("stop")
+		bootHealthy(ns, node)
+		Expect(sim.Stop(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped),
+			WithTransform(func(o *v1alpha1.VMObservation) int { return len(o.Status.LauncherPods) }, BeZero()),
+		))
+		writesReport(ns, "stop")
+	})
+
+	It("turns a VMI stuck in Scheduling Degraded at the scheduling deadline", func() {
+		ns, _ := newWorld("stuck")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
+		Expect(sim.CreateLauncherPod(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonScheduling))
+		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckScheduling))
+		writesReport(ns, "stuck-scheduling")
+	})
+
+	It("names an unschedulable launcher pod", func() {
+		ns, _ := newWorld("unsched")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
+		Expect(sim.FailScheduling(ctx, ns, vm, simulator.Unschedulable)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable))
+		writesReport(ns, "unschedulable")
+	})
+
+	It("names an image that cannot be pulled", func() {
+		ns, _ := newWorld("image")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
+		Expect(sim.FailScheduling(ctx, ns, vm, "ErrImagePull")).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonImagePullFailed))
+		writesReport(ns, "image-pull-failed")
+	})
+
+	It("follows a live migration and names source and target pods", func() {
+		ns, node := newWorld("migrate")
+		target := node + "-b"
+		Expect(sim.AddNode(ctx, target)).To(Succeed())
+		track(target)
+		bootHealthy(ns, node)
+		m, err := sim.StartMigration(ctx, ns, vm, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationSucceeds})
+		Expect(err).NotTo(HaveOccurred())
+		for m.Phase() != kubevirtv1.MigrationRunning {
+			Expect(m.Step(ctx)).To(Succeed())
+		}
+		Eventually(observation(ns, vm)).Should(And(
+			layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating),
+			WithTransform(func(o *v1alpha1.VMObservation) []v1alpha1.LauncherPodRole {
+				var roles []v1alpha1.LauncherPodRole
+				for _, p := range o.Status.LauncherPods {
+					roles = append(roles, p.Role)
+				}
+				return roles
+			}, ConsistOf(v1alpha1.RoleMigrationSource, v1alpha1.RoleMigrationTarget)),
+		))
+		Expect(m.Run(ctx)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.NodeName }, Equal(target)),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Migration.Phase }, Equal("Succeeded")),
+		))
+		writesReport(ns, "migration-succeeded")
+	})
+
+	It("says Degraded, not Failed, when a migration fails and the VM runs on", func() {
+		ns, node := newWorld("migfail")
+		target := node + "-b"
+		Expect(sim.AddNode(ctx, target)).To(Succeed())
+		track(target)
+		bootHealthy(ns, node)
+		_, err := sim.Migrate(ctx, ns, vm, target, simulator.MigrationFails)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Migration.FailureReason }, Equal(simulator.DefaultFailureReason)),
+		))
+		writesReport(ns, "migration-failed")
+	})
+
+	It("turns a migration stuck in PreparingTarget Degraded at the phase deadline", func() {
+		ns, node := newWorld("migstuck")
+		target := node + "-b"
+		Expect(sim.AddNode(ctx, target)).To(Succeed())
+		track(target)
+		bootHealthy(ns, node)
+		m, err := sim.StartMigration(ctx, ns, vm, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(m.Run(ctx)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating))
+		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationStuck))
+		writesReport(ns, "migration-stuck")
+	})
+
+	It("blames the node for a domain paused on I/O errors, and not for a user pause", func() {
+		ns, node := newWorld("pause")
+		bootHealthy(ns, node)
+		Expect(sim.Pause(ctx, ns, vm, simulator.PausedByUser)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonPausedByUser))
+		Expect(sim.Unpause(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Expect(sim.Pause(ctx, ns, vm, simulator.PausedIOError)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("node", v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError))
+		writesReport(ns, "paused")
+	})
+
+	It("sees through a VMI that still says Running after its launcher pod died", func() {
+		ns, node := newWorld("crash")
+		bootHealthy(ns, node)
+		Expect(sim.CrashLauncher(ctx, ns, vm, simulator.CrashOOMKilled)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.Phase }, Equal("Running")),
+			layerIs("node", v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled),
+		))
+		Expect(sim.FailVMI(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict }, Equal(v1alpha1.VerdictFailed)))
+		writesReport(ns, "launcher-crashed")
+	})
+
+	It("degrades the guest layer when an expected agent never connects, and when it disconnects", func() {
+		ns, node := newWorld("agent")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
+		Expect(sim.Boot(ctx, ns, vm, node)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting))
+		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentNeverConnected))
+		Expect(sim.ConnectAgent(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
+		Expect(sim.DisconnectAgent(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected))
+		writesReport(ns, "guest-agent")
+	})
+
+	It("follows a lost node from a stale heartbeat to a failed VMI", func() {
+		ns, node := newWorld("nodelost")
+		bootHealthy(ns, node)
+		Expect(sim.LoseNode(ctx, node)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict {
+			return o.Status.Layers.Node.Verdict
+		}, BeElementOf(v1alpha1.VerdictUnknown, v1alpha1.VerdictDegraded)))
+		Expect(sim.NodeUnresponsive(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive))
+		writesReport(ns, "node-lost")
+	})
+
+	It("lists every reason an evicted VM cannot live-migrate", func() {
+		ns, node := newWorld("evict")
+		bootHealthy(ns, node, func(s *simulator.VMSpec) { s.HostDevice, s.NonSharedDisk = true, true })
+		Expect(sim.Evict(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonEvictionBlocked),
+			WithTransform(func(o *v1alpha1.VMObservation) []string { return o.Status.LiveMigratable.Reasons },
+				ContainElements("DisksNotLiveMigratable", "HostDeviceNotLiveMigratable")),
+		))
+		writesReport(ns, "eviction-blocked")
+	})
+
+	It("deletes the VMObservation it created once the VM and VMI are gone, and follows a recreated VM", func() {
+		ns, node := newWorld("delete")
+		bootHealthy(ns, node)
+		o, _ := observation(ns, vm)()
+		oldOwner := o.OwnerReferences[0].UID
+
+		Expect(sim.DeleteVM(ctx, ns, vm)).To(Succeed())
+		Eventually(func() bool {
+			_, err := observation(ns, vm)()
+			return apierrors.IsNotFound(err)
+		}).Should(BeTrue())
+
+		bootHealthy(ns, node)
+		o, _ = observation(ns, vm)()
+		Expect(o.OwnerReferences).To(HaveLen(1))
+		Expect(o.OwnerReferences[0].UID).NotTo(Equal(oldOwner))
+	})
+
+	It("recreates a VMObservation a user deleted", func() {
+		ns, node := newWorld("userdel")
+		bootHealthy(ns, node)
+		o, _ := observation(ns, vm)()
+		Expect(k8s.Delete(ctx, o)).To(Succeed())
+		Eventually(func() (bool, error) {
+			n, err := observation(ns, vm)()
+			if err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			return n.UID != o.UID && n.Status.Verdict == v1alpha1.VerdictHealthy, nil
+		}).Should(BeTrue())
+	})
+})

@@ -1,0 +1,246 @@
+// Package e2e runs the vmobs manager in-process against a real
+// kube-apiserver, with the simulator playing KubeVirt's part, and asserts the
+// VMObservations that result and how many writes they cost.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Test timing: the thresholds are seconds instead of minutes so each
+// deadline is crossed within the test, by the controller's own requeue.
+var policy = func() verdict.Policy {
+	p := verdict.DefaultPolicy()
+	p.SchedulingTimeout = 6 * time.Second
+	p.MigrationPhaseTimeout = 6 * time.Second
+	p.HeartbeatTimeout = 5 * time.Second
+	p.AgentGracePeriod = 4 * time.Second
+	p.StalledAfter = time.Minute
+	p.GuestAgentExpected = true
+	return p
+}()
+
+const (
+	refreshInterval = 20 * time.Second
+	heartbeatEvery  = time.Second
+)
+
+var (
+	ctx      context.Context
+	cancel   context.CancelFunc
+	env      *testenv.Env
+	k8s      client.Client
+	sim      *simulator.Simulator
+	counter  *testenv.RequestCounter
+	registry *prometheus.Registry
+
+	mgrMu     sync.Mutex
+	mgrCancel context.CancelFunc
+	mgrDone   chan error
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	RunSpecs(t, "vmobs end-to-end suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	sim = simulator.New(k8s, simulator.WithSeed(7))
+	counter = testenv.NewRequestCounter()
+	startManager()
+
+	// virt-handler on every node of the suite writes its heartbeat, except
+	// on nodes a scenario silenced (to see the deadline pass) or lost.
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				for _, n := range beating() {
+					node := &corev1.Node{}
+					if err := k8s.Get(ctx, client.ObjectKey{Name: n}, node); err != nil || nodeLost(node) {
+						continue
+					}
+					_ = sim.Heartbeat(ctx, n)
+				}
+			}
+		}
+	}()
+})
+
+var _ = AfterSuite(func() {
+	stopManager()
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// startManager runs the manager in-process, its requests counted.
+func startManager() {
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	registry = prometheus.NewRegistry()
+	opts := app.Defaults()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.SecureMetrics = false
+	opts.SkipNameValidation = true
+	opts.Registry = registry
+	opts.Policy = policy
+	opts.EvidenceRefreshInterval = refreshInterval
+	mgr, err := app.NewManager(counter.Wrap(env.Config), opts)
+	Expect(err).NotTo(HaveOccurred())
+	mctx, mcancel := context.WithCancel(ctx)
+	mgrCancel = mcancel
+	mgrDone = make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mctx) }()
+}
+
+func stopManager() {
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	if mgrCancel == nil {
+		return
+	}
+	mgrCancel()
+	Eventually(mgrDone, time.Minute).Should(Receive(BeNil()))
+	mgrCancel = nil
+}
+
+// newWorld makes a namespace and a node of its own for one scenario, so
+// scenarios never see each other's objects.
+func newWorld(name string) (ns, node string) {
+	ns = fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano()%100000)
+	node = "node-" + ns
+	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
+	Expect(sim.AddNode(ctx, node)).To(Succeed())
+	track(node)
+	return ns, node
+}
+
+func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
+	return func() (*v1alpha1.VMObservation, error) {
+		o := &v1alpha1.VMObservation{}
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
+		return o, err
+	}
+}
+
+// layerIs matches a VMObservation whose layer has the verdict and reason.
+func layerIs(layer string, verdict v1alpha1.Verdict, reason string) OmegaMatcher {
+	return WithTransform(func(o *v1alpha1.VMObservation) string {
+		if o == nil || o.Status.Layers == nil {
+			return "no status"
+		}
+		l := map[string]v1alpha1.LayerStatus{
+			"controlPlane": o.Status.Layers.ControlPlane, "node": o.Status.Layers.Node, "guest": o.Status.Layers.Guest,
+		}[layer]
+		return fmt.Sprintf("%s %s/%s", layer, l.Verdict, l.Reason)
+	}, Equal(fmt.Sprintf("%s %s/%s", layer, verdict, reason)))
+}
+
+func overallIs(verdict v1alpha1.Verdict, reason string) OmegaMatcher {
+	return WithTransform(func(o *v1alpha1.VMObservation) string {
+		if o == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%s/%s", o.Status.Verdict, o.Status.Reason)
+	}, Equal(fmt.Sprintf("%s/%s", verdict, reason)))
+}
+
+func conditionIs(typ string, status metav1.ConditionStatus) OmegaMatcher {
+	return WithTransform(func(o *v1alpha1.VMObservation) metav1.ConditionStatus {
+		for _, c := range o.Status.Conditions {
+			if c.Type == typ {
+				return c.Status
+			}
+		}
+		return "absent"
+	}, Equal(status))
+}
+
+// statusWrites counts the status writes (server-side apply) the manager made
+// to one VMObservation.
+func statusWrites(ns, name string) int {
+	return counter.ObjectWrites("vmobservations", ns, name)["apply vmobservations/status"]
+}
+
+func creates(ns string) int {
+	return counter.ObjectWrites("vmobservations", ns, "")["create vmobservations"]
+}
+
+var (
+	nodesMu sync.Mutex
+	nodes   = map[string]bool{} // node -> silenced
+)
+
+// track adds a node to the heartbeat loop.
+func track(node string) {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	nodes[node] = false
+}
+
+// silence stops the node's heartbeats and nothing else.
+func silence(node string) {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	nodes[node] = true
+}
+
+func unsilence(node string) { track(node) }
+
+func beating() []string {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	var out []string
+	for n, silenced := range nodes {
+		if !silenced {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func nodeLost(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionUnknown
+		}
+	}
+	return false
+}
