@@ -11,10 +11,21 @@
 //
 //   - Directories are walked recursively and only files named *.yaml, *.yml
 //     or *.json are read; a must-gather also holds logs, virsh XML and
-//     node-gather text dumps (nodes/<node>/dmesg, ip.txt, ...), which are
-//     not Kubernetes objects. A file named on the command line is always
-//     read, whatever its name. Hidden directories (.git) are not entered and
+//     node-gather text dumps, which are not Kubernetes objects. A file named
+//     on the command line is always read, whatever its name ("-" is
+//     standard input). Hidden directories (.git) are not entered and
 //     symbolic links to directories are not followed.
+//   - Layouts met in practice (kubevirt/must-gather collection-scripts and
+//     oc adm inspect): namespaces/<ns>/kubevirt.io/<resource>/<name>.yaml and
+//     namespaces/<ns>/kubevirt.io/<resource>.yaml (a List),
+//     namespaces/<ns>/kubevirt.io/virtualmachines/{custom,template-based}/,
+//     namespaces/<ns>/crs/<resource>.kubevirt.io/<name>.yaml (gather_crs),
+//     namespaces/<ns>/pods/<pod>/<pod>.yaml next to its logs,
+//     namespaces/<ns>/core/pods.yaml (a PodList) and
+//     cluster-scoped-resources/core/nodes/<node>.yaml. In a KubeVirt
+//     must-gather, nodes/<node>/ holds node-gather output (dmesg, ip.txt,
+//     pcidp_config.json), not Node objects. The loader does not depend on
+//     the layout: it reads what the files hold.
 //   - Files larger than Options.MaxFileSize (64 MiB by default) are refused
 //     with a reason; gzip or zip archives are refused with a hint to
 //     extract them.
@@ -34,7 +45,9 @@
 //   - A VMObservation found in the input contributes its spec (policy
 //     overrides), applied over the command-line policy.
 //   - Analyze never changes a verdict: the status is verdict.Evaluate's,
-//     with Previous = nil (so lastTransitionTime is "now" for every layer).
+//     with Previous = nil (a dump holds no stored status, so
+//     lastTransitionTime is what the evidence says, or now), and
+//     observedGeneration is the declared VMObservation's generation, if any.
 //     The output objects carry the ownerReference the controller would set
 //     (the VirtualMachine when there is one, else the VMI).
 package analyze
