@@ -1,0 +1,188 @@
+package simulator
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Typed read-modify-write helpers, one per kind and write path.
+
+func (s *Simulator) updateVMI(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachineInstance) error) (*kubevirtv1.VirtualMachineInstance, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstance { return &kubevirtv1.VirtualMachineInstance{} }, false, manager, fn)
+}
+
+func (s *Simulator) updateVM(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachine) error) (*kubevirtv1.VirtualMachine, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} }, false, manager, fn)
+}
+
+func (s *Simulator) updateVMStatus(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachine) error) (*kubevirtv1.VirtualMachine, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} }, true, manager, fn)
+}
+
+func (s *Simulator) updateVMIM(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachineInstanceMigration) error) (*kubevirtv1.VirtualMachineInstanceMigration, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration { return &kubevirtv1.VirtualMachineInstanceMigration{} }, false, manager, fn)
+}
+
+func (s *Simulator) updateVMIMStatus(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachineInstanceMigration) error) (*kubevirtv1.VirtualMachineInstanceMigration, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration { return &kubevirtv1.VirtualMachineInstanceMigration{} }, true, manager, fn)
+}
+
+func (s *Simulator) updatePod(ctx context.Context, ns, name, manager string, fn func(*corev1.Pod) error) (*corev1.Pod, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *corev1.Pod { return &corev1.Pod{} }, false, manager, fn)
+}
+
+func (s *Simulator) updatePodStatus(ctx context.Context, ns, name, manager string, fn func(*corev1.Pod) error) (*corev1.Pod, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *corev1.Pod { return &corev1.Pod{} }, true, manager, fn)
+}
+
+func (s *Simulator) updateNode(ctx context.Context, name, manager string, fn func(*corev1.Node) error) (*corev1.Node, error) {
+	return mutate(ctx, s.Client, key("", name), func() *corev1.Node { return &corev1.Node{} }, false, manager, fn)
+}
+
+func (s *Simulator) updateNodeStatus(ctx context.Context, name, manager string, fn func(*corev1.Node) error) (*corev1.Node, error) {
+	return mutate(ctx, s.Client, key("", name), func() *corev1.Node { return &corev1.Node{} }, true, manager, fn)
+}
+
+// VMI conditions, with KubeVirt's update rule (kv:pkg/controller/conditions.go):
+// a condition is replaced only when its status or reason changes, and then
+// its lastTransitionTime moves to now.
+
+func vmiCond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	for i := range vmi.Status.Conditions {
+		if vmi.Status.Conditions[i].Type == t {
+			return &vmi.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setVMICond(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.VirtualMachineInstanceCondition, now metav1.Time) {
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = now
+	}
+	if old := vmiCond(vmi, c.Type); old != nil {
+		if old.Status == c.Status && old.Reason == c.Reason {
+			return
+		}
+		*old = c
+		return
+	}
+	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
+}
+
+func removeVMICond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) {
+	out := vmi.Status.Conditions[:0]
+	for _, c := range vmi.Status.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	vmi.Status.Conditions = out
+}
+
+// setVMIPhase moves the VMI to phase and records the transition once per
+// phase value, as virt-controller and virt-handler do.
+func setVMIPhase(vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase, now metav1.Time) {
+	if vmi.Status.Phase == phase {
+		return
+	}
+	vmi.Status.Phase = phase
+	for _, ts := range vmi.Status.PhaseTransitionTimestamps {
+		if ts.Phase == phase {
+			return
+		}
+	}
+	vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps,
+		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+}
+
+func setVMIMPhase(m *kubevirtv1.VirtualMachineInstanceMigration, phase kubevirtv1.VirtualMachineInstanceMigrationPhase, now metav1.Time) {
+	if m.Status.Phase == phase {
+		return
+	}
+	m.Status.Phase = phase
+	for _, ts := range m.Status.PhaseTransitionTimestamps {
+		if ts.Phase == phase {
+			return
+		}
+	}
+	m.Status.PhaseTransitionTimestamps = append(m.Status.PhaseTransitionTimestamps,
+		kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+}
+
+// Pod conditions, with the kubelet's rule: lastTransitionTime moves only
+// when the status changes.
+
+func podCond(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setPodCond(p *corev1.Pod, c corev1.PodCondition, now metav1.Time) {
+	if old := podCond(p, c.Type); old != nil {
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		} else if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		*old = c
+		return
+	}
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = now
+	}
+	p.Status.Conditions = append(p.Status.Conditions, c)
+}
+
+func nodeCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setLabel(obj metav1.Object, k, v string) {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[k] = v
+	obj.SetLabels(l)
+}
+
+func setAnnotation(obj metav1.Object, k, v string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	obj.SetAnnotations(a)
+}
+
+func removeFinalizer(obj metav1.Object, f string) {
+	var out []string
+	for _, x := range obj.GetFinalizers() {
+		if x != f {
+			out = append(out, x)
+		}
+	}
+	obj.SetFinalizers(out)
+}
+
+func addFinalizer(obj metav1.Object, f string) {
+	for _, x := range obj.GetFinalizers() {
+		if x == f {
+			return
+		}
+	}
+	obj.SetFinalizers(append(obj.GetFinalizers(), f))
+}

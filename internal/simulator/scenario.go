@@ -1,0 +1,287 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Layers of a VMObservation, as status.layers names them.
+const (
+	LayerControlPlane = "controlPlane"
+	LayerNode         = "node"
+	LayerGuest        = "guest"
+)
+
+// Verdicts a scenario is built to produce (the VMObservation vocabulary).
+const (
+	VerdictHealthy     = "Healthy"
+	VerdictProgressing = "Progressing"
+	VerdictSuspended   = "Suspended"
+	VerdictDegraded    = "Degraded"
+	VerdictFailed      = "Failed"
+	VerdictUnknown     = "Unknown"
+)
+
+// ScenarioNodes are the shared nodes scenarios boot and migrate VMs on;
+// Play creates them if missing. Scenarios that take a node down use a node
+// of their own (ScenarioNode).
+var ScenarioNodes = []string{"node-a", "node-b"}
+
+// ScenarioNode is the dedicated node of the node-loss scenarios for VM vm
+// in namespace ns, so that losing it affects no other VM.
+func ScenarioNode(ns, vm string) string { return ns + "-" + vm + "-host" }
+
+// Scenario is a named situation the simulator drives a VM into, with the
+// layer verdict and reason it is built to produce.
+type Scenario struct {
+	// Name is a short kebab-case identifier.
+	Name string
+	// Description says what happens to the VM.
+	Description string
+	// Layer is the VMObservation layer (LayerControlPlane, LayerNode or
+	// LayerGuest) that carries the verdict.
+	Layer string
+	// Verdict and Reason are what that layer should say. The reason names
+	// follow api/v1alpha1/reasons.go; they are plain strings here so this
+	// package does not depend on the verdict vocabulary while it settles.
+	Verdict, Reason string
+	// Wait is how far the clock must move past the end of Play before the
+	// verdict holds (a deadline such as the scheduling timeout or the
+	// heartbeat timeout); zero means at once.
+	Wait time.Duration
+	// Play drives VM vm in namespace ns (which it creates if missing) to
+	// the scenario's end state, without sleeping.
+	Play func(ctx context.Context, s *Simulator, ns, vm string) error
+}
+
+// Scenarios is the catalogue, in a stable order. Timeouts assumed: 10
+// minutes for scheduling, 5 for the heartbeat and for the guest agent's
+// grace period (vmobs' defaults); Wait adds a minute of margin.
+var Scenarios = []Scenario{
+	{
+		Name:        "healthy",
+		Description: "A VM with a guest agent and a Multus interface runs on node-a; all three layers are Healthy.",
+		Layer:       LayerControlPlane, Verdict: VerdictHealthy, Reason: "Running", // ReasonRunning
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, Interfaces: 2}, ScenarioNodes[0])
+		},
+	},
+	{
+		Name:        "stuck-scheduling",
+		Description: "The launcher pod is created but never scheduled, and stays Pending past the scheduling timeout.",
+		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "StuckScheduling", // ReasonStuckScheduling
+		Wait: 11 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
+				return err
+			}
+			return s.CreateLauncherPod(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "unschedulable",
+		Description: "kube-scheduler finds no node for the launcher pod (PodScheduled=False, Unschedulable); the VM says ErrorUnschedulable.",
+		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "Unschedulable", // ReasonUnschedulable
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
+				return err
+			}
+			return s.FailScheduling(ctx, ns, vm, Unschedulable)
+		},
+	},
+	{
+		Name:        "image-pull-failed",
+		Description: "The launcher pod lands on node-a but its containerDisk image cannot be pulled (Synchronized=False, ErrImagePull).",
+		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "ImagePullFailed", // ReasonImagePullFailed
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
+				return err
+			}
+			return s.FailScheduling(ctx, ns, vm, ErrImagePull)
+		},
+	},
+	{
+		Name:        "migration-in-progress",
+		Description: "The VM live-migrates from node-a to node-b and the migration is Running: two launcher pods, migrationState started, the VM says Migrating.",
+		Layer:       LayerControlPlane, Verdict: VerdictProgressing, Reason: "Migrating", // ReasonMigrating
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			m, err := s.StartMigration(ctx, ns, vm, MigrationOptions{TargetNode: ScenarioNodes[1], Outcome: MigrationStuck, At: kubevirtv1.MigrationRunning})
+			if err != nil {
+				return err
+			}
+			return m.Run(ctx)
+		},
+	},
+	{
+		Name:        "migration-failed",
+		Description: "A migration from node-a to node-b fails while Running: the target pod goes down, the VMIM is Failed, the VM stays on node-a.",
+		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "MigrationFailed", // ReasonMigrationFailed
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			_, err := s.Migrate(ctx, ns, vm, ScenarioNodes[1], MigrationFails)
+			return err
+		},
+	},
+	{
+		Name:        "migration-target-unschedulable",
+		Description: "A migration's target pod cannot be scheduled (PodScheduled=False, Unschedulable); the VMIM waits in Scheduling.",
+		Layer:       LayerNode, Verdict: VerdictDegraded, Reason: "TargetPodUnschedulable", // ReasonTargetPodUnschedulable
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			_, err := s.Migrate(ctx, ns, vm, "", MigrationTargetUnschedulable)
+			return err
+		},
+	},
+	{
+		Name:        "node-lost",
+		Description: "The VM's node goes dark (Ready=Unknown, heartbeats stop); once the heartbeat is older than 5 minutes nothing on the node can be trusted.",
+		Layer:       LayerNode, Verdict: VerdictUnknown, Reason: "NodeAgentStale", // ReasonNodeAgentStale
+		Wait: 6 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			node := ScenarioNode(ns, vm)
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {
+				return err
+			}
+			return s.LoseNode(ctx, node)
+		},
+	},
+	{
+		Name:        "node-unresponsive",
+		Description: "After node-lost, the launcher pod is force-deleted and virt-controller marks the VMI Failed with reason NodeUnresponsive.",
+		Layer:       LayerControlPlane, Verdict: VerdictFailed, Reason: "NodeUnresponsive", // ReasonNodeUnresponsive
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			node := ScenarioNode(ns, vm)
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {
+				return err
+			}
+			if err := s.LoseNode(ctx, node); err != nil {
+				return err
+			}
+			return s.NodeUnresponsive(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "no-guest-agent",
+		Description: "The VM runs without a guest agent; after the agent grace period the guest layer notes that none connected.",
+		Layer:       LayerGuest, Verdict: VerdictHealthy, Reason: "NoGuestAgent", // ReasonNoGuestAgent
+		Wait: 6 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm}, ScenarioNodes[0])
+		},
+	},
+	{
+		Name:        "agent-disconnected",
+		Description: "The guest agent connected, then went away (AgentConnected removed; guestOSInfo stays).",
+		Layer:       LayerGuest, Verdict: VerdictDegraded, Reason: "AgentDisconnected", // ReasonAgentDisconnected
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.DisconnectAgent(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "paused-io-error",
+		Description: "libvirt pauses the domain on an I/O error (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
+		Layer:       LayerNode, Verdict: VerdictDegraded, Reason: "PausedIOError", // ReasonPausedIOError
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.Pause(ctx, ns, vm, PausedIOError)
+		},
+	},
+	{
+		Name:        "paused-by-user",
+		Description: "The user pauses the VM (virtctl pause): Paused=True, PausedByUser; the VM says Paused.",
+		Layer:       LayerControlPlane, Verdict: VerdictSuspended, Reason: "PausedByUser", // ReasonPausedByUser
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.Pause(ctx, ns, vm, PausedByUser)
+		},
+	},
+	{
+		Name:        "stopped",
+		Description: "The VM ran, then was stopped (runStrategy Halted): no VMI, no pod, the VM says Stopped.",
+		Layer:       LayerControlPlane, Verdict: VerdictSuspended, Reason: "Stopped", // ReasonStopped
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.Stop(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "evicted-not-migratable",
+		Description: "A VM with a PCI host device (LiveMigratable=False, HostDeviceNotLiveMigratable) is evicted by a drain: EvictionRequested, evacuationNodeName set, no migration possible.",
+		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "EvictionBlocked", // ReasonEvictionBlocked
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, HostDevice: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.Evict(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "launcher-crashed",
+		Description: "The launcher's compute container is OOM-killed and the pod is Failed while the VMI still says Running (status lag).",
+		Layer:       LayerNode, Verdict: VerdictFailed, Reason: "ComputeContainerOOMKilled", // ReasonComputeContainerOOMKilled
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.CrashLauncher(ctx, ns, vm, CrashOOMKilled)
+		},
+	},
+}
+
+// ScenarioByName returns the catalogue entry called name.
+func ScenarioByName(name string) (Scenario, bool) {
+	for _, sc := range Scenarios {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// createScenarioVM makes sure the namespace and the shared nodes exist and
+// creates the VM.
+func (s *Simulator) createScenarioVM(ctx context.Context, ns string, spec VMSpec) error {
+	if err := s.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	for _, n := range ScenarioNodes {
+		if err := s.EnsureNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	spec.Namespace = ns
+	if err := s.CreateVM(ctx, spec); err != nil {
+		return fmt.Errorf("scenario VM: %w", err)
+	}
+	return nil
+}
+
+// bootScenarioVM creates the VM and boots it on node (added if missing).
+func (s *Simulator) bootScenarioVM(ctx context.Context, ns string, spec VMSpec, node string) error {
+	if err := s.createScenarioVM(ctx, ns, spec); err != nil {
+		return err
+	}
+	if err := s.EnsureNode(ctx, node); err != nil {
+		return err
+	}
+	return s.Boot(ctx, ns, spec.Name, node)
+}
