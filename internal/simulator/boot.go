@@ -410,5 +410,3 @@ func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.VolumeSta
 	}
 	return out
 }
-
-

@@ -23,11 +23,15 @@ func (s *Simulator) updateVMStatus(ctx context.Context, ns, name, manager string
 }
 
 func (s *Simulator) updateVMIM(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachineInstanceMigration) error) (*kubevirtv1.VirtualMachineInstanceMigration, error) {
-	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration { return &kubevirtv1.VirtualMachineInstanceMigration{} }, false, manager, fn)
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration {
+		return &kubevirtv1.VirtualMachineInstanceMigration{}
+	}, false, manager, fn)
 }
 
 func (s *Simulator) updateVMIMStatus(ctx context.Context, ns, name, manager string, fn func(*kubevirtv1.VirtualMachineInstanceMigration) error) (*kubevirtv1.VirtualMachineInstanceMigration, error) {
-	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration { return &kubevirtv1.VirtualMachineInstanceMigration{} }, true, manager, fn)
+	return mutate(ctx, s.Client, key(ns, name), func() *kubevirtv1.VirtualMachineInstanceMigration {
+		return &kubevirtv1.VirtualMachineInstanceMigration{}
+	}, true, manager, fn)
 }
 
 func (s *Simulator) updatePod(ctx context.Context, ns, name, manager string, fn func(*corev1.Pod) error) (*corev1.Pod, error) {

@@ -513,5 +513,3 @@ func (m *Migration) Fail(ctx context.Context, reason string) error {
 	}
 	return m.finish(ctx, kubevirtv1.MigrationFailed)
 }
-
-

@@ -146,8 +146,8 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 			})
 			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
 				Name: "volume" + v.Name, Image: v.ContainerDisk.Image,
-				Command: []string{"/var/run/kubevirt/container-disks/container-disk"},
-				Args:    []string{"--copy-path", "/var/run/kubevirt-ephemeral-disks/container-disk-data/" + string(vmi.UID) + "/disk_0"},
+				Command:   []string{"/var/run/kubevirt/container-disks/container-disk"},
+				Args:      []string{"--copy-path", "/var/run/kubevirt-ephemeral-disks/container-disk-data/" + string(vmi.UID) + "/disk_0"},
 				Resources: corev1.ResourceRequirements{Requests: small, Limits: small},
 			})
 		case v.PersistentVolumeClaim != nil:

@@ -100,7 +100,7 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 				}},
 			},
 		},
-		Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
+		Networks:                      []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
 		EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyLiveMigrate),
 		TerminationGracePeriodSeconds: ptr.To[int64](180),
 	}
