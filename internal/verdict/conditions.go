@@ -15,7 +15,8 @@ import (
 // to the caller.
 func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.LayerStatus) []metav1.Condition {
 	f := &e.f
-	out := e.a.conds[:0:len(e.a.conds)]
+	// Apart from the arena, which this keeps within a smaller size class.
+	out := make([]metav1.Condition, 0, 6)
 	var prev []metav1.Condition
 	if f.in.Previous != nil {
 		prev = f.in.Previous.Conditions

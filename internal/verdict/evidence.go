@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,8 +15,8 @@ const (
 	maxEvidence = 8    // per layer, the CRD's MaxItems
 	maxMessage  = 1024 // the CRD's MaxLength on messages
 	maxValue    = 256  // an evidence value is a pointer, not a copy
-	maxFindings = 16
-	maxCollect  = 24
+	maxFindings = 10
+	maxCollect  = 16
 )
 
 // Kinds named in evidence.
@@ -118,10 +119,10 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 	out.Message = e.layerMessage(l, w)
 
 	// The winner's evidence first, then the other findings', then context;
-	// a field cited twice is listed once.
-	var newest time.Time
+	// a field cited twice is listed once. Choose first, so that exactly
+	// as many slots are taken from the arena as are used.
+	var pick [maxEvidence]int
 	n := 0
-	ev := e.a.evidence(maxEvidence)
 	for pass := 0; pass < 3 && n < maxEvidence; pass++ {
 		for i := 0; i < l.ne && n < maxEvidence; i++ {
 			it := &l.ev[i]
@@ -139,9 +140,18 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 					continue
 				}
 			}
-			if dupEvidence(ev[:n], it) {
+			if l.picked(pick[:n], it) {
 				continue
 			}
+			pick[n] = i
+			n++
+		}
+	}
+	var newest time.Time
+	if n > 0 {
+		ev := e.a.evidence(n)
+		for _, i := range pick[:n] {
+			it := &l.ev[i]
 			t := trunc(it.t)
 			ev = append(ev, v1alpha1.Evidence{
 				Kind: it.kind, Name: it.name, Field: it.field,
@@ -150,10 +160,7 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 			if t.After(newest) && !e.f.future(t) {
 				newest = t
 			}
-			n++
 		}
-	}
-	if n > 0 {
 		out.Evidence = ev[:n:n]
 	}
 	out.EvidenceTime = e.a.time(newest)
@@ -164,9 +171,11 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 	return win
 }
 
-func dupEvidence(ev []v1alpha1.Evidence, it *evidenceItem) bool {
-	for i := range ev {
-		if ev[i].Kind == it.kind && ev[i].Name == it.name && ev[i].Field == it.field {
+// picked says whether the field of it is already among the picked items.
+func (l *layer) picked(pick []int, it *evidenceItem) bool {
+	for _, i := range pick {
+		p := &l.ev[i]
+		if p.field == it.field && p.name == it.name && p.kind == it.kind {
 			return true
 		}
 	}
@@ -232,15 +241,16 @@ type arena struct {
 	mig    v1alpha1.MigrationSummary
 	lm     v1alpha1.LiveMigratability
 	guest  v1alpha1.GuestSummary
-	conds  [6]metav1.Condition
-	times  [48]metav1.Time
-	nt     int
-	ev     [3 * maxEvidence]v1alpha1.Evidence
-	nev    int
-	str    [48]string
-	nstr   int
-	pods   [4]v1alpha1.LauncherPod
-	ifcs   [4]v1alpha1.InterfaceStatus
+	// Sized for a typical VM (two launcher pods, two interfaces, a dozen
+	// evidence pointers); a larger one spills into separate allocations.
+	times [32]metav1.Time
+	nt    int
+	ev    [12]v1alpha1.Evidence
+	nev   int
+	str   [16]string
+	nstr  int
+	pods  [2]v1alpha1.LauncherPod
+	ifcs  [2]v1alpha1.InterfaceStatus
 }
 
 // maxTime is the latest time metav1.Time can marshal (RFC 3339 has four
@@ -272,11 +282,21 @@ func (a *arena) evidence(n int) []v1alpha1.Evidence {
 	return make([]v1alpha1.Evidence, 0, n)
 }
 
-func (a *arena) strs(n int) []string {
-	if a.nstr+n <= len(a.str) {
-		s := a.str[a.nstr : a.nstr : a.nstr+n]
-		a.nstr += n
-		return s
+// keep copies a string list built in a caller's buffer into the arena,
+// sorted, and returns it capped; an empty list is nil.
+func (a *arena) keep(s []string) []string {
+	n := len(s)
+	if n == 0 {
+		return nil
 	}
-	return make([]string, 0, n)
+	var out []string
+	if a.nstr+n <= len(a.str) {
+		out = a.str[a.nstr : a.nstr+n : a.nstr+n]
+		a.nstr += n
+	} else {
+		out = make([]string, n)
+	}
+	copy(out, s)
+	slices.Sort(out)
+	return out
 }

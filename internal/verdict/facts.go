@@ -38,7 +38,9 @@ const (
 
 // facts is the input, indexed once: every rule reads from here.
 type facts struct {
-	in   *Input
+	// in is a copy, not a pointer, so that Evaluate's argument stays on the
+	// stack.
+	in   Input
 	now  time.Time // in.Now in UTC, truncated to seconds
 	pol  Policy
 	name string
@@ -53,8 +55,11 @@ type facts struct {
 	created    time.Time
 	lc         lifecycle
 
-	pods   []*corev1.Pod // launcher pods of the VMI, by name
-	roles  []v1alpha1.LauncherPodRole
+	pods  []*corev1.Pod // launcher pods of the VMI, by name
+	roles []v1alpha1.LauncherPodRole
+
+	// podSides caches podSide for the first interfaces.
+	podSides [8]podSideInfo
 	active *corev1.Pod // the pod that runs (or last ran) the VM on its node
 
 	mig migration
@@ -83,7 +88,7 @@ type heartbeat struct {
 }
 
 func (f *facts) init(in *Input) {
-	f.in = in
+	f.in = *in
 	f.now = trunc(in.Now)
 	f.pol = in.Policy
 	f.vm, f.vmi = in.VM, in.VMI
@@ -243,6 +248,8 @@ func (f *facts) collectPods() {
 	if n == 0 {
 		return
 	}
+	// Not a buffer inside facts: a slice into the engine itself would make
+	// the engine escape to the heap.
 	f.pods = make([]*corev1.Pod, 0, n)
 	for _, p := range f.in.Pods {
 		if f.ownPod(p) {

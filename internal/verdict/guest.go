@@ -197,7 +197,8 @@ func (e *engine) agentHint() (bool, string, string) {
 	if n := vmi.Status.GuestOSInfo.Name; n != "" {
 		return true, "status.guestOSInfo.name", n
 	}
-	for _, i := range f.interfaceOrder(min(len(vmi.Status.Interfaces), maxInterfaces)) {
+	var order [8]int
+	for _, i := range f.interfaceOrder(min(len(vmi.Status.Interfaces), maxInterfaces), order[:0]) {
 		if hasInfoSource(vmi.Status.Interfaces[i].InfoSource, infoSourceGuestAgent) {
 			return true, "status.interfaces[" + vmi.Status.Interfaces[i].Name + "].infoSource", vmi.Status.Interfaces[i].InfoSource
 		}
@@ -228,7 +229,8 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	var missing, mismatch []int
 	var missingBuf, mismatchBuf [8]int
 	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
-	for _, i := range f.interfaceOrder(len(ifcs)) {
+	var order [8]int
+	for _, i := range f.interfaceOrder(len(ifcs), order[:0]) {
 		ifc := &ifcs[i]
 		if ifc.Name == "" {
 			continue // a guest-only interface: the agent is its only source

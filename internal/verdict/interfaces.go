@@ -72,10 +72,10 @@ func compareInterfaces(a, b v1alpha1.InterfaceStatus) int {
 // ipList is ipAddress and ipAddresses (KubeVirt keeps the first of the list
 // in ipAddress), sorted and deduplicated.
 func (e *engine) ipList(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterface) []string {
-	n := min(len(ifc.IPs)+1, maxIfaceIPs)
-	out := e.a.strs(n)
+	var buf [8]string
+	out := buf[:0]
 	add := func(ip string) {
-		if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
+		if ip != "" && len(out) < maxIfaceIPs && !slices.Contains(out, ip) {
 			out = append(out, bound(ip, 64))
 		}
 	}
@@ -83,7 +83,7 @@ func (e *engine) ipList(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterface) 
 	for _, ip := range ifc.IPs {
 		add(ip)
 	}
-	return sortedOrNil(out)
+	return e.a.keep(out)
 }
 
 // infoSources splits KubeVirt's ", "-joined infoSource.
@@ -91,22 +91,15 @@ func (e *engine) infoSources(s string) []string {
 	if s == "" {
 		return nil
 	}
-	out := e.a.strs(min(strings.Count(s, ",")+1, 8))
+	var buf [4]string
+	out := buf[:0]
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
-		if part != "" && len(out) < cap(out) && !slices.Contains(out, part) {
+		if part != "" && len(out) < 8 && !slices.Contains(out, part) {
 			out = append(out, bound(part, 64))
 		}
 	}
-	return sortedOrNil(out)
-}
-
-func sortedOrNil(s []string) []string {
-	if len(s) == 0 {
-		return nil
-	}
-	slices.Sort(s)
-	return s[:len(s):len(s)]
+	return e.a.keep(out)
 }
 
 func hasInfoSource(s, src string) bool {
@@ -122,30 +115,26 @@ func hasInfoSource(s, src string) bool {
 func (e *engine) podIPList(i int) []string {
 	f := &e.f
 	primary, ns := f.podSide(i)
-	var out []string
+	var buf [8]string
+	out := buf[:0]
+	add := func(ip string) {
+		if ip != "" && len(out) < maxIfaceIPs && !slices.Contains(out, ip) {
+			out = append(out, bound(ip, 64))
+		}
+	}
 	switch {
 	case primary && f.active != nil && (len(f.active.Status.PodIPs) > 0 || f.active.Status.PodIP != ""):
 		p := f.active
-		out = e.a.strs(min(len(p.Status.PodIPs)+1, maxIfaceIPs))
-		add := func(ip string) {
-			if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
-				out = append(out, bound(ip, 64))
-			}
-		}
 		add(p.Status.PodIP)
 		for _, ip := range p.Status.PodIPs {
 			add(ip.IP)
 		}
 	case ns != nil && len(ns.IPs) > 0:
-		out = e.a.strs(min(len(ns.IPs), maxIfaceIPs))
 		for _, ip := range ns.IPs {
-			ip = stripPrefix(ip)
-			if ip != "" && len(out) < cap(out) && !slices.Contains(out, ip) {
-				out = append(out, bound(ip, 64))
-			}
+			add(stripPrefix(ip))
 		}
 	}
-	return sortedOrNil(out)
+	return e.a.keep(out)
 }
 
 // podSide finds where the pod network says something about status interface
@@ -153,6 +142,24 @@ func (e *engine) podIPList(i int) []string {
 // the spec does not tell) takes the pod's IPs; a secondary one takes the
 // Multus network-status entry of its pod interface.
 func (f *facts) podSide(i int) (primary bool, ns *NetworkStatus) {
+	if i < len(f.podSides) {
+		c := &f.podSides[i]
+		if !c.done {
+			c.primary, c.ns = f.findPodSide(i)
+			c.done = true
+		}
+		return c.primary, c.ns
+	}
+	return f.findPodSide(i)
+}
+
+type podSideInfo struct {
+	done    bool
+	primary bool
+	ns      *NetworkStatus
+}
+
+func (f *facts) findPodSide(i int) (primary bool, ns *NetworkStatus) {
 	ifc := &f.vmi.Status.Interfaces[i]
 	primary = f.isPrimary(i)
 	for j := range f.netStatus {
@@ -280,8 +287,7 @@ func (f *facts) ipMismatch(i int) bool {
 // interfaceOrder is the indexes of the first n status interfaces in the
 // order the status lists them (name, guest name, MAC, pod interface), so
 // that rules visit them independently of KubeVirt's order.
-func (f *facts) interfaceOrder(n int) []int {
-	var buf [8]int
+func (f *facts) interfaceOrder(n int, buf []int) []int {
 	idx := buf[:0]
 	for i := 0; i < n; i++ {
 		idx = append(idx, i)

@@ -60,10 +60,11 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 	default:
 		lm.Status = metav1.ConditionUnknown
 	}
-	rs := e.a.strs(maxMigratableReasons)
+	var buf [8]string
+	rs := buf[:0]
 	addReason := func(r string) {
 		r = bound(strings.TrimSpace(r), 128)
-		if r == "" || len(rs) == cap(rs) || slices.Contains(rs, r) {
+		if r == "" || len(rs) == maxMigratableReasons || slices.Contains(rs, r) {
 			return
 		}
 		rs = append(rs, r)
@@ -96,10 +97,7 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 			}
 		}
 	}
-	slices.Sort(rs)
-	if len(rs) > 0 {
-		lm.Reasons = rs[:len(rs):len(rs)]
-	}
+	lm.Reasons = e.a.keep(rs)
 	return lm
 }
 

@@ -47,14 +47,16 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 		}
 		return nil, errNetStatusSyntax
 	}
-	// IPs of all entries share one backing array; entries record their span
-	// and get their slice once the array stops growing.
+	// Entries and IPs collect in stack buffers and are copied once into
+	// exactly sized slices; IPs of all entries share one backing array, each
+	// entry recording its span until the array stops growing.
 	type span struct{ from, to int }
 	var (
-		out   []NetworkStatus
-		spans []span
-		ips   []string
+		outBuf  [4]NetworkStatus
+		spanBuf [4]span
+		ipBuf   [8]string
 	)
+	out, spans, ips := outBuf[:0], spanBuf[:0], ipBuf[:0]
 	p.ws()
 	if !p.eat(']') {
 		for {
@@ -169,15 +171,19 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 	if p.i != len(p.s) {
 		return nil, errNetStatusSyntax
 	}
+	res := make([]NetworkStatus, len(out))
+	copy(res, out)
+	var allIPs []string
+	if len(ips) > 0 {
+		allIPs = make([]string, len(ips))
+		copy(allIPs, ips)
+	}
 	for i, sp := range spans {
 		if sp.from >= 0 {
-			out[i].IPs = ips[sp.from:sp.to:sp.to]
+			res[i].IPs = allIPs[sp.from:sp.to:sp.to]
 		}
 	}
-	if out == nil {
-		out = []NetworkStatus{}
-	}
-	return out, nil
+	return res, nil
 }
 
 // nsParser is a cursor over the annotation; err is sticky so that the
@@ -254,6 +260,22 @@ func (p *nsParser) str() (string, bool) {
 		return "", false
 	}
 	start := p.i
+	// Fast path: ASCII without escapes up to the closing quote, which is
+	// what Multus writes.
+	if q := strings.IndexByte(p.s[start+1:], '"'); q >= 0 {
+		seg := p.s[start+1 : start+1+q]
+		clean := true
+		for k := 0; k < len(seg); k++ {
+			if c := seg[k]; c < 0x20 || c == '\\' || c >= utf8.RuneSelf {
+				clean = false
+				break
+			}
+		}
+		if clean {
+			p.i = start + q + 2
+			return seg, true
+		}
+	}
 	plain := true
 	j := p.i + 1
 	for j < len(p.s) {
