@@ -60,7 +60,7 @@ type facts struct {
 
 	// podSides caches podSide for the first interfaces.
 	podSides [8]podSideInfo
-	active *corev1.Pod // the pod that runs (or last ran) the VM on its node
+	active   *corev1.Pod // the pod that runs (or last ran) the VM on its node
 
 	mig migration
 
