@@ -1,0 +1,326 @@
+// Package integrations tests what other tools plug into: the kustomize
+// manifests and their RBAC (statically and on a real kube-apiserver, with
+// the manager running as the ServiceAccount), the Argo CD health check, the
+// kstatus/Flux reading of a VMObservation and the Flux CEL health check, the
+// PrometheusRule with promtool, and the kube-state-metrics config.
+package integrations
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root := testenv.RepoRoot()
+	if _, err := os.Stat(filepath.Join(root, "config")); err != nil {
+		t.Fatalf("cannot find the repository's config/ from %s: %v", root, err)
+	}
+	return root
+}
+
+// render runs kustomize (the library kubectl and the kustomize CLI use) on
+// a directory under config/ and returns the objects.
+func render(t testing.TB, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), dir))
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range resMap.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func mustFind(t testing.TB, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	o := find(objs, kind, name)
+	if o == nil {
+		var have []string
+		for _, o := range objs {
+			have = append(have, o.GetKind()+"/"+o.GetName())
+		}
+		t.Fatalf("no %s %q in the rendered manifests; have %s", kind, name, strings.Join(have, ", "))
+	}
+	return o
+}
+
+func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s/%s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+const (
+	systemNS       = "vmobs-system"
+	serviceAccount = "vmobs-controller-manager"
+)
+
+// managerClusterRole is the ClusterRole the ClusterRoleBinding gives the
+// controller's ServiceAccount (its name comes from `make manifests`).
+func managerClusterRole(t testing.TB, objs []*unstructured.Unstructured) *rbacv1.ClusterRole {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" {
+			continue
+		}
+		b := convert[rbacv1.ClusterRoleBinding](t, o)
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" && s.Name == serviceAccount && s.Namespace == systemNS {
+				return convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", b.RoleRef.Name))
+			}
+		}
+	}
+	t.Fatal("no ClusterRoleBinding binds the controller's ServiceAccount")
+	return nil
+}
+
+func managerDeployment(t testing.TB, objs []*unstructured.Unstructured) *appsv1.Deployment {
+	return convert[appsv1.Deployment](t, mustFind(t, objs, "Deployment", "vmobs-controller-manager"))
+}
+
+func TestKustomizeDefault(t *testing.T) {
+	objs := render(t, "config/default")
+
+	crd := mustFind(t, objs, "CustomResourceDefinition", "vmobservations.observability.vmobs.io")
+	if crd.GetNamespace() != "" {
+		t.Errorf("the CRD got namespace %q", crd.GetNamespace())
+	}
+	ns := convert[corev1.Namespace](t, mustFind(t, objs, "Namespace", systemNS))
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace %s does not enforce the restricted Pod Security Standard: %v", systemNS, ns.Labels)
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterRoleBinding":
+			if o.GetNamespace() != "" {
+				t.Errorf("cluster-scoped %s/%s has namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
+			}
+		default:
+			if o.GetNamespace() != systemNS {
+				t.Errorf("%s/%s is in namespace %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), systemNS)
+			}
+		}
+		if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace" && !strings.HasPrefix(o.GetName(), "vmobs-") {
+			t.Errorf("%s/%s lacks the vmobs- prefix", o.GetKind(), o.GetName())
+		}
+		if o.GetLabels()["app.kubernetes.io/part-of"] != "vmobs" {
+			t.Errorf("%s/%s lacks app.kubernetes.io/part-of=vmobs", o.GetKind(), o.GetName())
+		}
+	}
+
+	sa := mustFind(t, objs, "ServiceAccount", serviceAccount)
+	_ = sa
+	cr := managerClusterRole(t, objs)
+	if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "vmobservations/status") && slices.Contains(r.Verbs, "patch")
+	}) {
+		t.Errorf("ClusterRole %s cannot patch vmobservations/status: %+v", cr.Name, cr.Rules)
+	}
+
+	// Leader election: a namespaced Role on leases in vmobs-system, bound
+	// to the ServiceAccount.
+	role := convert[rbacv1.Role](t, mustFind(t, objs, "Role", "vmobs-leader-election-role"))
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.APIGroups, "coordination.k8s.io") && slices.Contains(r.Resources, "leases") &&
+			len(r.Verbs) == 7 && slices.Contains(r.Verbs, "create") && slices.Contains(r.Verbs, "watch")
+	}) {
+		t.Errorf("leader election Role lacks leases get/list/watch/create/update/patch/delete: %+v", role.Rules)
+	}
+	rb := convert[rbacv1.RoleBinding](t, mustFind(t, objs, "RoleBinding", "vmobs-leader-election-rolebinding"))
+	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != serviceAccount || rb.Subjects[0].Namespace != systemNS {
+		t.Errorf("leader election RoleBinding: %+v", rb)
+	}
+	mr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", "vmobs-metrics-reader"))
+	if len(mr.Rules) != 1 || !slices.Equal(mr.Rules[0].NonResourceURLs, []string{"/metrics"}) || !slices.Equal(mr.Rules[0].Verbs, []string{"get"}) {
+		t.Errorf("metrics-reader ClusterRole: %+v", mr.Rules)
+	}
+
+	dep := managerDeployment(t, objs)
+	pod := dep.Spec.Template.Spec
+	if pod.ServiceAccountName != serviceAccount {
+		t.Errorf("Deployment runs as ServiceAccount %q", pod.ServiceAccountName)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != "vmobs:dev" {
+		t.Errorf("image %q, want the vmobs:dev placeholder", c.Image)
+	}
+	if cmd := strings.Join(append(slices.Clone(c.Command), c.Args...), " "); cmd != "/vmobs manager --leader-elect --health-probe-bind-address=:8081 --metrics-bind-address=:8443" {
+		t.Errorf("command line %q", cmd)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("container securityContext is not restricted: %+v", sc)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.LivenessProbe.HTTPGet.Port.IntValue() != 8081 {
+		t.Errorf("liveness probe: %+v", c.LivenessProbe)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.ReadinessProbe.HTTPGet.Port.IntValue() != 8081 {
+		t.Errorf("readiness probe: %+v", c.ReadinessProbe)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
+		if req.IsZero() || lim.IsZero() || req.Cmp(lim) > 0 {
+			t.Errorf("%s: request %s, limit %s", r, req.String(), lim.String())
+		}
+	}
+
+	svc := convert[corev1.Service](t, mustFind(t, objs, "Service", "vmobs-controller-manager-metrics"))
+	for k, v := range svc.Spec.Selector {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("the metrics Service selects %s=%s, which the manager's pods lack", k, v)
+		}
+	}
+}
+
+// TestKustomizeOtherDirs renders the other kustomizations and checks that
+// the ServiceMonitor finds the metrics Service of config/default.
+func TestKustomizeOtherDirs(t *testing.T) {
+	def := render(t, "config/default")
+	svc := convert[corev1.Service](t, mustFind(t, def, "Service", "vmobs-controller-manager-metrics"))
+
+	prom := render(t, "config/prometheus")
+	sm := mustFind(t, prom, "ServiceMonitor", "vmobs-controller-manager-metrics-monitor")
+	if sm.GetNamespace() != systemNS {
+		t.Errorf("ServiceMonitor in %q", sm.GetNamespace())
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range sel {
+		if svc.Labels[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, which Service %s lacks (%v)", k, v, svc.Name, svc.Labels)
+		}
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 || eps[0].(map[string]any)["port"] != svc.Spec.Ports[0].Name || eps[0].(map[string]any)["honorLabels"] != true {
+		t.Errorf("ServiceMonitor endpoints %v: want port %q and honorLabels (the metrics carry their own namespace label)", eps, svc.Spec.Ports[0].Name)
+	}
+	mustFind(t, prom, "PrometheusRule", "vmobs-alerts")
+
+	crd := render(t, "config/crd")
+	if len(crd) != 1 {
+		t.Errorf("config/crd renders %d objects", len(crd))
+	}
+	samples := render(t, "config/samples")
+	if len(samples) == 0 {
+		t.Fatal("config/samples is empty")
+	}
+	for _, s := range samples {
+		if s.GetKind() != "VMObservation" {
+			continue
+		}
+		vmName, _, _ := unstructured.NestedString(s.Object, "spec", "vmName")
+		if vmName != s.GetName() {
+			t.Errorf("sample %s: spec.vmName %q must equal metadata.name", s.GetName(), vmName)
+		}
+	}
+}
+
+// rbacObjects reads every RBAC object under config/, rendered or not, so a
+// stray file cannot slip a broad rule past the test.
+func rbacObjects(t *testing.T) map[string][]rbacv1.PolicyRule {
+	t.Helper()
+	out := map[string][]rbacv1.PolicyRule{}
+	root := filepath.Join(repoRoot(t), "config")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, doc := range strings.Split(string(b), "\n---") {
+			var obj struct {
+				Kind     string              `json:"kind"`
+				Metadata struct{ Name string } `json:"metadata"`
+				Rules    []rbacv1.PolicyRule `json:"rules"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				continue // not every YAML under config/ is an object (e.g. Argo's test list)
+			}
+			if obj.Kind == "Role" || obj.Kind == "ClusterRole" {
+				rel, _ := filepath.Rel(root, path)
+				out[fmt.Sprintf("%s#%d %s/%s", rel, i, obj.Kind, obj.Metadata.Name)] = obj.Rules
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRBACLeastPrivilege(t *testing.T) {
+	roles := rbacObjects(t)
+	if len(roles) < 3 {
+		t.Fatalf("found only %d Roles/ClusterRoles under config/: %v", len(roles), roles)
+	}
+	write := []string{"create", "update", "patch", "delete", "deletecollection"}
+	for name, rules := range roles {
+		for _, r := range rules {
+			for _, field := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
+				for _, v := range field {
+					if strings.Contains(v, "*") {
+						t.Errorf("%s: rule %+v has a wildcard %q", name, r, v)
+					}
+				}
+			}
+			for _, res := range r.Resources {
+				base := strings.SplitN(res, "/", 2)[0]
+				if base == "secrets" {
+					t.Errorf("%s: rule %+v grants secrets", name, r)
+				}
+				writes := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(write, v) })
+				if writes && slices.Contains(r.APIGroups, "kubevirt.io") {
+					t.Errorf("%s: rule %+v writes KubeVirt's %s", name, r, res)
+				}
+				if writes && slices.Contains(r.APIGroups, "") && (base == "pods" || base == "nodes") {
+					t.Errorf("%s: rule %+v writes %s", name, r, res)
+				}
+				if slices.Contains(r.Verbs, "escalate") || slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "impersonate") {
+					t.Errorf("%s: rule %+v can escalate", name, r)
+				}
+			}
+		}
+	}
+}
