@@ -323,3 +323,13 @@ func TestBoundCutsOnRuneBoundary(t *testing.T) {
 		t.Error("short string changed")
 	}
 }
+
+func TestZeroPolicyTakesDefaults(t *testing.T) {
+	for _, in := range []Input{input(), typicalInput(), input(func(in *Input) { in.VMI = runningVMI(noAgentEver()) })} {
+		want := mustJSON(t, Evaluate(in))
+		in.Policy = Policy{}
+		if got := mustJSON(t, Evaluate(in)); !bytes.Equal(got, want) {
+			t.Errorf("zero policy differs from the defaults:\n%s\n%s", got, want)
+		}
+	}
+}

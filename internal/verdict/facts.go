@@ -90,7 +90,7 @@ type heartbeat struct {
 func (f *facts) init(in *Input) {
 	f.in = *in
 	f.now = trunc(in.Now)
-	f.pol = in.Policy
+	f.pol = in.Policy.withDefaults()
 	f.vm, f.vmi = in.VM, in.VMI
 	f.name = in.Name
 	if f.name == "" && f.vmi != nil {

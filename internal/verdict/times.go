@@ -23,7 +23,13 @@ func trunc(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
-	return t.UTC().Truncate(time.Second)
+	// Go keeps nanoseconds in [0, 1e9), so time.Unix(t.Unix(), 0) rounds
+	// toward the past exactly like Truncate(time.Second), without its
+	// division.
+	if t.Nanosecond() == 0 && t.Location() == time.UTC {
+		return t.Round(0)
+	}
+	return time.Unix(t.Unix(), 0).UTC()
 }
 
 func mt(t metav1.Time) time.Time { return trunc(t.Time) }

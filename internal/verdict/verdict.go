@@ -14,7 +14,9 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
-// Policy holds the thresholds of the rules.
+// Policy holds the thresholds of the rules. A zero or negative duration
+// takes its DefaultPolicy value, so a Policy built field by field cannot turn
+// a threshold into "immediately".
 type Policy struct {
 	// SchedulingTimeout: Pending/Scheduling longer than this is StuckScheduling.
 	SchedulingTimeout time.Duration
@@ -25,6 +27,9 @@ type Policy struct {
 	// AgentGracePeriod: time after Running for the guest agent to connect.
 	AgentGracePeriod time.Duration
 	// GuestDataMaxAge: how long guest data is trusted (the agent polls every 120s).
+	// The engine does not turn it into a deadline: the VMI is written only on
+	// change, so the age of guest data says nothing; the guest layer goes
+	// stale with the node's heartbeat instead (docs/verdicts.md).
 	GuestDataMaxAge time.Duration
 	// StalledAfter: Degraded for longer than this sets Stalled=True.
 	StalledAfter time.Duration
@@ -49,6 +54,25 @@ func DefaultPolicy() Policy {
 		GuestAgentExpected:    false,
 		MigrationFailureTTL:   time.Hour,
 	}
+}
+
+// withDefaults fills zero or negative durations from DefaultPolicy.
+func (p Policy) withDefaults() Policy {
+	d := DefaultPolicy()
+	for _, f := range [...]struct{ v, def *time.Duration }{
+		{&p.SchedulingTimeout, &d.SchedulingTimeout},
+		{&p.MigrationPhaseTimeout, &d.MigrationPhaseTimeout},
+		{&p.HeartbeatTimeout, &d.HeartbeatTimeout},
+		{&p.AgentGracePeriod, &d.AgentGracePeriod},
+		{&p.GuestDataMaxAge, &d.GuestDataMaxAge},
+		{&p.StalledAfter, &d.StalledAfter},
+		{&p.MigrationFailureTTL, &d.MigrationFailureTTL},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return p
 }
 
 // WithOverrides returns p with the VMObservation's spec overrides applied.
