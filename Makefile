@@ -79,3 +79,13 @@ run: ## Run the controller against the cluster of the current kubeconfig.
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
+
+##@ Integrations
+
+.PHONY: promtool
+promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tests (skipped when present and newer than hack/promtool/go.mod).
+	hack/build-promtool.sh
+
+.PHONY: test-integrations
+test-integrations: promtool envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics.
+	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...

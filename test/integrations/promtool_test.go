@@ -1,0 +1,248 @@
+package integrations
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/metrics"
+)
+
+const runbookBase = "https://github.com/vmobs/vmobs/blob/main/docs/runbooks/"
+
+type promRule struct {
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+type promRuleGroup struct {
+	Name  string     `json:"name"`
+	Rules []promRule `json:"rules"`
+}
+
+// readPrometheusRule reads the PrometheusRule and returns its spec (a
+// Prometheus rules file, as the operator hands it to Prometheus) and groups.
+func readPrometheusRule(t *testing.T) ([]byte, []promRuleGroup) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pr struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Spec       map[string]any `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.APIVersion != "monitoring.coreos.com/v1" || pr.Kind != "PrometheusRule" {
+		t.Fatalf("prometheusrule.yaml is a %s %s", pr.APIVersion, pr.Kind)
+	}
+	spec, err := yaml.Marshal(pr.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups struct {
+		Groups []promRuleGroup `json:"groups"`
+	}
+	if err := yaml.UnmarshalStrict(spec, &groups); err != nil {
+		t.Fatalf("spec of the PrometheusRule: %v", err)
+	}
+	return spec, groups.Groups
+}
+
+// promtool finds the promtool `make promtool` builds.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("PROMTOOL")
+	if p == "" {
+		p = filepath.Join(repoRoot(t), "bin", "promtool")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("promtool not found at %s: run `make promtool` (hack/build-promtool.sh builds it from the Go module proxy) or set PROMTOOL", p)
+	}
+	return p
+}
+
+func runPromtool(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(promtool(t), args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// TestPrometheusRuleWithPromtool checks the rules (`promtool check rules`)
+// and runs their unit tests (`promtool test rules`).
+func TestPrometheusRuleWithPromtool(t *testing.T) {
+	spec, _ := readPrometheusRule(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "vmobs-alerts.rules.yaml"), spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), tests, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(runPromtool(t, dir, "check", "rules", "vmobs-alerts.rules.yaml"))
+	t.Log(runPromtool(t, dir, "test", "rules", "alerts_test.yaml"))
+}
+
+// TestPrometheusRuleConventions checks what promtool does not: the labels
+// and annotations every alert carries, a runbook per alert, a unit test
+// that fires each alert, and that the metrics, verdicts and reasons the
+// expressions name exist.
+func TestPrometheusRuleConventions(t *testing.T) {
+	root := repoRoot(t)
+	_, groups := readPrometheusRule(t)
+
+	// Metric names vmobs exports.
+	exported := map[string]bool{}
+	descs := make(chan *prometheus.Desc, 32)
+	(&metrics.Collector{}).Describe(descs)
+	for _, c := range metrics.NewTransitions().Collectors() {
+		c.Describe(descs)
+	}
+	close(descs)
+	nameRe := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range descs {
+		if m := nameRe.FindStringSubmatch(d.String()); m != nil {
+			exported[m[1]] = true
+		}
+	}
+	if !exported["vmobs_layer_verdict"] || !exported["vmobs_layer_reason"] {
+		t.Fatalf("could not read vmobs' metric names: %v", exported)
+	}
+	reasons := map[string]bool{}
+	for _, r := range v1alpha1.AllReasons {
+		reasons[r] = true
+	}
+	verdicts := map[string]bool{}
+	for _, v := range metrics.Verdicts {
+		verdicts[string(v)] = true
+	}
+
+	testsYAML, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "tests", "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unit struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `json:"alertname"`
+				ExpAlerts []any  `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(testsYAML, &unit); err != nil {
+		t.Fatal(err)
+	}
+	fires, silent := map[string]bool{}, map[string]bool{}
+	for _, tc := range unit.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			} else {
+				silent[a.Alertname] = true
+			}
+		}
+	}
+
+	var alerts []string
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts = append(alerts, r.Alert)
+			t.Run(r.Alert, func(t *testing.T) {
+				if !slices.Contains([]string{"warning", "critical"}, r.Labels["severity"]) {
+					t.Errorf("severity %q", r.Labels["severity"])
+				}
+				if !slices.Contains([]string{"none", "warning", "critical"}, r.Labels["operator_health_impact"]) {
+					t.Errorf("operator_health_impact %q", r.Labels["operator_health_impact"])
+				}
+				if r.Labels["kubernetes_operator_part_of"] == "" || r.Labels["kubernetes_operator_component"] != "vmobs" {
+					t.Errorf("kubernetes_operator_* labels: %v", r.Labels)
+				}
+				if r.For == "" {
+					t.Error("no `for`: a single scrape would page")
+				}
+				for _, a := range []string{"summary", "description", "runbook_url"} {
+					if r.Annotations[a] == "" {
+						t.Errorf("no %s annotation", a)
+					}
+				}
+				if want := runbookBase + r.Alert + ".md"; r.Annotations["runbook_url"] != want {
+					t.Errorf("runbook_url %q, want %q", r.Annotations["runbook_url"], want)
+				}
+				rb, err := os.ReadFile(filepath.Join(root, "docs", "runbooks", r.Alert+".md"))
+				if err != nil {
+					t.Errorf("no runbook: %v", err)
+				} else {
+					for _, h := range []string{"# " + r.Alert, "## Meaning", "## Impact", "## Diagnosis", "## Mitigation"} {
+						if !bytes.Contains(rb, []byte("\n"+h+"\n")) && !bytes.HasPrefix(rb, []byte(h+"\n")) {
+							t.Errorf("docs/runbooks/%s.md lacks the heading %q", r.Alert, h)
+						}
+					}
+					if !bytes.Contains(rb, []byte("kubectl ")) {
+						t.Errorf("docs/runbooks/%s.md has no kubectl command in its diagnosis", r.Alert)
+					}
+				}
+				if !fires[r.Alert] || !silent[r.Alert] {
+					t.Errorf("alerts_test.yaml must show %s both firing and not firing (firing: %v, silent: %v)", r.Alert, fires[r.Alert], silent[r.Alert])
+				}
+				for _, m := range regexp.MustCompile(`\bvmobs_[a-z_]+`).FindAllString(r.Expr, -1) {
+					if !exported[m] {
+						t.Errorf("the expression reads %s, which vmobs does not export", m)
+					}
+				}
+				for _, m := range regexp.MustCompile(`reason=~?"([^"]+)"`).FindAllStringSubmatch(r.Expr, -1) {
+					for _, reason := range strings.Split(m[1], "|") {
+						if !reasons[reason] {
+							t.Errorf("the expression names reason %q, which is not in api/v1alpha1/reasons.go", reason)
+						}
+					}
+				}
+				for _, m := range regexp.MustCompile(`verdict=~?"([^"]+)"`).FindAllStringSubmatch(r.Expr, -1) {
+					for _, v := range strings.Split(m[1], "|") {
+						if !verdicts[v] {
+							t.Errorf("the expression names verdict %q", v)
+						}
+					}
+				}
+			})
+		}
+	}
+	// No runbook without an alert.
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".md")
+		if name != "README" && !slices.Contains(alerts, name) {
+			t.Errorf("docs/runbooks/%s.md has no alert", name)
+		}
+	}
+	if len(alerts) == 0 {
+		t.Fatal("no alerts")
+	}
+}
