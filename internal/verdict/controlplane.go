@@ -94,6 +94,7 @@ func (e *engine) controlPlane() {
 		if !f.future(t) {
 			t = f.created
 		}
+		e.futureEnds(t)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
 			"the VMI carries a timestamp in the future ("+rfc(t)+"); how long it has been in phase "+
 				string(f.phase)+" cannot be judged", time.Time{})
@@ -186,6 +187,10 @@ func (e *engine) timedProgress(l *layer, start time.Time, timeout time.Duration,
 func (e *engine) cpPreRunning(l *layer) {
 	f := &e.f
 	vmi := f.vmi
+	if f.phase == kubevirtv1.VmPhaseUnset && !f.created.IsZero() {
+		// Without a phase after the grace, the status counts as missing.
+		e.deadline(ceilSec(f.created.Add(unsetPhaseGrace)))
+	}
 	if f.phase == kubevirtv1.WaitingForSync {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonWaitingForSync,
 			"the VMI waits for the source of a decentralized migration", f.phaseSince)

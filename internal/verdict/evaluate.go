@@ -94,6 +94,12 @@ func (e *engine) deadline(t time.Time) {
 	}
 }
 
+// futureEnds records when a timestamp in the future stops counting as
+// such (it comes within the clock skew of now), which changes the verdict.
+func (e *engine) futureEnds(t time.Time) {
+	e.deadline(ceilSec(t.Add(-clockSkew)))
+}
+
 // transition sets the layer's lastTransitionTime: kept from the previous
 // status while the verdict is unchanged, now when it changed, and, with no
 // previous verdict to compare with, the time the evidence says the

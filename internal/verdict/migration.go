@@ -279,9 +279,14 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 		kind, name = kindVMI, f.vmi.Name
 	}
 	if f.future(m.since) || f.future(m.created) {
+		t := m.since
+		if !f.future(t) {
+			t = m.created
+		}
+		e.futureEnds(t)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
-			label+" phase "+phase+" has a timestamp in the future ("+m.since.Format(time.RFC3339)+"); its age cannot be judged", time.Time{})
-		l.cite(kind, name, "status.phaseTransitionTimestamps", phase, m.since)
+			label+" phase "+phase+" has a timestamp in the future ("+rfc(t)+"); its age cannot be judged", time.Time{})
+		l.cite(kind, name, "status.phaseTransitionTimestamps", phase, t)
 		return
 	}
 	if !deadline.IsZero() && !f.now.Before(deadline) {

@@ -123,6 +123,7 @@ func (e *engine) judgeNode(l *layer) {
 			"Node "+n.Name+" has a kubevirt.io/heartbeat that is not an RFC 3339 time: "+quote(bound(hb.raw, 64)), time.Time{})
 		l.cite(kindNode, n.Name, hbField, hb.raw, time.Time{})
 	case f.future(hb.t):
+		e.futureEnds(hb.t)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
 			"virt-handler's heartbeat on "+n.Name+" lies in the future ("+rfc(hb.t)+"): the node's clock is off", time.Time{})
 		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)

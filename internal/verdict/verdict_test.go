@@ -1183,6 +1183,11 @@ func badInputSituations() []situation {
 				in.Pods = nil
 			}),
 			overall: "Progressing/Scheduling",
+			check: func(t *testing.T, r Result) {
+				if r.NextDeadline != 59*time.Second {
+					t.Errorf("NextDeadline %v, want 59s (end of the grace for a missing phase)", r.NextDeadline)
+				}
+			},
 		},
 		{
 			name: "unknown condition types are ignored",
@@ -1209,6 +1214,11 @@ func badInputSituations() []situation {
 			name:    "heartbeat in the future",
 			in:      input(func(in *Input) { in.Nodes[nodeA] = node(nodeA, heartbeatAt(10*time.Minute)) }),
 			overall: "Unknown/FutureTimestamp", node: "Unknown/FutureTimestamp",
+			check: func(t *testing.T, r Result) {
+				if r.NextDeadline != 9*time.Minute {
+					t.Errorf("NextDeadline %v, want 9m (when the heartbeat comes within the clock skew)", r.NextDeadline)
+				}
+			},
 		},
 		{
 			name:    "heartbeat within the clock skew",
