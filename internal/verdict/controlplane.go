@@ -29,7 +29,7 @@ func (e *engine) controlPlane() {
 	f := &e.f
 	l := &e.cp
 	if f.vm != nil {
-		l.context(kindVM, f.vm.Name, "spec.runStrategy", string(f.runStrat), time.Time{})
+		l.context(kindVM, f.vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 	}
 	if f.vmi != nil {
 		l.context(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
@@ -113,7 +113,7 @@ func (e *engine) cpStopped(l *layer) {
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped,
 			"the VM is stopped as declared (run strategy "+string(f.runStrat)+")", since)
 	}
-	l.cite(kindVM, f.vm.Name, "spec.runStrategy", string(f.runStrat), time.Time{})
+	l.cite(kindVM, f.vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 }
 
 // vmConditionSince is the newest lastTransitionTime among the VM's
@@ -150,7 +150,7 @@ func (e *engine) cpStarting(l *layer) {
 	if f.runStrat == kubevirtv1.RunStrategyWaitAsReceiver {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonWaitingForSync,
 			"the VM waits as the receiver of a decentralized migration", vmConditionSince(vm))
-		l.cite(kindVM, vm.Name, "spec.runStrategy", string(f.runStrat), time.Time{})
+		l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 		return
 	}
 	// The VM has no phase clock: its last condition change (or its
@@ -162,7 +162,7 @@ func (e *engine) cpStarting(l *layer) {
 	e.timedProgress(l, since, f.pol.SchedulingTimeout,
 		v1alpha1.ReasonStarting, "the VM should run and waits for virt-controller to create its VMI",
 		v1alpha1.ReasonStuckStarting, "the VM should run but has no VMI")
-	l.cite(kindVM, vm.Name, "spec.runStrategy", string(f.runStrat), since)
+	l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), since)
 }
 
 // timedProgress adds Progressing until start+timeout, Degraded after; the
@@ -280,7 +280,7 @@ func (e *engine) cpRunning(l *layer) {
 	case f.vm != nil && f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping,
 			"the VM is Halted and its VMI is shutting down", vmConditionSince(f.vm))
-		l.cite(kindVM, f.vm.Name, "spec.runStrategy", string(f.runStrat), time.Time{})
+		l.cite(kindVM, f.vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 	}
 	if c := f.paused(); c != nil && c.Reason == pausedByUser {
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonPausedByUser, "the VM is paused by its user", mt(c.LastTransitionTime))
@@ -426,4 +426,21 @@ func (e *engine) activePodsRules(l *layer) {
 			l.cite(kindVMI, f.vmi.Name, "status.activePods["+string(uid)+"]", ap[uid]+" (pod not found)", time.Time{})
 		}
 	}
+}
+
+// runStrategyField names the field the run strategy was read from:
+// spec.running (deprecated, true → Always, false → Halted) when the VM
+// still uses it.
+func (f *facts) runStrategyField() string {
+	if f.vm != nil && f.vm.Spec.RunStrategy == nil && f.vm.Spec.Running != nil {
+		return "spec.running"
+	}
+	return "spec.runStrategy"
+}
+
+func (f *facts) runStrategyValue() string {
+	if f.vm != nil && f.vm.Spec.RunStrategy == nil && f.vm.Spec.Running != nil {
+		return strconv.FormatBool(*f.vm.Spec.Running)
+	}
+	return string(f.runStrat)
 }

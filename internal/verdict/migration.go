@@ -187,7 +187,7 @@ func (e *engine) migrationSummary() *v1alpha1.MigrationSummary {
 
 // migrationRules judges the newest migration of a running VMI.
 func (e *engine) migrationRules(l *layer) {
-	f := e.f
+	f := &e.f
 	m := &f.mig
 	if !m.present {
 		return
@@ -250,7 +250,7 @@ func (e *engine) migrationRules(l *layer) {
 }
 
 func (e *engine) migrationInProgress(l *layer, label string) {
-	f := e.f
+	f := &e.f
 	m := &f.mig
 	var deadline time.Time
 	var since time.Time
@@ -313,7 +313,7 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 // citeMigrationState points at the field of whichever object carries the
 // live state.
 func (e *engine) citeMigrationState(l *layer, field, value string) {
-	f := e.f
+	f := &e.f
 	m := &f.mig
 	if f.vmi != nil && f.vmi.Status.MigrationState != nil && f.vmi.Status.MigrationState == m.state {
 		l.cite(kindVMI, f.vmi.Name, "status.migrationState."+field, value, mtp(m.state.EndTimestamp))
