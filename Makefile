@@ -51,8 +51,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: verify-generated vet envtest-bin ## Check generated files, vet, then run unit and envtest suites with -race.
+test: verify-generated vet envtest-bin promtool ## Check generated files, vet, then run unit and envtest suites with -race (and the tool modules' tests).
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
+	cd hack/kubevirt-crds && go test -count=1 ./...
 
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.

@@ -305,3 +305,51 @@ var _ = Describe("A VM's life, observed", func() {
 		}).Should(BeTrue())
 	})
 })
+
+// seriesFor counts the vmobs_layer_* series that name one VM.
+func seriesFor(ns, name string) map[string]int {
+	families, err := registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	out := map[string]int{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["name"] == name {
+				out[f.GetName()]++
+			}
+		}
+	}
+	return out
+}
+
+var _ = Describe("Metrics", func() {
+	It("exports one verdict series per layer and verdict, and none once the VM is gone", func() {
+		ns, node := newWorld("metrics")
+		bootHealthy(ns, node)
+		Eventually(func() map[string]int { return seriesFor(ns, vm) }).Should(And(
+			HaveKeyWithValue("vmobs_layer_verdict", 3*6),
+			HaveKeyWithValue("vmobs_layer_reason", 3),
+			HaveKeyWithValue("vmobs_layer_stale_at_seconds", BeNumerically(">=", 1)),
+		))
+		families, err := registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		var transitions float64
+		for _, f := range families {
+			if f.GetName() == "vmobs_verdict_transitions_total" {
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						Expect(l.GetName()).To(BeElementOf("layer", "from", "to"), "no per-object label on the counter")
+					}
+					transitions += m.GetCounter().GetValue()
+				}
+			}
+		}
+		Expect(transitions).To(BeNumerically(">", 0))
+
+		Expect(sim.DeleteVM(ctx, ns, vm)).To(Succeed())
+		Eventually(func() map[string]int { return seriesFor(ns, vm) }).Should(BeEmpty())
+	})
+})
