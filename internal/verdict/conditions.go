@@ -104,7 +104,7 @@ func (e *engine) launcherPods() []v1alpha1.LauncherPod {
 			ready = true
 		}
 		out = append(out, v1alpha1.LauncherPod{
-			Name: p.Name, UID: p.UID, Node: p.Spec.NodeName, Phase: string(p.Status.Phase),
+			Name: p.Name, UID: p.UID, Node: p.Spec.NodeName, Phase: bound(string(p.Status.Phase), maxPhase),
 			Ready: ready, Role: f.roles[i], Restarts: podRestarts(p),
 		})
 	}

@@ -128,7 +128,7 @@ func (e *engine) vmiSummary() *v1alpha1.VMISummary {
 		return nil
 	}
 	s := &e.a.vmi
-	s.Name, s.UID, s.Phase = vmi.Name, vmi.UID, string(vmi.Status.Phase)
+	s.Name, s.UID, s.Phase = vmi.Name, vmi.UID, bound(string(vmi.Status.Phase), maxPhase)
 	s.NodeName, s.Reason = vmi.Status.NodeName, bound(vmi.Status.Reason, maxValue)
 	s.PhaseSince = e.a.time(e.f.phaseSince)
 	return s

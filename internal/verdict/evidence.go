@@ -15,6 +15,7 @@ const (
 	maxEvidence = 8    // per layer, the CRD's MaxItems
 	maxMessage  = 1024 // the CRD's MaxLength on messages
 	maxValue    = 256  // an evidence value is a pointer, not a copy
+	maxPhase    = 64   // phases are single words; a longer one is garbage
 	maxFindings = 10
 	maxCollect  = 16
 )

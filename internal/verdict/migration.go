@@ -168,7 +168,7 @@ func (e *engine) migrationSummary() *v1alpha1.MigrationSummary {
 		return nil
 	}
 	s := &e.a.mig
-	s.Name, s.UID, s.Phase = m.name, m.uid, string(m.phase)
+	s.Name, s.UID, s.Phase = m.name, m.uid, bound(string(m.phase), maxPhase)
 	s.PhaseSince = e.a.time(m.since)
 	if st := m.state; st != nil {
 		s.SourceNode, s.TargetNode = st.SourceNode, st.TargetNode
@@ -203,7 +203,7 @@ func (e *engine) migrationRules(l *layer) {
 	switch {
 	case !m.known:
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonUnknownPhase,
-			label+" reports phase "+quote(string(m.phase))+", which KubeVirt v1.9 does not define", time.Time{})
+			label+" reports phase "+quote(bound(string(m.phase), maxPhase))+", which KubeVirt v1.9 does not define", time.Time{})
 		l.cite(kind, name, "status.phase", string(m.phase), time.Time{})
 
 	case m.aborted:
@@ -270,7 +270,7 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 		deadline = ceilSec(since.Add(f.pol.MigrationPhaseTimeout))
 		l.stale(deadline)
 	}
-	phase := string(m.phase)
+	phase := bound(string(m.phase), maxPhase)
 	if phase == "" {
 		phase = "(unset)"
 	}
