@@ -157,10 +157,16 @@ func (s *Simulator) StartMigration(ctx context.Context, ns, name string, opts Mi
 	} else {
 		vmim.GenerateName = "kubevirt-migrate-vm-"
 	}
-	if vmim.Name == "" {
+	generated := vmim.Name == ""
+	if generated {
 		vmim.Name = s.generateName(vmim.GenerateName)
 	}
-	if err := s.Client.Create(ctx, vmim, client.FieldOwner(manager)); err != nil {
+	err = s.Client.Create(ctx, vmim, client.FieldOwner(manager))
+	for try := 0; generated && apierrors.IsAlreadyExists(err) && try < 8; try++ {
+		vmim.Name = s.generateName(vmim.GenerateName)
+		err = s.Client.Create(ctx, vmim, client.FieldOwner(manager))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("creating migration for VMI %s/%s: %w", ns, name, err)
 	}
 	return &Migration{
@@ -395,9 +401,16 @@ func (m *Migration) toSucceeded(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	// The target virt-handler takes over.
+	// The target virt-handler takes over and reports the interfaces from
+	// the new pod.
+	target := &corev1.Pod{}
+	if err := s.Client.Get(ctx, key(ns, m.TargetPod), target); err != nil {
+		return fmt.Errorf("reading target pod %s/%s: %w", ns, m.TargetPod, err)
+	}
 	if _, err := s.updateVMI(ctx, ns, m.VMIName, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		delete(vmi.Labels, kubevirtv1.MigrationTargetNodeNameLabel)
+		agent := vmiCond(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected) != nil
+		vmi.Status.Interfaces = mergeInterfaces(vmi, target, true, agent)
 		return nil
 	}); err != nil {
 		return err

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -66,8 +66,8 @@ func (s *Simulator) AddNode(ctx context.Context, name string) error {
 			},
 		},
 		Spec: corev1.NodeSpec{
-			PodCIDR:  fmt.Sprintf("10.244.%d.0/24", idx%250),
-			PodCIDRs: []string{fmt.Sprintf("10.244.%d.0/24", idx%250)},
+			PodCIDR:  podCIDR(idx),
+			PodCIDRs: []string{podCIDR(idx)},
 		},
 	}
 	if err := s.Client.Create(ctx, node, client.FieldOwner(managerKubelet)); err != nil {
@@ -95,7 +95,7 @@ func (s *Simulator) AddNode(ctx context.Context, name string) error {
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now},
 		}
 		n.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("192.168.66.%d", 100+idx%150)},
+			{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("192.168.%d.%d", 66+idx/250, idx%250+1)},
 			{Type: corev1.NodeHostName, Address: name},
 		}
 		n.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}}
@@ -354,8 +354,15 @@ func sortedKeys(m map[client.ObjectKey]bool) []client.ObjectKey {
 	return out
 }
 
-// nodeNet returns the node's InternalIP and its pod CIDR prefix ("10.244.3.").
-func (s *Simulator) nodeNet(ctx context.Context, node string) (hostIP, podPrefix string) {
+// podCIDR is node idx's pod network: a /20 (4094 pods, for the scale
+// harness) out of 10.64.0.0/10.
+func podCIDR(idx int) string {
+	idx %= (128 - 64) * 16
+	return fmt.Sprintf("10.%d.%d.0/20", 64+idx/16, (idx%16)*16)
+}
+
+// nodeNet returns the node's InternalIP and its pod network.
+func (s *Simulator) nodeNet(ctx context.Context, node string) (hostIP string, podNet netip.Prefix) {
 	n := &corev1.Node{}
 	if err := s.Client.Get(ctx, key("", node), n); err == nil {
 		for _, a := range n.Status.Addresses {
@@ -363,33 +370,44 @@ func (s *Simulator) nodeNet(ctx context.Context, node string) (hostIP, podPrefix
 				hostIP = a.Address
 			}
 		}
-		if _, cidr, err := net.ParseCIDR(n.Spec.PodCIDR); err == nil {
-			ip := cidr.IP.To4()
-			podPrefix = fmt.Sprintf("%d.%d.%d.", ip[0], ip[1], ip[2])
+		if p, err := netip.ParsePrefix(n.Spec.PodCIDR); err == nil && p.Addr().Is4() {
+			podNet = p.Masked()
 		}
 	}
-	if hostIP == "" || podPrefix == "" {
+	if hostIP == "" || !podNet.IsValid() {
+		// A node the simulator did not add: addresses from its name.
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(node))
-		i := h.Sum32() % 250
+		i := int(h.Sum32() % 1000)
 		if hostIP == "" {
-			hostIP = fmt.Sprintf("192.168.67.%d", i+1)
+			hostIP = fmt.Sprintf("192.168.%d.%d", 67+i/250, 1+i%250)
 		}
-		if podPrefix == "" {
-			podPrefix = fmt.Sprintf("10.245.%d.", i)
+		if !podNet.IsValid() {
+			podNet = netip.MustParsePrefix(podCIDR(i))
 		}
 	}
-	return hostIP, podPrefix
+	return hostIP, podNet
 }
 
-// podIP hands out the next pod address on node.
+// podIP hands out the next pod address on node (the network's first
+// address is the gateway).
 func (s *Simulator) podIP(ctx context.Context, node string) (hostIP, podIP string) {
-	hostIP, prefix := s.nodeNet(ctx, node)
+	hostIP, podNet := s.nodeNet(ctx, node)
 	s.mu.Lock()
 	s.podIPs[node]++
 	n := s.podIPs[node]
 	s.mu.Unlock()
-	return hostIP, prefix + strconv.Itoa(10+n%240)
+	size := 1 << (32 - podNet.Bits())
+	b := podNet.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v += uint32(2 + (n-1)%(size-3))
+	return hostIP, netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}).String()
+}
+
+// gateway is the first address of the node's pod network.
+func (s *Simulator) gateway(ctx context.Context, node string) string {
+	_, podNet := s.nodeNet(ctx, node)
+	return podNet.Addr().Next().String()
 }
 
 // firstReadyNode returns the first Node, in name order, that is Ready and

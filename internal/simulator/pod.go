@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -199,6 +201,16 @@ func multusRequest(vmi *kubevirtv1.VirtualMachineInstance) string {
 	return string(b)
 }
 
+// secondaryIP is the VMI's address on a Multus network. It is the same for
+// every launcher pod of the VMI (a reservation in the network's IPAM), so
+// that a migrated guest keeps the address the network knows it by.
+func secondaryIP(vmi *kubevirtv1.VirtualMachineInstance, network string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(string(vmi.UID) + "/" + network))
+	v := h.Sum32()
+	return fmt.Sprintf("172.%d.%d.%d", 16+(v>>16)%16, (v>>8)%256, 2+v%250)
+}
+
 func specMAC(vmi *kubevirtv1.VirtualMachineInstance, iface string) string {
 	for _, i := range vmi.Spec.Domain.Devices.Interfaces {
 		if i.Name == iface {
@@ -212,7 +224,14 @@ func specMAC(vmi *kubevirtv1.VirtualMachineInstance, iface string) string {
 // readiness gate (the VMI is not paused).
 func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, target *migrationTarget) (*corev1.Pod, error) {
 	pod := s.launcherPod(vmi, target)
-	if err := s.Client.Create(ctx, pod, client.FieldOwner(managerVirtController)); err != nil {
+	// The seeded names can repeat (another simulator with the same seed,
+	// a restarted demo): draw again, as the API server's generateName does.
+	err := s.Client.Create(ctx, pod, client.FieldOwner(managerVirtController))
+	for try := 0; apierrors.IsAlreadyExists(err) && try < 8; try++ {
+		pod.Name = s.generateName(pod.GenerateName)
+		err = s.Client.Create(ctx, pod, client.FieldOwner(managerVirtController))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("creating launcher pod for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
 	now := s.now()
@@ -260,20 +279,20 @@ func (s *Simulator) markUnschedulable(ctx context.Context, ns, pod, msg string) 
 // network-status annotation with the pod's addresses.
 func (s *Simulator) wirePod(ctx context.Context, ns, name, node string, vmi *kubevirtv1.VirtualMachineInstance) (podIP, hostIP string, err error) {
 	hostIP, podIP = s.podIP(ctx, node)
-	ip := strings.Split(podIP, ".")
+	ip := netip.MustParseAddr(podIP).As4()
 	statuses := []NetworkStatus{{
 		Name: PodNetworkName, Interface: "eth0", IPs: []string{podIP},
-		MAC:     fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", atoi(ip[0]), atoi(ip[1]), atoi(ip[2]), atoi(ip[3])),
-		Default: true, Gateway: []string{strings.Join(ip[:3], ".") + ".1"},
+		// OVN-Kubernetes derives the pod MAC from the IP.
+		MAC:     fmt.Sprintf("0a:58:%02x:%02x:%02x:%02x", ip[0], ip[1], ip[2], ip[3]),
+		Default: true, Gateway: []string{s.gateway(ctx, node)},
 	}}
 	for _, n := range vmi.Spec.Networks {
 		if n.Multus == nil || n.Multus.Default {
 			continue
 		}
-		b := s.randBytes(1)
 		statuses = append(statuses, NetworkStatus{
 			Name: vmi.Namespace + "/" + n.Multus.NetworkName, Interface: podInterfaceName(n.Name, false),
-			IPs: []string{fmt.Sprintf("192.168.10.%d", 2+int(b[0])%250)}, MAC: specMAC(vmi, n.Name),
+			IPs: []string{secondaryIP(vmi, n.Name)}, MAC: specMAC(vmi, n.Name),
 		})
 	}
 	raw, err := json.MarshalIndent(statuses, "", "    ")
@@ -285,14 +304,6 @@ func (s *Simulator) wirePod(ctx context.Context, ns, name, node string, vmi *kub
 		return nil
 	})
 	return podIP, hostIP, err
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // runPod is the kubelet starting the pod's containers: phase Running, the

@@ -366,9 +366,10 @@ func TestMigrationSucceeds(t *testing.T) {
 	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
 	must(t, s.AddNode(ctx, nodeA))
 	must(t, s.AddNode(ctx, nodeB))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true}))
+	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
 	must(t, s.Boot(ctx, ns, "vm1", nodeA))
 	srcPod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
+	multusIP := getVMI(t, s, ns, "vm1").Status.Interfaces[1].IP
 
 	m, err := s.StartMigration(ctx, ns, "vm1", MigrationOptions{TargetNode: nodeB})
 	must(t, err)
@@ -428,6 +429,11 @@ func TestMigrationSucceeds(t *testing.T) {
 	wantEqual(t, "target pod phase", tp.Status.Phase, corev1.PodRunning)
 	wantEqual(t, "target pod keeps migrationJobUID", tp.Labels[kubevirtv1.MigrationJobLabel], string(m.UID))
 	wantEqual(t, "VMI Ready", cond(vmi, kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionTrue)
+	// The target virt-handler reports the interfaces from the new pod; the
+	// Multus address follows the VM.
+	wantEqual(t, "primary IP after migration", vmi.Status.Interfaces[0].IP, tp.Status.PodIP)
+	wantEqual(t, "primary info source after migration", vmi.Status.Interfaces[0].InfoSource, "domain, guest-agent")
+	wantEqual(t, "Multus IP after migration", vmi.Status.Interfaces[1].IP, multusIP)
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
 	must(t, s.Client.Get(ctx, key(ns, m.Name), vmim))
 	wantEqual(t, "VMIM phase transitions", len(vmim.Status.PhaseTransitionTimestamps), 7)
@@ -779,5 +785,37 @@ func TestConcurrentBootsWithAnotherWriter(t *testing.T) {
 	}
 	if writes.Load() == 0 {
 		t.Log("the other writer got no write in; conflicts were not exercised")
+	}
+}
+
+// TestRequestsPerBoot reports what one VM costs the API server, for the
+// scale harness: a boot with a guest agent and two interfaces.
+func TestRequestsPerBoot(t *testing.T) {
+	ctx := context.Background()
+	controlPlane(t)
+	counter := testenv.NewRequestCounter()
+	c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: scheme.New()})
+	must(t, err)
+	s := New(c)
+	ns := fmt.Sprintf("sim-%d", nsSeq.Add(1))
+	must(t, s.EnsureNamespace(ctx, ns))
+	node := nodeName(ns, "a")
+	must(t, s.AddNode(ctx, node))
+	counter.Reset()
+	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
+	must(t, s.Boot(ctx, ns, "vm1", node))
+	snap := counter.Snapshot()
+	writes, reads := 0, 0
+	for k, n := range snap {
+		switch strings.Fields(k)[0] {
+		case "get", "list", "watch":
+			reads += n
+		default:
+			writes += n
+		}
+	}
+	t.Logf("one boot: %d writes, %d reads: %v", writes, reads, snap)
+	if writes > 30 {
+		t.Errorf("one boot took %d writes; the scale harness needs it cheap", writes)
 	}
 }
