@@ -10,7 +10,7 @@ import (
 )
 
 // The fixtures are written the way KubeVirt v1.9 writes the objects (see
-// /work/shared/reference/kubevirt-surface.md): a VM vm1 in namespace prod,
+// the project's KubeVirt v1.9 status-surface reference): a VM vm1 in namespace prod,
 // its VMI running on node-a in virt-launcher-vm1-abcde, a masquerade pod
 // network and a bridge Multus network, a connected guest agent.
 
