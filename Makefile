@@ -90,3 +90,7 @@ promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tes
 .PHONY: test-integrations
 test-integrations: promtool envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics.
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
+
+.PHONY: demo
+demo: envtest-bin ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
+	go run ./cmd/vmobs demo $(ARGS)

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// The demo itself runs in internal/demo's tests; these check the flags.
+func TestDemoFlags(t *testing.T) {
+	code, out, _ := runCmd(t, "help", "demo")
+	if code != exitOK || !strings.Contains(out, "Usage: vmobs demo") || !strings.Contains(out, "stuck-scheduling") || !strings.Contains(out, "-non-interactive") {
+		t.Errorf("help demo: exit %d:\n%s", code, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--scenario", "nope"}, `--scenario "nope" is not a scripted scenario`},
+		{[]string{"demo", "--vms", "-1"}, "--vms must be 0 or more"},
+		{[]string{"demo", "--duration", "-1s"}, "--duration must not be negative"},
+		{[]string{"demo", "extra"}, `unexpected argument "extra"`},
+		{[]string{"demo", "--frobnicate"}, "flag provided but not defined"},
+	} {
+		code, _, errOut := runCmd(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exit %d and %q", tc.args, code, errOut, exitUsage, tc.want)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the demo's writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDemo runs the demo as `vmobs demo --non-interactive --fast --vms 8
+// --duration 50s --until-diagnosed` would, on the real control plane, and
+// checks that vmobs diagnosed every scripted scenario with the layer,
+// verdict and reason it is built to produce.
+func TestDemo(t *testing.T) {
+	if err := testenv.CheckAssets(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 85*time.Second)
+	defer cancel()
+	var out lockedBuffer
+	start := time.Now()
+	res, err := Run(ctx, Options{
+		VMs: 8, Duration: 50 * time.Second, Seed: 1,
+		NonInteractive: true, Fast: true, UntilDiagnosed: true,
+		Out: &out, Err: &out,
+	})
+	took := time.Since(start)
+	text := out.String()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, text)
+	}
+	t.Logf("demo ran %s (%s); control plane up in %s; first VM Healthy at +%s",
+		took.Round(100*time.Millisecond), res.StopReason, res.ControlPlaneUp.Round(100*time.Millisecond), res.FirstHealthy.Round(100*time.Millisecond))
+
+	if len(res.Scenarios) != len(simulator.Scenarios) {
+		t.Errorf("%d scenarios in the result, want the %d of the catalogue", len(res.Scenarios), len(simulator.Scenarios))
+	}
+	for _, s := range res.Scenarios {
+		if s.Outcome != OutcomeDiagnosed {
+			t.Errorf("scenario %s: %s: expected %s, seen %s %s (VM %s), play error %q",
+				s.Name, s.Outcome, s.Expected(), s.Layer, s.Now, s.Overall, s.PlayErr)
+			continue
+		}
+		// The summary says so too.
+		if !strings.Contains(text, "✓ "+s.Name+" ") {
+			t.Errorf("the summary has no ✓ line for %s", s.Name)
+		}
+	}
+	ok, total := res.Diagnosed()
+	if want := fmt.Sprintf("Scripted scenarios: %d of %d diagnosed", ok, total); !strings.Contains(text, want) {
+		t.Errorf("the summary does not say %q", want)
+	}
+	if res.FirstHealthy == 0 || res.Verdicts["Healthy"] == 0 {
+		t.Errorf("no VM was Healthy: %v", res.Verdicts)
+	}
+	for _, want := range []string{"control plane up at", "kubectl --kubeconfig ", " get vmobs -A -o wide", "VERDICT", "REASONS"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output has no %q", want)
+		}
+	}
+	if _, err := os.Stat(res.TempDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the temporary directory %s is still there (%v)", res.TempDir, err)
+	}
+	if len(res.Errors) > 0 {
+		t.Errorf("problems on the way: %v", res.Errors)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", text)
+	}
+}
+
+// TestRenderViewFits checks that a frame of a big fleet fits the screen
+// and keeps the worst verdicts on it.
+func TestRenderViewFits(t *testing.T) {
+	var s snapshot
+	for i := range 120 {
+		v := vmState{Namespace: "prod", Name: fmt.Sprintf("web-%d", i), HasStatus: true,
+			Overall: state{"Healthy", "Running"}, Layers: [3]state{{"Healthy", "Running"}, {"Healthy", "LauncherRunning"}, {"Healthy", "GuestAgentConnected"}}}
+		if i%10 == 0 {
+			v.Overall = state{"Degraded", "MigrationFailed"}
+			v.Layers[0] = v.Overall
+		}
+		s.VMs = append(s.VMs, v)
+	}
+	start := time.Now()
+	for i := range 30 {
+		s.Recent = append(s.Recent, Change{At: start.Add(time.Duration(i) * time.Second), Namespace: "prod", Name: "web-1", Layer: "controlPlane",
+			From: state{"Progressing", "Migrating"}, To: state{"Healthy", "Running"}, Overall: state{"Healthy", "Running"}})
+	}
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 60}, {40, 10}} {
+		w, h := size[0], size[1]
+		lines := renderView([]string{"head 1", "head 2"}, s, start, w, h)
+		if len(lines) > h {
+			t.Errorf("%dx%d: %d lines", w, h, len(lines))
+		}
+		joined := strings.Join(lines, "\n")
+		if h >= 24 && !strings.Contains(joined, "Degraded (12)") {
+			t.Errorf("%dx%d: no Degraded group:\n%s", w, h, joined)
+		}
+		for _, l := range lines {
+			if n := len([]rune(truncate(l, w))); n > w {
+				t.Errorf("%dx%d: line of %d runes after truncate", w, h, n)
+			}
+		}
+	}
+	if got := colorize("a Degraded/MigrationFailed → Healthy/Running b"); !strings.Contains(got, "\x1b[33mDegraded\x1b[0m/MigrationFailed") || !strings.Contains(got, "\x1b[32mHealthy\x1b[0m/Running") {
+		t.Errorf("colorize: %q", got)
+	}
+}

@@ -1,0 +1,260 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/vmobs/vmobs/internal/simulator"
+)
+
+// Namespaces of the demo: the healthy fleet is spread over two, the
+// scripted scenarios play in their own, one VM each, named after them.
+const (
+	scenarioNamespace = "scenarios"
+)
+
+var fleetNamespaces = []string{"prod", "staging"}
+
+// fleetRoles name the healthy VMs.
+var fleetRoles = []string{"web", "api", "db", "cache", "queue", "batch", "auth", "search"}
+
+// fleetVM is one healthy background VM.
+type fleetVM struct {
+	ns, name string
+	node     string
+	nics     int
+	ready    bool // booted, not migrating
+}
+
+// plannedScenario is a scripted scenario with its VM and start time.
+type plannedScenario struct {
+	sc     simulator.Scenario
+	ns, vm string
+	at     time.Duration // since the fleet started playing
+}
+
+// director plays the fleet through the simulator: boots the healthy VMs,
+// plays the scenarios at staggered times, beats on live nodes and migrates
+// a healthy VM now and then.
+type director struct {
+	sim  *simulator.Simulator
+	tr   *tracker
+	pace Pace
+
+	mu        sync.Mutex
+	rnd       *rand.Rand
+	workers   []string
+	fleet     []*fleetVM
+	scenarios []plannedScenario
+}
+
+func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options) *director {
+	d := &director{
+		sim:  sim,
+		tr:   tr,
+		pace: pace,
+		rnd:  rand.New(rand.NewPCG(uint64(opts.Seed), 0xdeb0)),
+	}
+	if opts.VMs > 0 {
+		for i := range max(2, (opts.VMs+7)/8) {
+			d.workers = append(d.workers, fmt.Sprintf("worker-%d", i+1))
+		}
+	}
+	for i := range opts.VMs {
+		d.fleet = append(d.fleet, &fleetVM{
+			ns:   fleetNamespaces[i%len(fleetNamespaces)],
+			name: fmt.Sprintf("%s-%d", fleetRoles[i%len(fleetRoles)], i/len(fleetRoles)+1),
+			node: d.workers[i%len(d.workers)],
+			nics: 1 + i%3/2, // a third of them with a Multus interface
+		})
+	}
+	at := pace.ScenarioStart
+	for _, sc := range simulator.Scenarios {
+		if opts.Scenario != "" && sc.Name != opts.Scenario {
+			continue
+		}
+		d.scenarios = append(d.scenarios, plannedScenario{sc: sc, ns: scenarioNamespace, vm: sc.Name, at: at})
+		at += pace.ScenarioEvery
+	}
+	return d
+}
+
+// sleep waits for dur or until ctx ends, and says whether to go on.
+func sleep(ctx context.Context, dur time.Duration) bool {
+	if dur <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// fail records err unless the demo is stopping (then every step fails).
+func (d *director) fail(ctx context.Context, format string, a ...any) {
+	if ctx.Err() != nil {
+		return
+	}
+	d.tr.errorf(format, a...)
+}
+
+// run plays until ctx ends.
+func (d *director) run(ctx context.Context, start time.Time) {
+	for _, ns := range append(append([]string(nil), fleetNamespaces...), scenarioNamespace) {
+		if err := d.sim.EnsureNamespace(ctx, ns); err != nil {
+			d.fail(ctx, "namespace %s: %v", ns, err)
+			return
+		}
+	}
+	for _, n := range append(append([]string(nil), d.workers...), simulator.ScenarioNodes...) {
+		if err := d.sim.EnsureNode(ctx, n); err != nil {
+			d.fail(ctx, "node %s: %v", n, err)
+			return
+		}
+	}
+	playStart := time.Now()
+	d.tr.setPlan(d.scenarios, d.pace, playStart)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.heartbeats(ctx) })
+	wg.Go(func() { d.playScenarios(ctx, playStart) })
+	var boots sync.WaitGroup
+	for i, vm := range d.fleet {
+		boots.Go(func() {
+			if !sleep(ctx, time.Duration(i)*d.pace.BootStagger) {
+				return
+			}
+			if err := d.boot(ctx, vm); err != nil {
+				d.fail(ctx, "booting %s/%s: %v", vm.ns, vm.name, err)
+			}
+		})
+	}
+	wg.Go(func() {
+		boots.Wait()
+		d.churn(ctx)
+	})
+	wg.Wait()
+}
+
+// heartbeats is virt-handler on every node that is not lost.
+func (d *director) heartbeats(ctx context.Context) {
+	t := time.NewTicker(d.pace.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := d.sim.HeartbeatAll(ctx); err != nil {
+				d.fail(ctx, "heartbeats: %v", err)
+			}
+		}
+	}
+}
+
+// boot creates a healthy VM and boots it one visible step at a time.
+func (d *director) boot(ctx context.Context, vm *fleetVM) error {
+	spec := simulator.VMSpec{Namespace: vm.ns, Name: vm.name, GuestAgent: true, Interfaces: vm.nics}
+	if err := d.sim.CreateVM(ctx, spec); err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error { return d.sim.CreateLauncherPod(ctx, vm.ns, vm.name) },
+		func() error { return d.sim.StartLauncherPod(ctx, vm.ns, vm.name, vm.node) },
+		func() error { return d.sim.StartDomain(ctx, vm.ns, vm.name) },
+		func() error { return d.sim.ConnectAgent(ctx, vm.ns, vm.name) },
+	}
+	for _, step := range steps {
+		if !sleep(ctx, d.pace.StepPause) {
+			return nil
+		}
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	vm.ready = true
+	d.mu.Unlock()
+	return nil
+}
+
+// playScenarios plays each scripted scenario at its time.
+func (d *director) playScenarios(ctx context.Context, playStart time.Time) {
+	for _, p := range d.scenarios {
+		if !sleep(ctx, time.Until(playStart.Add(p.at))) {
+			return
+		}
+		err := p.sc.Play(ctx, d.sim, p.ns, p.vm)
+		if ctx.Err() != nil {
+			return
+		}
+		d.tr.played(p.ns, p.vm, time.Now(), err, d.pace)
+	}
+}
+
+// churn migrates a random healthy VM to another worker now and then, one
+// visible phase at a time.
+func (d *director) churn(ctx context.Context) {
+	if len(d.fleet) == 0 || len(d.workers) < 2 {
+		return
+	}
+	for {
+		d.mu.Lock()
+		wait := d.pace.ChurnMin + time.Duration(d.rnd.Int64N(int64(d.pace.ChurnMax-d.pace.ChurnMin)+1))
+		var ready []*fleetVM
+		for _, vm := range d.fleet {
+			// VMs with a Multus interface stay put: after a migration
+			// the simulator gives the target pod new Multus addresses
+			// that the guest does not report (GuestIPMismatch).
+			if vm.ready && vm.nics < 2 {
+				ready = append(ready, vm)
+			}
+		}
+		var vm *fleetVM
+		var target string
+		if len(ready) > 0 {
+			vm = ready[d.rnd.IntN(len(ready))]
+			for target == "" || target == vm.node {
+				target = d.workers[d.rnd.IntN(len(d.workers))]
+			}
+			vm.ready = false
+		}
+		d.mu.Unlock()
+		if !sleep(ctx, wait) {
+			return
+		}
+		if vm == nil {
+			continue
+		}
+		d.tr.note(fmt.Sprintf("↔ background: live-migrating %s/%s from %s to %s", vm.ns, vm.name, vm.node, target))
+		if err := d.migrate(ctx, vm, target); err != nil {
+			d.fail(ctx, "migrating %s/%s: %v", vm.ns, vm.name, err)
+			return
+		}
+	}
+}
+
+func (d *director) migrate(ctx context.Context, vm *fleetVM, target string) error {
+	m, err := d.sim.StartMigration(ctx, vm.ns, vm.name, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationSucceeds})
+	if err != nil {
+		return err
+	}
+	for !m.Done() {
+		if !sleep(ctx, d.pace.StepPause) {
+			return nil
+		}
+		if err := m.Step(ctx); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	vm.node, vm.ready = target, true
+	d.mu.Unlock()
+	return nil
+}
