@@ -38,8 +38,8 @@ var notMigratableReasons = [...]string{
 // (kv:pkg/virt-handler/vm.go:1247-1288), so the engine adds the blockers
 // from StorageLiveMigratable and from the VMI spec: host devices and GPUs,
 // SR-IOV interfaces, and bridge binding on the pod network without the
-// allow-pod-bridge-network-live-migration annotation. Storage that is not
-// RWX cannot be proven from the VMI alone; StorageLiveMigratable carries it.
+// allow-pod-bridge-network-live-migration annotation; and from
+// status.volumeStatus, a PVC whose access modes lack ReadWriteMany.
 // When LiveMigratable is True KubeVirt's word stands and no reason is
 // listed.
 func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
@@ -95,6 +95,16 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 			if _, ok := f.vmi.Annotations[kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation]; !ok {
 				addReason(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)
 			}
+		}
+	}
+	// virt-handler's own volume check (checkVolumesForMigration) stops at the
+	// first blocker, but status.volumeStatus carries every PVC's access
+	// modes: a claim that is not ReadWriteMany cannot follow the VM.
+	for i := range f.vmi.Status.VolumeStatus {
+		info := f.vmi.Status.VolumeStatus[i].PersistentVolumeClaimInfo
+		if info != nil && len(info.AccessModes) > 0 && !slices.Contains(info.AccessModes, corev1.ReadWriteMany) {
+			addReason(kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable)
+			break
 		}
 	}
 	lm.Reasons = e.a.keep(rs)
