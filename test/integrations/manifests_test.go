@@ -270,9 +270,9 @@ func rbacObjects(t *testing.T) map[string][]rbacv1.PolicyRule {
 		}
 		for i, doc := range strings.Split(string(b), "\n---") {
 			var obj struct {
-				Kind     string              `json:"kind"`
+				Kind     string                `json:"kind"`
 				Metadata struct{ Name string } `json:"metadata"`
-				Rules    []rbacv1.PolicyRule `json:"rules"`
+				Rules    []rbacv1.PolicyRule   `json:"rules"`
 			}
 			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 				continue // not every YAML under config/ is an object (e.g. Argo's test list)

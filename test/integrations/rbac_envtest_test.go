@@ -1,0 +1,363 @@
+package integrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// The controller's identity as the API server sees a pod of the Deployment
+// of config/default: the ServiceAccount's user name and groups. envtest
+// authenticates users by client certificate, so a user with exactly this
+// name and these groups is, for RBAC, that ServiceAccount.
+var saUser = envtest.User{
+	Name:   "system:serviceaccount:" + systemNS + ":" + serviceAccount,
+	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNS, "system:authenticated"},
+}
+
+// TestManifestsOnAPIServer installs config/default with the real kubectl on
+// a real kube-apiserver, then checks that the controller's RBAC allows what
+// it needs and nothing more (SubjectAccessReviews), runs the manager as that
+// ServiceAccount through a VM's life, and has the restricted Pod Security
+// admission judge the manager's pod.
+func TestManifestsOnAPIServer(t *testing.T) {
+	start := time.Now()
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	t.Logf("control plane up in %s", time.Since(start).Round(time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	admin, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	// What a user runs. The CRD is already installed by testenv; applying
+	// it again must be a no-op.
+	out, err := testenv.Kubectl(kubeconfig, "apply", "-k", filepath.Join(repoRoot(t), "config", "default"))
+	if err != nil {
+		t.Fatalf("kubectl apply -k config/default: %v\n%s", err, out)
+	}
+	t.Logf("kubectl apply -k config/default:\n%s", out)
+
+	user, err := env.AddUser(saUser, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userCfg := user.Config()
+
+	t.Run("SubjectAccessReviews", func(t *testing.T) {
+		type check struct {
+			verb, group, resource, sub, ns string
+			allowed                        bool
+		}
+		checks := []check{
+			// What the controller needs.
+			{"list", "kubevirt.io", "virtualmachineinstances", "", "", true},
+			{"watch", "kubevirt.io", "virtualmachineinstances", "", "", true},
+			{"get", "kubevirt.io", "virtualmachines", "", "vms-prod", true},
+			{"watch", "kubevirt.io", "virtualmachineinstancemigrations", "", "", true},
+			{"list", "", "pods", "", "", true},
+			{"watch", "", "nodes", "", "", true},
+			{"create", "observability.vmobs.io", "vmobservations", "", "vms-prod", true},
+			{"patch", "observability.vmobs.io", "vmobservations", "status", "vms-prod", true},
+			{"create", "events.k8s.io", "events", "", "vms-prod", true},
+			{"create", "coordination.k8s.io", "leases", "", systemNS, true},
+			{"update", "coordination.k8s.io", "leases", "", systemNS, true},
+			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
+			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+			// What it must not have.
+			{"get", "", "secrets", "", "", false},
+			{"get", "", "secrets", "", systemNS, false},
+			{"list", "", "secrets", "", "vms-prod", false},
+			{"get", "", "configmaps", "", "vms-prod", false},
+			{"patch", "kubevirt.io", "virtualmachineinstances", "", "vms-prod", false},
+			{"update", "kubevirt.io", "virtualmachines", "", "vms-prod", false},
+			{"delete", "kubevirt.io", "virtualmachineinstances", "", "vms-prod", false},
+			{"create", "kubevirt.io", "virtualmachineinstancemigrations", "", "vms-prod", false},
+			{"patch", "kubevirt.io", "virtualmachineinstances", "status", "vms-prod", false},
+			{"delete", "", "pods", "", "vms-prod", false},
+			{"create", "", "pods", "eviction", "vms-prod", false},
+			{"patch", "", "nodes", "", "", false},
+			{"create", "coordination.k8s.io", "leases", "", "kube-system", false},
+			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false},
+		}
+		for _, c := range checks {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: saUser.Name, Groups: saUser.Groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.sub, Namespace: c.ns,
+				},
+			}}
+			if err := admin.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != c.allowed {
+				where := c.ns
+				if where == "" {
+					where = "all namespaces"
+				}
+				t.Errorf("%s %s.%s/%s in %s: allowed=%v, want %v (%s)", c.verb, c.resource, c.group, c.sub, where,
+					sar.Status.Allowed, c.allowed, sar.Status.Reason)
+			}
+		}
+		// And the user's own client is refused.
+		userClient, err := client.New(userCfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = userClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "anything"}, &corev1.Secret{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("reading a Secret as the controller: %v, want Forbidden", err)
+		}
+	})
+
+	t.Run("ManagerAsServiceAccount", func(t *testing.T) {
+		testManagerAsServiceAccount(ctx, t, admin, userCfg)
+	})
+
+	t.Run("PodSecurityRestricted", func(t *testing.T) {
+		testPodSecurity(ctx, t, admin)
+	})
+}
+
+// testManagerAsServiceAccount runs the manager (leader election on, in
+// vmobs-system, as the Deployment does) with the ServiceAccount's
+// credentials and creates a running VM the way KubeVirt leaves one. The
+// VMObservation must appear with a verdict: every read, the status write,
+// the Lease and the Events went through that RBAC.
+func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client.Client, userCfg *rest.Config) {
+	opts := app.Defaults()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.SkipNameValidation = true
+	opts.Registry = prometheus.NewRegistry()
+	opts.LeaderElection = true
+	opts.LeaderElectionNamespace = systemNS
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 4*time.Second, 3*time.Second, time.Second
+	opts.ReleaseLeaderOnCancel = true
+	mgr, err := app.NewManager(userCfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+
+	// A VM running for two minutes on a node whose virt-handler just beat.
+	f := fixtures{now: time.Now().UTC().Truncate(time.Second)}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fxNS}}
+	if err := admin.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	node := f.node(fxNodeA, 0)
+	node.UID, node.CreationTimestamp = "", metav1.Time{}
+	nodeStatus := node.Status
+	mustCreate(ctx, t, admin, node)
+	node.Status = nodeStatus
+	if err := admin.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+
+	vm := f.vm(kubevirtv1.RunStrategyAlways)
+	vm.UID, vm.CreationTimestamp, vm.Generation = "", metav1.Time{}, 0
+	vmStatus := vm.Status
+	mustCreate(ctx, t, admin, vm)
+	vm.Status = vmStatus
+	if err := admin.Status().Update(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+
+	// The VMI has no status subresource: KubeVirt writes its status with
+	// the object. Times are relative to now: running since 2 minutes.
+	vmi := f.runningVMI()
+	vmi.UID, vmi.CreationTimestamp, vmi.Generation = "", metav1.Time{}, 0
+	vmi.OwnerReferences[0].UID = vm.UID
+	vmi.Status.PhaseTransitionTimestamps = []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
+		{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.at(-150 * time.Second)},
+		{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.at(-149 * time.Second)},
+		{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: f.at(-132 * time.Second)},
+		{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: f.at(-125 * time.Second)},
+	}
+	for i := range vmi.Status.Conditions {
+		vmi.Status.Conditions[i].LastTransitionTime = f.at(-2 * time.Minute)
+		if !vmi.Status.Conditions[i].LastProbeTime.IsZero() {
+			vmi.Status.Conditions[i].LastProbeTime = f.at(-100 * time.Second)
+		}
+	}
+	mustCreate(ctx, t, admin, vmi)
+
+	pod := f.launcherPod()
+	pod.UID, pod.CreationTimestamp = "", metav1.Time{}
+	pod.Labels[kubevirtv1.CreatedByLabel] = string(vmi.UID)
+	pod.OwnerReferences[0].UID = vmi.UID
+	podStatus := pod.Status
+	for i := range podStatus.Conditions {
+		podStatus.Conditions[i].LastTransitionTime = f.at(-140 * time.Second)
+	}
+	podStatus.ContainerStatuses[0].State.Running.StartedAt = f.at(-141 * time.Second)
+	podStatus.StartTime = ptr.To(f.at(-145 * time.Second))
+	mustCreate(ctx, t, admin, pod)
+	pod.Status = podStatus
+	if err := admin.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// The VMI lists its launcher pod by UID, as virt-controller does.
+	vmi.Status.ActivePods = map[types.UID]string{pod.UID: fxNodeA}
+	if err := admin.Update(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
+
+	obs := &v1alpha1.VMObservation{}
+	key := client.ObjectKey{Namespace: fxNS, Name: fxVM}
+	var last string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, key, obs); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("verdict %q reason %q observedGeneration %d/%d: %s", obs.Status.Verdict, obs.Status.Reason,
+			obs.Status.ObservedGeneration, obs.Generation, obs.Status.Message)
+		return obs.Status.Verdict != "" && obs.Status.ObservedGeneration == obs.Generation, nil
+	})
+	if err != nil {
+		t.Fatalf("no VMObservation with a verdict written by the manager running as %s: %s", saUser.Name, last)
+	}
+	t.Logf("VMObservation %s: %s", key, last)
+	if obs.Status.Verdict != v1alpha1.VerdictHealthy {
+		t.Errorf("a running VM on a healthy node reads %s/%s: %s (layers %+v)", obs.Status.Verdict, obs.Status.Reason, obs.Status.Message, obs.Status.Layers)
+	}
+	if len(obs.OwnerReferences) == 0 || obs.OwnerReferences[0].UID != vm.UID {
+		t.Errorf("the VMObservation is not owned by its VM: %+v", obs.OwnerReferences)
+	}
+
+	// Leader election went through the namespaced Role.
+	lease := &coordinationv1.Lease{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: opts.LeaderElectionID}, lease); err != nil {
+		t.Errorf("leader election Lease in %s: %v", systemNS, err)
+	} else if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Errorf("the Lease has no holder: %+v", lease.Spec)
+	}
+
+	// The verdict transition was recorded as an Event by the controller.
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		if err := admin.List(ctx, events, client.InNamespace(fxNS)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "VMObservation" && e.Regarding.Name == fxVM {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no Event about the VMObservation: %v", err)
+	}
+
+	// The scrape-time collector lists VMObservations with the same rights.
+	mfs, err := opts.Registry.(*prometheus.Registry).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "vmobs_collector_errors" && mf.GetMetric()[0].GetGauge().GetValue() != 0 {
+			t.Error("vmobs_collector_errors is 1: the collector cannot list VMObservations")
+		}
+		if mf.GetName() != "vmobs_layer_verdict" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == fxNS && labels["name"] == fxVM && m.GetGauge().GetValue() == 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("no vmobs_layer_verdict series for the VM")
+	}
+}
+
+func mustCreate(ctx context.Context, t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(ctx, obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// testPodSecurity has the API server admit the manager's pod, as the
+// Deployment's ReplicaSet would create it, in vmobs-system, whose
+// namespace enforces the restricted Pod Security Standard. A copy without
+// the security context is refused, which shows the admission is on.
+func testPodSecurity(ctx context.Context, t *testing.T, admin client.Client) {
+	ns := &corev1.Namespace{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: systemNS}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Fatalf("namespace %s is labelled %v", systemNS, ns.Labels)
+	}
+	dep := managerDeployment(t, render(t, "config/default"))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
+		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := admin.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
+		t.Errorf("the manager's pod is not admitted under Pod Security %q: %v", "restricted", err)
+	}
+
+	loose := pod.DeepCopy()
+	loose.Spec.SecurityContext = nil
+	loose.Spec.Containers[0].SecurityContext = nil
+	err := admin.Create(ctx, loose, client.DryRunAll)
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("a pod without a security context was not refused by PodSecurity admission (%v): the check above proves nothing", err)
+	}
+}
