@@ -37,6 +37,9 @@ func (s *Simulator) RequestStop(ctx context.Context, ns, name string) error {
 	if err := s.syncVM(ctx, ns, name); err != nil {
 		return err
 	}
+	if err := s.Client.Get(ctx, key(ns, name), &kubevirtv1.VirtualMachineInstance{}); apierrors.IsNotFound(err) {
+		return nil // already stopped
+	}
 	return s.beginVMIDeletion(ctx, ns, name, managerVirtController)
 }
 
@@ -45,6 +48,9 @@ func (s *Simulator) RequestStop(ctx context.Context, ns, name string) error {
 // removes them, virt-controller drops the VMI's finalizers so it goes away,
 // and the VM says Stopped.
 func (s *Simulator) CompleteStop(ctx context.Context, ns, name string) error {
+	if err := s.Client.Get(ctx, key(ns, name), &kubevirtv1.VirtualMachineInstance{}); apierrors.IsNotFound(err) {
+		return s.syncVM(ctx, ns, name)
+	}
 	return s.finishVMIDeletion(ctx, ns, name)
 }
 

@@ -261,8 +261,10 @@ func (s *Simulator) LoseNode(ctx context.Context, node string) error {
 }
 
 // RecoverNode brings a lost node back: the kubelet posts Ready=True again,
-// the node lifecycle controller removes the unreachable taints, and
-// virt-handler beats and marks the node schedulable.
+// the node lifecycle controller removes the unreachable taints,
+// virt-handler beats and marks the node schedulable, and the kubelet
+// reports its running pods Ready again (virt-controller copies that into
+// their VMIs).
 func (s *Simulator) RecoverNode(ctx context.Context, node string) error {
 	now := s.now()
 	if _, err := s.updateNodeStatus(ctx, node, managerKubelet, func(n *corev1.Node) error {
@@ -297,7 +299,35 @@ func (s *Simulator) RecoverNode(ctx context.Context, node string) error {
 	if err := s.SetNodeSchedulable(ctx, node, true); err != nil {
 		return err
 	}
-	return s.Heartbeat(ctx, node)
+	if err := s.Heartbeat(ctx, node); err != nil {
+		return err
+	}
+	// The kubelet reports its pods again; virt-controller follows.
+	pods, err := s.podsOnNode(ctx, node)
+	if err != nil {
+		return err
+	}
+	vmis := map[client.ObjectKey]bool{}
+	for _, p := range pods {
+		if podDone(&p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		if _, err := s.updatePodStatus(ctx, p.Namespace, p.Name, managerKubelet, func(p *corev1.Pod) error {
+			kubeletReady(p, now)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if vmi := p.Annotations[kubevirtv1.DomainAnnotation]; vmi != "" {
+			vmis[key(p.Namespace, vmi)] = true
+		}
+	}
+	for _, k := range sortedKeys(vmis) {
+		if err := s.controllerSync(ctx, k.Namespace, k.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetNodeSchedulable sets the kubevirt.io/schedulable label: virt-handler

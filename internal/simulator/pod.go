@@ -29,13 +29,21 @@ const ComputeContainer = "compute"
 // NetworkStatus is one entry of Multus' k8s.v1.cni.cncf.io/network-status
 // pod annotation.
 type NetworkStatus struct {
-	Name      string   `json:"name"`
-	Interface string   `json:"interface,omitempty"`
-	IPs       []string `json:"ips,omitempty"`
-	MAC       string   `json:"mac,omitempty"`
-	Default   bool     `json:"default,omitempty"`
-	DNS       struct{} `json:"dns"`
-	Gateway   []string `json:"gateway,omitempty"`
+	// Name is the network: the cluster network's name, or
+	// <namespace>/<NetworkAttachmentDefinition>.
+	Name string `json:"name"`
+	// Interface is the interface in the pod (eth0, pod<hash>).
+	Interface string `json:"interface,omitempty"`
+	// IPs are the pod's addresses on the network.
+	IPs []string `json:"ips,omitempty"`
+	// MAC is the pod interface's MAC address.
+	MAC string `json:"mac,omitempty"`
+	// Default marks the cluster (pod) network.
+	Default bool `json:"default,omitempty"`
+	// DNS is the network's DNS settings (always empty here).
+	DNS struct{} `json:"dns"`
+	// Gateway lists the network's gateways.
+	Gateway []string `json:"gateway,omitempty"`
 }
 
 // migrationTarget marks a launcher pod as a migration's target pod.

@@ -553,6 +553,11 @@ func TestStopStartDelete(t *testing.T) {
 	must(t, s.Boot(ctx, ns, "vm1", nodeA))
 	wantEqual(t, "phase after a second Boot", getVMI(t, s, ns, "vm1").Status.Phase, kubevirtv1.Running)
 
+	// Stopping a stopped VM is a no-op.
+	must(t, s.CreateVM(ctx, VMSpec{Name: "halted", Namespace: ns, RunStrategy: kubevirtv1.RunStrategyHalted}))
+	wantEqual(t, "halted VM", getVM(t, s, ns, "halted").Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStopped)
+	must(t, s.Stop(ctx, ns, "halted"))
+
 	must(t, s.DeleteVM(ctx, ns, "vm1"))
 	if err := s.Client.Get(ctx, key(ns, "vm1"), &kubevirtv1.VirtualMachine{}); !apierrors.IsNotFound(err) {
 		t.Errorf("VM still there: %v", err)
@@ -608,6 +613,14 @@ func TestNodeLoss(t *testing.T) {
 	}
 	wantEqual(t, "recovered node taints", fmt.Sprint(node.Spec.Taints), "[]")
 	wantEqual(t, "recovered schedulable label", node.Labels[SchedulableLabel], "true")
+
+	// A VM that lives through a short outage is Ready again afterwards.
+	must(t, s.CreateVM(ctx, VMSpec{Name: "vm2", Namespace: ns}))
+	must(t, s.Boot(ctx, ns, "vm2", nodeB))
+	must(t, s.LoseNode(ctx, nodeB))
+	wantEqual(t, "VMI Ready during the outage", cond(getVMI(t, s, ns, "vm2"), kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionFalse)
+	must(t, s.RecoverNode(ctx, nodeB))
+	wantEqual(t, "VMI Ready after the outage", cond(getVMI(t, s, ns, "vm2"), kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionTrue)
 }
 
 func TestFaults(t *testing.T) {

@@ -308,9 +308,6 @@ func (s *Simulator) syncVM(ctx context.Context, ns, name string) error {
 	} else if err != nil {
 		return fmt.Errorf("reading VMI %s/%s: %w", ns, name, err)
 	}
-	if err := s.Client.Get(ctx, key(ns, name), &kubevirtv1.VirtualMachine{}); apierrors.IsNotFound(err) {
-		return nil
-	}
 	_, err := s.updateVMStatus(ctx, ns, name, managerVirtController, func(vm *kubevirtv1.VirtualMachine) error {
 		rs, _ := vm.RunStrategy()
 		st := &vm.Status
@@ -376,6 +373,10 @@ func (s *Simulator) syncVM(ctx context.Context, ns, name string) error {
 		st.Conditions = conds
 		return nil
 	})
+	if apierrors.IsNotFound(err) {
+		// A standalone VMI, or a VM already gone.
+		return nil
+	}
 	return err
 }
 
