@@ -272,3 +272,49 @@ func writeArgoTestdata(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("wrote %s", strings.Join(names, ", "))
 }
+
+// TestArgoCDDocSnippet checks that the argocd-cm snippet of docs/argocd.md
+// carries health.lua verbatim.
+func TestArgoCDDocSnippet(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Kind string            `json:"kind"`
+		Data map[string]string `json:"data"`
+	}
+	for _, block := range codeBlocks(string(doc), "yaml") {
+		if err := yaml.Unmarshal([]byte(block), &cm); err == nil && cm.Kind == "ConfigMap" {
+			break
+		}
+		cm.Kind = ""
+	}
+	if cm.Kind != "ConfigMap" {
+		t.Fatal("docs/argocd.md has no argocd-cm ConfigMap snippet")
+	}
+	const key = "resource.customizations.health.observability.vmobs.io_VMObservation"
+	if got, want := cm.Data[key], readArgoScript(t); got != want {
+		t.Errorf("the argocd-cm snippet's %s differs from health.lua:\n%s", key, got)
+	}
+}
+
+// codeBlocks returns the fenced code blocks of a Markdown text in the
+// given language.
+func codeBlocks(md, lang string) []string {
+	var out []string
+	rest := md
+	for {
+		i := strings.Index(rest, "```"+lang+"\n")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len("```"+lang+"\n"):]
+		j := strings.Index(rest, "\n```")
+		if j < 0 {
+			return out
+		}
+		out = append(out, rest[:j+1])
+		rest = rest[j+4:]
+	}
+}

@@ -230,3 +230,23 @@ func TestKstatusOnArgoTestdata(t *testing.T) {
 		})
 	}
 }
+
+// TestFluxDocSnippet checks that docs/flux.md shows docs/flux-healthcheck.yaml
+// verbatim.
+func TestFluxDocSnippet(t *testing.T) {
+	root := repoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "flux.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(filepath.Join(root, "docs", "flux-healthcheck.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range codeBlocks(string(doc), "yaml") {
+		if b == string(file) {
+			return
+		}
+	}
+	t.Error("docs/flux.md does not show docs/flux-healthcheck.yaml as it is")
+}
