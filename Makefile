@@ -55,6 +55,17 @@ test: verify-generated vet envtest-bin promtool ## Check generated files, vet, t
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 
+FUZZTIME ?= 60s
+FUZZ_TARGETS ?= ./internal/verdict:FuzzEvaluate ./internal/verdict:FuzzParseNetworkStatus ./internal/verdict:FuzzParseHeartbeat ./internal/analyze:FuzzDecode
+
+.PHONY: fuzz
+fuzz: ## Run each native fuzz target for FUZZTIME (60s); `make test` runs their committed seed corpora.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	go test -race -count=1 $(GOTEST_FLAGS) ./api/... ./internal/...

@@ -82,7 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if in.VM == nil && in.VMI == nil {
-		return ctrl.Result{}, r.deleteOrphan(ctx, obs)
+		if obs == nil || obs.Labels[ManagedByLabel] == ManagedByValue {
+			return ctrl.Result{}, r.deleteOrphan(ctx, obs)
+		}
+		// A user declared this one (say, in Git, before the VM exists): it
+		// stays, and says that its VM is missing.
 	}
 
 	if obs == nil {
@@ -92,8 +96,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if obs, err = r.create(ctx, in); err != nil || obs == nil {
 			return ctrl.Result{}, err
 		}
-	} else if err := r.adopt(ctx, obs, in); err != nil {
-		return ctrl.Result{}, err
+	} else if in.VM != nil || in.VMI != nil {
+		if err := r.adopt(ctx, obs, in); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	in.Policy = r.Policy.WithOverrides(obs.Spec.Policy)
