@@ -14,6 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tree"
 cp -r go.mod go.sum api hack "$tmp/tree/"
 mkdir -p "$tmp/tree/config/crd/bases" "$tmp/tree/config/rbac"
+cp -r internal "$tmp/tree/"
 [ -d controllers ] && cp -r controllers "$tmp/tree/"
 (
   cd "$tmp/tree"
