@@ -35,7 +35,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestDemo runs the demo as `vmobs demo --non-interactive --fast --vms 8
-// --duration 50s --until-diagnosed` would, on the real control plane, and
+// --duration 40s --until-diagnosed` would, on the real control plane, and
 // checks that vmobs diagnosed every scripted scenario with the layer,
 // verdict and reason it is built to produce.
 func TestDemo(t *testing.T) {
@@ -47,7 +47,7 @@ func TestDemo(t *testing.T) {
 	var out lockedBuffer
 	start := time.Now()
 	res, err := Run(ctx, Options{
-		VMs: 8, Duration: 50 * time.Second, Seed: 1,
+		VMs: 8, Duration: 40 * time.Second, Seed: 1,
 		NonInteractive: true, Fast: true, UntilDiagnosed: true,
 		Out: &out, Err: &out,
 	})

@@ -184,17 +184,23 @@ func (d *director) boot(ctx context.Context, vm *fleetVM) error {
 	return nil
 }
 
-// playScenarios plays each scripted scenario at its time.
+// playScenarios plays each scripted scenario at its time, each on its own
+// VM (and its own node where it takes one down), so that a slow play does
+// not hold up the next.
 func (d *director) playScenarios(ctx context.Context, playStart time.Time) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, p := range d.scenarios {
 		if !sleep(ctx, time.Until(playStart.Add(p.at))) {
 			return
 		}
-		err := p.sc.Play(ctx, d.sim, p.ns, p.vm)
-		if ctx.Err() != nil {
-			return
-		}
-		d.tr.played(p.ns, p.vm, time.Now(), err, d.pace)
+		wg.Go(func() {
+			err := p.sc.Play(ctx, d.sim, p.ns, p.vm)
+			if ctx.Err() != nil {
+				return
+			}
+			d.tr.played(p.ns, p.vm, time.Now(), err, d.pace)
+		})
 	}
 }
 
