@@ -95,7 +95,7 @@ docker-build: ## Build the container image (needs a Docker engine).
 ##@ Integrations
 
 .PHONY: promtool
-promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tests (skipped when present and newer than hack/promtool/go.mod).
+promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tests, from the Go module proxy (skipped when up to date).
 	hack/build-promtool.sh
 
 .PHONY: test-integrations

@@ -143,8 +143,7 @@ func TestKustomizeDefault(t *testing.T) {
 		}
 	}
 
-	sa := mustFind(t, objs, "ServiceAccount", serviceAccount)
-	_ = sa
+	mustFind(t, objs, "ServiceAccount", serviceAccount)
 	cr := managerClusterRole(t, objs)
 	if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
 		return slices.Contains(r.Resources, "vmobservations/status") && slices.Contains(r.Verbs, "patch")
