@@ -5,7 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/vmobs/vmobs/internal/demo"
 )
@@ -77,6 +80,14 @@ func runDemo(ctx context.Context, args []string) int {
 		fmt.Fprintf(errOut, "vmobs demo: %v\n", err)
 		return exitUsage
 	}
+	// A closed terminal ends the demo like Ctrl-C does; a closed pipe
+	// (vmobs demo | head) makes writes fail, which ends it too, instead
+	// of killing the process and orphaning kube-apiserver and etcd.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	res, err := demo.Run(ctx, opts)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && res == nil {

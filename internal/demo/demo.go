@@ -290,7 +290,12 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		fd = int(f.Fd())
 	}
 	// The director, the watch and this function all write.
-	opts.Out = &syncWriter{w: opts.Out}
+	// When the output goes away (a closed pipe), the demo stops as if
+	// interrupted rather than play on for no one.
+	ctx, outGone := context.WithCancel(ctx)
+	defer outGone()
+	out := &syncWriter{w: opts.Out, onErr: outGone}
+	opts.Out = out
 	if !opts.NonInteractive && !interactive {
 		fmt.Fprintln(opts.Out, "vmobs demo: standard output is not a terminal: printing plain lines (as --non-interactive)")
 	}
@@ -401,6 +406,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	select {
 	case <-ctx.Done():
 		stopReason = "interrupted"
+		if out.failed() {
+			stopReason = "the output was closed"
+		}
 	case <-deadline:
 		stopReason = fmt.Sprintf("--duration %s reached", opts.Duration)
 	case <-diagnosed:
@@ -458,16 +466,34 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	return res, nil
 }
 
-// syncWriter serialises writes.
+// syncWriter serialises writes, and calls onErr once when one fails.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	err   error
+	onErr func()
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.err = err
+		if s.onErr != nil {
+			s.onErr()
+		}
+	}
+	return n, err
+}
+
+func (s *syncWriter) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err != nil
 }
 
 // isTerminal says whether w is a terminal.

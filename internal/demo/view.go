@@ -281,7 +281,7 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 	if r.FirstHealthy > 0 {
 		p("  first VM Healthy at +%s", fmtElapsed(r.FirstHealthy))
 	}
-	p("  %d VMs on %d nodes, seed %d, %d verdict changes; thresholds: %s", r.VMs, r.Nodes, r.Seed, r.Changes, pace.Thresholds())
+	p("  %s on %s, seed %d, %d verdict changes; thresholds: %s", plural(r.VMs, "VM"), plural(r.Nodes, "node"), r.Seed, r.Changes, pace.Thresholds())
 	p("")
 	p("  %-16s %4s  %s", "VERDICT", "VMS", "REASONS")
 	var vs []string
@@ -363,4 +363,11 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 	for _, h := range hints {
 		p("  %s: %s", h.what, h.cmd)
 	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
