@@ -1,0 +1,156 @@
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// floorFieldOwner is the field manager of the floor's writes.
+const floorFieldOwner = "vmobs-scale-floor"
+
+// floor is the least any controller must do to converge from cold, done by
+// a bare client: LIST what the controller's informers list (VMs, VMIs,
+// migrations, launcher pods, nodes; in parallel, as the informers start),
+// evaluate each VM, and with `workers` goroutines (the controller's
+// MaxConcurrentReconciles) create its VMObservation and write its status
+// with server-side apply, as the controller does. It writes into the floor-
+// twin of each namespace, so the VMs' own namespaces stay untouched, and
+// returns when the last of the VMObservations has arrived on the harness's
+// watch, as the cold start's clock does.
+func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Policy, workers int, timeout time.Duration) (time.Duration, int, error) {
+	start := time.Now()
+	var (
+		vms   kubevirtv1.VirtualMachineList
+		vmis  kubevirtv1.VirtualMachineInstanceList
+		migs  kubevirtv1.VirtualMachineInstanceMigrationList
+		pods  corev1.PodList
+		nodes corev1.NodeList
+		wg    sync.WaitGroup
+		errs  = make(chan error, 5)
+	)
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&vms, nil}, {&vmis, nil}, {&migs, nil}, {&nodes, nil},
+		{&pods, []client.ListOption{client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}}},
+	} {
+		wg.Go(func() {
+			if err := c.List(ctx, l.list, l.opts...); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return 0, 0, err
+	}
+	var objs analyze.Objects
+	for i := range vms.Items {
+		objs.VMs = append(objs.VMs, &vms.Items[i])
+	}
+	for i := range vmis.Items {
+		objs.VMIs = append(objs.VMIs, &vmis.Items[i])
+	}
+	for i := range migs.Items {
+		objs.Migrations = append(objs.Migrations, &migs.Items[i])
+	}
+	for i := range pods.Items {
+		objs.Pods = append(objs.Pods, &pods.Items[i])
+	}
+	for i := range nodes.Items {
+		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
+	}
+	groups, _ := analyze.GroupVMs(objs)
+	var todo []*analyze.VMGroup
+	for i := range groups {
+		if isVMNamespace(groups[i].Namespace) {
+			todo = append(todo, &groups[i])
+		}
+	}
+
+	want := make(map[string]summary, len(todo))
+	var mu sync.Mutex
+	work := make(chan *analyze.VMGroup)
+	errc := make(chan error, workers)
+	var ww sync.WaitGroup
+	for range workers {
+		ww.Go(func() {
+			for g := range work {
+				now := time.Now()
+				res := verdict.Evaluate(verdict.Input{
+					Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI,
+					Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Policy: policy, Now: now,
+				})
+				mu.Lock()
+				want[g.Namespace+"/"+g.Name] = summarize(&res.Status)
+				mu.Unlock()
+				if err := floorWrite(ctx, c, floorNamespace(g.Namespace), g.Name, &res.Status); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for _, g := range todo {
+		work <- g
+	}
+	close(work)
+	ww.Wait()
+	select {
+	case err := <-errc:
+		return 0, 0, err
+	default:
+	}
+	last, err := tr.waitMatch(ctx, want, func(k string) string { return "floor-" + k }, timeout)
+	if err != nil {
+		return 0, 0, fmt.Errorf("floor: %w", err)
+	}
+	return last.Sub(start), len(todo), nil
+}
+
+// floorWrite creates the VMObservation and applies its status the way the
+// controller does (controllers/status.go applyStatus).
+func floorWrite(ctx context.Context, c client.Client, ns, name string, status *v1alpha1.VMObservationStatus) error {
+	obs := &v1alpha1.VMObservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.VMObservationSpec{VMName: name},
+	}
+	if err := c.Create(ctx, obs, client.FieldOwner(floorFieldOwner)); err != nil {
+		return fmt.Errorf("floor: creating %s/%s: %w", ns, name, err)
+	}
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	var statusMap map[string]any
+	if err := json.Unmarshal(raw, &statusMap); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(),
+		"kind":       "VMObservation",
+		"metadata":   map[string]any{"name": name, "namespace": ns, "uid": string(obs.UID)},
+		"status":     statusMap,
+	}}
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(floorFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("floor: applying the status of %s/%s: %w", ns, name, err)
+	}
+	return nil
+}

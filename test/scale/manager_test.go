@@ -1,0 +1,152 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// managerOptions are the options `vmobs manager` runs with (app.Defaults),
+// with what an in-process or child run must change: no metrics or probe
+// listeners, a private metrics registry, and the run's refresh interval.
+func managerOptions(cfg config, trim bool) app.Options {
+	opts := app.Defaults()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.SecureMetrics = false
+	opts.SkipNameValidation = true
+	opts.Registry = prometheus.NewRegistry()
+	opts.TrimCache = trim
+	if cfg.Refresh > 0 {
+		opts.EvidenceRefreshInterval = cfg.Refresh
+	}
+	return opts
+}
+
+// inProcess is a manager running in this process.
+type inProcess struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startManager(ctx context.Context, restCfg *rest.Config, opts app.Options) (*inProcess, error) {
+	mgr, err := app.NewManager(restCfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	m := &inProcess{cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(mctx) }()
+	return m, nil
+}
+
+func (m *inProcess) stop() error {
+	m.cancel()
+	select {
+	case err := <-m.done:
+		return err
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the manager did not stop within a minute")
+	}
+}
+
+// writeLog records, with their times, the writes a client makes to
+// VMObservations, so that each write at idle can be checked against the
+// refresh policy (RequestCounter counts; this says when and to what).
+type writeLog struct {
+	mu      sync.Mutex
+	entries []writeEntry
+}
+
+type writeEntry struct {
+	at  time.Time
+	key string // "verb resource[/sub]" as testenv.Key names it
+	obj string // namespace/name; namespace/ for a create
+}
+
+func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return rtFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
+				return resp, err
+			}
+			k := testenv.Key(req)
+			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
+				l.mu.Lock()
+				l.entries = append(l.entries, writeEntry{at: time.Now(), key: k, obj: objectPath(req.URL.Path)})
+				l.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	return out
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// objectPath is "namespace/name" of a request path, or "namespace/" for a
+// collection.
+func objectPath(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			if i+3 < len(parts) {
+				return parts[i+1] + "/" + parts[i+3]
+			}
+			return parts[i+1] + "/"
+		}
+	}
+	return ""
+}
+
+func (l *writeLog) snapshot() []writeEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]writeEntry(nil), l.entries...)
+}
+
+// policyCheck classifies the status writes in [from, to): a write is
+// explained by the refresh policy when the object's previous status write
+// (from this log) is at least refresh earlier, less a second because the
+// controller reads its last write time from managedFields, which hold
+// whole seconds. Every other write in the window, creates and deletes
+// included, is unexplained.
+func (l *writeLog) policyCheck(from, to time.Time, refresh time.Duration) (total, refreshes int, unexplained []string) {
+	last := map[string]time.Time{}
+	for _, e := range l.snapshot() {
+		inWindow := !e.at.Before(from) && e.at.Before(to)
+		isStatus := e.key == "apply vmobservations/status" || e.key == "update vmobservations/status" || e.key == "patch vmobservations/status"
+		if inWindow {
+			total++
+			prev, seen := last[e.obj]
+			switch {
+			case isStatus && seen && e.at.Sub(prev) >= refresh-time.Second:
+				refreshes++
+			default:
+				why := "no earlier status write in the log"
+				if !isStatus {
+					why = "not a status write"
+				} else if seen {
+					why = fmt.Sprintf("%s after the previous one", e.at.Sub(prev).Round(time.Millisecond))
+				}
+				unexplained = append(unexplained, fmt.Sprintf("%s %s at +%s: %s", e.key, e.obj, e.at.Sub(from).Round(time.Millisecond), why))
+			}
+		}
+		if isStatus {
+			last[e.obj] = e.at
+		}
+	}
+	return total, refreshes, unexplained
+}

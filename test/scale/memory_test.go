@@ -1,0 +1,473 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// The heap of the manager is measured in a child process that runs nothing
+// but the manager: this test binary started again with childEnv set, which
+// makes TestScaleChild build the manager exactly as `vmobs manager` does
+// (app.NewManager with app.Defaults, metrics and probes off) from a
+// kubeconfig, and answer commands on stdin with figures on file descriptor
+// 3. The child's heap is then the manager's plus the test binary's constant
+// baseline, which the slope over N removes.
+
+const childEnv = "VMOBS_SCALE_CHILD"
+
+// childSpec configures a child manager.
+type childSpec struct {
+	Kubeconfig string        `json:"kubeconfig"`
+	Trim       bool          `json:"trim"`
+	Refresh    time.Duration `json:"refresh"`
+}
+
+// childStats is what a child reports.
+type childStats struct {
+	// At "mark" (the parent saw convergence): the start-up peak.
+	StartupPeakHeapInuse uint64 `json:"startup_peak_heap_inuse"`
+	StartupVmHWM         uint64 `json:"startup_vmhwm"`
+	// At "stats", before the forced GC: the steady window since "mark".
+	WindowMaxHeapInuse uint64 `json:"window_max_heap_inuse"`
+	VmRSS              uint64 `json:"vmrss"`
+	VmHWM              uint64 `json:"vmhwm"`
+	// After runtime.GC: the live heap.
+	HeapAlloc   uint64 `json:"heap_alloc"`
+	HeapInuse   uint64 `json:"heap_inuse"`
+	HeapObjects uint64 `json:"heap_objects"`
+	Sys         uint64 `json:"sys"`
+	NumGC       uint32 `json:"num_gc"`
+	Goroutines  int    `json:"goroutines"`
+}
+
+// TestScaleChild is the child manager; it skips unless started by the
+// harness.
+func TestScaleChild(t *testing.T) {
+	raw := os.Getenv(childEnv)
+	if raw == "" {
+		t.Skip("runs only as the scale harness's child process")
+	}
+	var spec childSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		t.Fatal(err)
+	}
+	proto := os.NewFile(3, "proto")
+	if proto == nil {
+		t.Fatal("no protocol pipe on fd 3")
+	}
+	if err := runChild(spec, os.Stdin, proto); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runChild(spec childSpec, in io.Reader, out io.Writer) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	sampler := newHeapSampler()
+	defer sampler.stop()
+
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	loading.ExplicitPath = spec.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "vmobs-controller"
+	// `vmobs manager` leaves QPS at 0, which client-go turns into 5
+	// requests per second: a cold start of thousands of VMs would take
+	// many minutes and measure the rate limiter (see docs/scale.md). The
+	// child lifts it, as controller-runtime's own config loader does.
+	cfg.QPS = -1
+	opts := managerOptions(config{Refresh: spec.Refresh}, spec.Trim)
+	mgr, err := app.NewManager(cfg, opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	enc := json.NewEncoder(out)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		var st childStats
+		switch cmd {
+		case "mark":
+			st.StartupPeakHeapInuse = sampler.mark()
+			st.StartupVmHWM = procStatus("VmHWM")
+			st.VmRSS = procStatus("VmRSS")
+		case "stats":
+			st.WindowMaxHeapInuse = sampler.windowMax()
+			st.VmRSS = procStatus("VmRSS")
+			st.VmHWM = procStatus("VmHWM")
+			runtime.GC()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			st.HeapAlloc, st.HeapInuse, st.HeapObjects, st.Sys, st.NumGC = ms.HeapAlloc, ms.HeapInuse, ms.HeapObjects, ms.Sys, ms.NumGC
+			st.Goroutines = runtime.NumGoroutine()
+			if arg != "" {
+				if f, err := os.Create(arg); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
+		default:
+			continue
+		}
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the manager did not stop")
+	}
+}
+
+// heapSampler samples the heap in use (objects and unused span space, as
+// MemStats.HeapInuse) every 5ms from runtime/metrics, which costs no
+// stop-the-world, and keeps the maximum before and after "mark".
+type heapSampler struct {
+	mu         sync.Mutex
+	peak, wmax uint64
+	marked     bool
+	quit       chan struct{}
+}
+
+func newHeapSampler() *heapSampler {
+	s := &heapSampler{quit: make(chan struct{})}
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+			}
+			metrics.Read(samples)
+			v := samples[0].Value.Uint64() + samples[1].Value.Uint64()
+			s.mu.Lock()
+			if s.marked {
+				s.wmax = max(s.wmax, v)
+			} else {
+				s.peak = max(s.peak, v)
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *heapSampler) mark() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marked = true
+	s.wmax = 0
+	return s.peak
+}
+
+func (s *heapSampler) windowMax() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wmax
+}
+
+func (s *heapSampler) stop() { close(s.quit) }
+
+// procStatus reads a kB field of /proc/self/status in bytes.
+func procStatus(field string) uint64 { return procStatusOf("self", field) }
+
+func procStatusOf(pid, field string) uint64 {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n * 1024
+		}
+	}
+	return 0
+}
+
+// child is a running child manager, seen from the harness.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	dec   *json.Decoder
+	log   string
+}
+
+func startChild(dir string, spec childSpec) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.CreateTemp(dir, "child-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "-test.run=^TestScaleChild$", "-test.count=1", "-test.timeout=0")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	_ = pw.Close()
+	_ = logf.Close()
+	return &child{cmd: cmd, stdin: stdin, dec: json.NewDecoder(pr), log: logf.Name()}, nil
+}
+
+func (c *child) ask(cmd string) (childStats, error) {
+	var st childStats
+	if _, err := io.WriteString(c.stdin, cmd+"\n"); err != nil {
+		return st, fmt.Errorf("child: %w (log %s)", err, c.log)
+	}
+	if err := c.dec.Decode(&st); err != nil {
+		return st, fmt.Errorf("child: %w (log %s)", err, c.log)
+	}
+	return st, nil
+}
+
+func (c *child) stop() error {
+	_ = c.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("child: %w (log %s)", err, c.log)
+		}
+		return nil
+	case <-time.After(time.Minute):
+		_ = c.cmd.Process.Kill()
+		return fmt.Errorf("child did not stop (log %s)", c.log)
+	}
+}
+
+// memPoint is the memory figures at one VM count and trim setting.
+type memPoint struct {
+	VMs                  int     `json:"vms"`
+	Trim                 bool    `json:"trim"`
+	ConvergenceSeconds   float64 `json:"convergence_seconds"`
+	HeapAlloc            uint64  `json:"heap_alloc_bytes"`
+	HeapInuse            uint64  `json:"heap_inuse_bytes"`
+	StartupPeakHeapInuse uint64  `json:"startup_peak_heap_inuse_bytes"`
+	SteadyMaxHeapInuse   uint64  `json:"steady_max_heap_inuse_bytes"`
+	StartupPeakRatio     float64 `json:"startup_peak_ratio"`
+	VmRSS                uint64  `json:"rss_bytes"`
+	VmHWM                uint64  `json:"rss_peak_bytes"`
+	Goroutines           int     `json:"goroutines"`
+}
+
+// measureChild runs a child manager cold over the current population (its
+// VMObservations deleted first, so that it creates and writes them all),
+// waits for convergence, marks the start-up peak, lets it run a steady
+// window with heartbeats, and reads its heap.
+func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool) (memPoint, error) {
+	pt := memPoint{VMs: vms, Trim: trim}
+	if err := deleteObservations(ctx, r.w.c, r.w.nsList()); err != nil {
+		return pt, err
+	}
+	if err := r.tr.waitGone(ctx, isVMNamespace, 2*time.Minute); err != nil {
+		return pt, err
+	}
+	want, _, err := expected(ctx, r.w.c, r.policy, time.Now(), isVMNamespace)
+	if err != nil {
+		return pt, err
+	}
+	start := time.Now()
+	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Trim: trim, Refresh: r.cfg.Refresh})
+	if err != nil {
+		return pt, err
+	}
+	defer func() {
+		if ch != nil {
+			_ = ch.stop()
+		}
+	}()
+	last, err := r.tr.waitMatch(ctx, want, nil, r.cfg.Converge)
+	if err != nil {
+		return pt, fmt.Errorf("child manager (trim=%v) at %d VMs: %w (log %s)", trim, vms, err, ch.log)
+	}
+	if vms > 0 {
+		pt.ConvergenceSeconds = last.Sub(start).Seconds()
+	}
+	m, err := ch.ask("mark")
+	if err != nil {
+		return pt, err
+	}
+	time.Sleep(r.cfg.Settle)
+	cmd := "stats"
+	if r.cfg.ProfileDir != "" {
+		cmd += " " + filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("heap-%d-trim-%v.pb.gz", vms, trim))
+	}
+	st, err := ch.ask(cmd)
+	if err != nil {
+		return pt, err
+	}
+	err = ch.stop()
+	ch = nil
+	if err != nil {
+		return pt, err
+	}
+	pt.HeapAlloc, pt.HeapInuse = st.HeapAlloc, st.HeapInuse
+	pt.StartupPeakHeapInuse, pt.SteadyMaxHeapInuse = m.StartupPeakHeapInuse, st.WindowMaxHeapInuse
+	if st.WindowMaxHeapInuse > 0 {
+		pt.StartupPeakRatio = float64(m.StartupPeakHeapInuse) / float64(st.WindowMaxHeapInuse)
+	}
+	pt.VmRSS, pt.VmHWM, pt.Goroutines = st.VmRSS, st.VmHWM, st.Goroutines
+	t.Logf("memory: %d VMs, trim=%v: live heap %s, heap in use %s, start-up peak %s vs steady max %s, RSS %s (peak %s), converged in %.1fs",
+		vms, trim, mib(pt.HeapAlloc), mib(pt.HeapInuse), mib(pt.StartupPeakHeapInuse), mib(pt.SteadyMaxHeapInuse), mib(pt.VmRSS), mib(pt.VmHWM), pt.ConvergenceSeconds)
+	return pt, nil
+}
+
+// binaryRSS is the production binary's memory at the current population.
+type binaryRSS struct {
+	VMs            int     `json:"vms"`
+	RSS            uint64  `json:"rss_bytes"`
+	RSSPeak        uint64  `json:"rss_peak_bytes"`
+	StartupSeconds float64 `json:"startup_seconds"`
+}
+
+// measureBinary builds `vmobs manager` and runs it as it ships, over the
+// current population with its VMObservations in place (a restart: it writes
+// nothing, so client-go's default 5 QPS does not slow it; see
+// docs/scale.md), until its CPU use has been quiet for 3s; then its peak
+// RSS (VmHWM) is the start-up peak; after the settle window its VmRSS is
+// the steady state.
+func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRSS, error) {
+	out := binaryRSS{VMs: vms}
+	bin := filepath.Join(r.dir, "vmobs")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/vmobs")
+	build.Dir = testenv.RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return out, fmt.Errorf("go build ./cmd/vmobs: %w: %s", err, b)
+	}
+	logf, err := os.CreateTemp(r.dir, "vmobs-*.log")
+	if err != nil {
+		return out, err
+	}
+	defer logf.Close()
+	args := []string{"manager", "--kubeconfig", r.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	if r.cfg.Refresh > 0 {
+		args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return out, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	quiet, prev := 0, cpuTicks(pid)
+	for quiet < 6 {
+		time.Sleep(500 * time.Millisecond)
+		cur := cpuTicks(pid)
+		// Under 2% of a core over the last half second (clock ticks are
+		// 10ms), after at least 2s.
+		if cur-prev <= 1 && time.Since(start) > 2*time.Second {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		prev = cur
+		if time.Since(start) > r.cfg.Converge {
+			return out, fmt.Errorf("vmobs manager kept busy for %s (log %s)", r.cfg.Converge, logf.Name())
+		}
+	}
+	out.StartupSeconds = time.Since(start).Seconds() - 3
+	out.RSSPeak = procStatusOf(pid, "VmHWM")
+	time.Sleep(r.cfg.Settle)
+	out.RSS = procStatusOf(pid, "VmRSS")
+	t.Logf("vmobs manager binary at %d VMs: RSS %s, start-up peak RSS %s", vms, mib(out.RSS), mib(out.RSSPeak))
+	return out, nil
+}
+
+// cpuTicks is utime+stime of a process, in clock ticks.
+func cpuTicks(pid string) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+2:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// slope is the least-squares slope of y over x.
+func slope(x []float64, y []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx += x[i]
+		sy += y[i]
+		sxx += x[i] * x[i]
+		sxy += x[i] * y[i]
+	}
+	n := float64(len(x))
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}

@@ -1,0 +1,268 @@
+package scale
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+// results is what the harness writes to bin/scale-results.json.
+type results struct {
+	N           int  `json:"n"`
+	Smoke       bool `json:"smoke"`
+	Nodes       int  `json:"nodes"`
+	Namespaces  int  `json:"namespaces"`
+	MigratedVMs int  `json:"migrated_vms"`
+	// Workers is the controller's MaxConcurrentReconciles, which the floor
+	// uses too.
+	Workers        int     `json:"workers"`
+	RefreshSeconds float64 `json:"evidence_refresh_seconds"`
+	HeartbeatSecs  float64 `json:"heartbeat_seconds"`
+
+	FloorSeconds       float64 `json:"floor_seconds"`
+	ConvergenceSeconds float64 `json:"convergence_seconds"`
+	ConvergenceRatio   float64 `json:"convergence_ratio"`
+
+	ColdWrites       int     `json:"cold_writes"`
+	ColdCreates      int     `json:"cold_creates"`
+	ColdStatusWrites int     `json:"cold_status_writes"`
+	ColdEvents       int     `json:"cold_event_writes"`
+	WritesPerVMCold  float64 `json:"writes_per_vm_cold"`
+	EventsPerVMCold  float64 `json:"events_per_vm_cold"`
+
+	IdleSeconds        float64 `json:"idle_seconds"`
+	IdleWrites         int     `json:"idle_writes"`
+	IdleRefreshWrites  int     `json:"idle_refresh_writes"`
+	IdleUnexplained    int     `json:"idle_writes_beyond_policy"`
+	IdleVerdictChanges int     `json:"idle_verdict_changes"`
+	ResyncWrites       int     `json:"resync_writes"`
+	ResyncUnexplained  int     `json:"resync_writes_beyond_policy"`
+	RestartWrites      int     `json:"restart_writes"`
+	RestartUnexplained int     `json:"restart_writes_beyond_policy"`
+
+	LatencyChanges  int     `json:"latency_changes"`
+	LatencyRate     float64 `json:"latency_rate_per_second"`
+	LatencySkipped  int     `json:"latency_skipped"`
+	LatencyMissed   int     `json:"latency_missed"`
+	LatencyP50      float64 `json:"latency_p50_ms"`
+	LatencyP90      float64 `json:"latency_p90_ms"`
+	LatencyP99      float64 `json:"latency_p99_ms"`
+	LatencyMax      float64 `json:"latency_max_ms"`
+	FloorWatchP50   float64 `json:"floor_watch_p50_ms"`
+	FloorWatchP99   float64 `json:"floor_watch_p99_ms"`
+	SourceWriteP50  float64 `json:"source_write_p50_ms"`
+	SourceWriteP99  float64 `json:"source_write_p99_ms"`
+	LatencyFloorP50 float64 `json:"latency_floor_p50_ms"`
+
+	HeapBytesPerVM          float64        `json:"heap_bytes_per_vm"`
+	HeapBytesPerVMUntrimmed float64        `json:"heap_bytes_per_vm_untrimmed"`
+	StartupPeakRatio        float64        `json:"startup_peak_ratio"`
+	StartupPeakRSSRatio     float64        `json:"startup_peak_rss_ratio"`
+	RSSBytes                uint64         `json:"rss_bytes"`
+	RSSVMs                  int            `json:"rss_vms"`
+	MemoryPoints            []memPoint     `json:"memory_points"`
+	Binary                  *binaryRSS     `json:"vmobs_binary,omitempty"`
+	Checks                  int            `json:"correctness_checks"`
+	Mismatches              int            `json:"mismatches"`
+	Targets                 []target       `json:"targets"`
+	Machine                 map[string]any `json:"machine"`
+	HarnessSeconds          float64        `json:"harness_seconds"`
+	HeartbeatErrors         int            `json:"heartbeat_errors"`
+	TrackerNotes            []string       `json:"tracker_notes,omitempty"`
+}
+
+// target is one of the issue's targets and whether this run met it.
+type target struct {
+	Name   string `json:"name"`
+	Target string `json:"target"`
+	Value  string `json:"value"`
+	// Met is "yes", "no" or "n/a" (not measured in this run).
+	Met string `json:"met"`
+}
+
+// requiredKeys must be in every results file.
+var requiredKeys = []string{
+	"n", "floor_seconds", "convergence_seconds", "convergence_ratio", "idle_writes", "restart_writes",
+	"writes_per_vm_cold", "latency_p50_ms", "latency_p99_ms", "floor_watch_p50_ms", "heap_bytes_per_vm",
+	"heap_bytes_per_vm_untrimmed", "startup_peak_ratio",
+}
+
+func newResults(cfg config) *results {
+	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine()}
+}
+
+func (r *results) setLatency(l *latencyResult) {
+	r.LatencyChanges, r.LatencyRate, r.LatencySkipped, r.LatencyMissed = l.Changes, l.Rate, l.Skipped, l.Missed
+	r.LatencyP50, r.LatencyP90, r.LatencyP99 = percentile(l.Status, 50), percentile(l.Status, 90), percentile(l.Status, 99)
+	r.LatencyMax = percentile(l.Status, 100)
+	r.FloorWatchP50, r.FloorWatchP99 = percentile(l.Watch, 50), percentile(l.Watch, 99)
+	r.SourceWriteP50, r.SourceWriteP99 = percentile(l.WriteRTT, 50), percentile(l.WriteRTT, 99)
+	// What any controller needs at least for one change: the source's
+	// watch event, its own status write, and that write's watch event.
+	r.LatencyFloorP50 = 2*r.FloorWatchP50 + r.SourceWriteP50
+}
+
+// finish derives the memory figures and the targets.
+func (r *results) finish(w *world, tr *tracker, took time.Duration) {
+	r.HarnessSeconds = took.Seconds()
+	w.mu.Lock()
+	r.HeartbeatErrors = w.hbErrs
+	w.mu.Unlock()
+	tr.mu.Lock()
+	r.TrackerNotes = append([]string(nil), tr.notes...)
+	tr.mu.Unlock()
+
+	var largest *memPoint
+	for _, trim := range []bool{true, false} {
+		var x, y []float64
+		for i := range r.MemoryPoints {
+			p := &r.MemoryPoints[i]
+			if p.Trim != trim {
+				continue
+			}
+			x = append(x, float64(p.VMs))
+			y = append(y, float64(p.HeapAlloc))
+			if trim && (largest == nil || p.VMs > largest.VMs) {
+				largest = p
+			}
+		}
+		if trim {
+			r.HeapBytesPerVM = slope(x, y)
+		} else {
+			r.HeapBytesPerVMUntrimmed = slope(x, y)
+		}
+	}
+	if largest != nil {
+		r.StartupPeakRatio = largest.StartupPeakRatio
+		r.RSSBytes, r.RSSVMs = largest.VmRSS, largest.VMs
+	}
+	if r.Binary != nil && r.Binary.RSS > 0 {
+		r.StartupPeakRSSRatio = float64(r.Binary.RSSPeak) / float64(r.Binary.RSS)
+	}
+	r.sanitize()
+
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	memMeasured := len(r.MemoryPoints) >= 4 // two counts, trimmed and not
+	r.Targets = []target{
+		{"cold-start convergence", "≤ 1.25× the floor", fmt.Sprintf("%.2f×", r.ConvergenceRatio), yes(r.ConvergenceRatio <= 1.25)},
+		{"writes at idle", "0 beyond the refresh policy", fmt.Sprintf("%d (of %d; %d refreshes)", r.IdleUnexplained, r.IdleWrites, r.IdleRefreshWrites), yes(r.IdleUnexplained == 0)},
+		{"writes after resync and restart", "0 beyond the refresh policy", fmt.Sprintf("%d + %d (of %d + %d)", r.ResyncUnexplained, r.RestartUnexplained, r.ResyncWrites, r.RestartWrites), yes(r.ResyncUnexplained == 0 && r.RestartUnexplained == 0)},
+		{"latency p99 at " + fmt.Sprintf("%.0f", r.LatencyRate) + "/s", "< 50 ms", fmt.Sprintf("%.1f ms", r.LatencyP99), yes(r.LatencyP99 > 0 && r.LatencyP99 < 50)},
+	}
+	if memMeasured {
+		r.Targets = append(r.Targets,
+			target{"heap per VM (transforms on)", "< 4096 B", fmt.Sprintf("%.0f B", r.HeapBytesPerVM), yes(r.HeapBytesPerVM < 4096)},
+			target{"start-up peak (heap in use)", "< 2× steady state", fmt.Sprintf("%.2f×", r.StartupPeakRatio), yes(r.StartupPeakRatio < 2)},
+		)
+	} else {
+		r.Targets = append(r.Targets,
+			target{"heap per VM (transforms on)", "< 4096 B", "not measured", "n/a"},
+			target{"start-up peak (heap in use)", "< 2× steady state", "not measured", "n/a"})
+	}
+	switch {
+	case r.Binary != nil && r.Binary.VMs >= 5000:
+		r.Targets = append(r.Targets, target{"controller RSS at 5000 VMs", "< 64 MiB", fmt.Sprintf("%s (vmobs binary; child %s)", mib(r.Binary.RSS), mib(r.RSSBytes)), yes(r.Binary.RSS < 64<<20)})
+	case r.RSSVMs >= 5000:
+		r.Targets = append(r.Targets, target{"controller RSS at 5000 VMs", "< 64 MiB", mib(r.RSSBytes) + " (child)", yes(r.RSSBytes < 64<<20)})
+	default:
+		r.Targets = append(r.Targets, target{"controller RSS at 5000 VMs", "< 64 MiB", "not measured", "n/a"})
+	}
+	if r.Smoke || r.Machine["race"] == true {
+		for i := range r.Targets {
+			if r.Targets[i].Met != "n/a" {
+				r.Targets[i].Met += " (smoke: not meaningful)"
+			}
+		}
+	}
+}
+
+// sanitize replaces what JSON cannot carry (NaN from an empty sample).
+func (r *results) sanitize() {
+	for _, f := range []*float64{&r.LatencyP50, &r.LatencyP90, &r.LatencyP99, &r.LatencyMax, &r.FloorWatchP50,
+		&r.FloorWatchP99, &r.SourceWriteP50, &r.SourceWriteP99, &r.LatencyFloorP50, &r.ConvergenceRatio} {
+		if math.IsNaN(*f) || math.IsInf(*f, 0) {
+			*f = -1
+		}
+	}
+}
+
+func (r *results) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func (r *results) printTable(out io.Writer) {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "\nvmobs scale harness: N=%d VMs on %d nodes in %d namespaces (%d migrated), %d workers%s\n",
+		r.N, r.Nodes, r.Namespaces, r.MigratedVMs, r.Workers, map[bool]string{true: " — SMOKE, figures not meaningful", false: ""}[r.Smoke])
+	fmt.Fprintf(w, "machine: %v\n\n", r.Machine)
+	fmt.Fprintln(w, "figure\tvalue\tfloor / reference")
+	fmt.Fprintln(w, "------\t-----\t-----------------")
+	row := func(name, value, ref string) { fmt.Fprintf(w, "%s\t%s\t%s\n", name, value, ref) }
+	row("cold-start convergence", fmt.Sprintf("%.2f s (%.2f×)", r.ConvergenceSeconds, r.ConvergenceRatio), fmt.Sprintf("floor %.2f s", r.FloorSeconds))
+	row("VMObservation writes per VM, cold", fmt.Sprintf("%.2f (%d creates, %d status)", r.WritesPerVMCold, r.ColdCreates, r.ColdStatusWrites), fmt.Sprintf("floor 2.00; + %.2f Event writes per VM", r.EventsPerVMCold))
+	row(fmt.Sprintf("writes at idle (%.0f s, heartbeats every %.0f s)", r.IdleSeconds, r.HeartbeatSecs), fmt.Sprintf("%d (%d beyond policy)", r.IdleWrites, r.IdleUnexplained), fmt.Sprintf("%d evidence refreshes allowed (refresh interval %.0f s)", r.IdleRefreshWrites, r.RefreshSeconds))
+	row("  of which after the forced resync", fmt.Sprintf("%d (%d beyond policy)", r.ResyncWrites, r.ResyncUnexplained), "")
+	row("  of which after the restart", fmt.Sprintf("%d (%d beyond policy)", r.RestartWrites, r.RestartUnexplained), "")
+	row(fmt.Sprintf("latency at %.1f changes/s (%d changes)", r.LatencyRate, r.LatencyChanges), fmt.Sprintf("p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms", r.LatencyP50, r.LatencyP90, r.LatencyP99, r.LatencyMax),
+		fmt.Sprintf("watch p50 %.1f ms p99 %.1f ms; write p50 %.1f ms; 2×watch+write %.1f ms", r.FloorWatchP50, r.FloorWatchP99, r.SourceWriteP50, r.LatencyFloorP50))
+	row("heap per VM (transforms on / off)", fmt.Sprintf("%.0f B / %.0f B", r.HeapBytesPerVM, r.HeapBytesPerVMUntrimmed), "live heap after GC, slope over the memory points")
+	for _, p := range r.MemoryPoints {
+		row(fmt.Sprintf("  %d VMs, transforms %s", p.VMs, onOff(p.Trim)),
+			fmt.Sprintf("live %s, in use %s, RSS %s", mib(p.HeapAlloc), mib(p.HeapInuse), mib(p.VmRSS)),
+			fmt.Sprintf("start-up peak %s vs steady max %s (%.2f×); RSS peak %s; converged %.1f s", mib(p.StartupPeakHeapInuse), mib(p.SteadyMaxHeapInuse), p.StartupPeakRatio, mib(p.VmHWM), p.ConvergenceSeconds))
+	}
+	if r.Binary != nil {
+		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×)", mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio))
+	}
+	row("correctness", fmt.Sprintf("%d checks, %d mismatches", r.Checks, r.Mismatches), "VMObservations vs verdict.Evaluate on a fresh LIST")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "target\tgoal\tmeasured\tmet")
+	fmt.Fprintln(w, "------\t----\t--------\t---")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.Name, t.Target, t.Value, t.Met)
+	}
+	_ = w.Flush()
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// checkKeys asserts the results file has every required key.
+func checkKeys(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range requiredKeys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s lacks %q", path, k)
+		}
+	}
+}

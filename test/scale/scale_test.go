@@ -1,0 +1,192 @@
+// Package scale is vmobs' scale harness: on the real test control plane
+// (kube-apiserver and etcd from `make envtest-bin`) it populates N VMs shaped
+// by the simulator and measures the controller against a floor measured in
+// the same run: cold-start convergence, writes at idle and across restarts,
+// change-to-status latency at a steady change rate, and heap per VM with the
+// cache transforms on and off.
+//
+// `go test ./test/scale` runs a smoke version (N=20, seconds-long phases)
+// that asserts only correctness. `make bench-scale N=1000` runs the full
+// harness; see docs/scale.md for the flags and what each figure means.
+package scale
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// Flags. -scale.n=0 (the default) selects the smoke configuration; the
+// other flags then default to its short durations unless set.
+var (
+	flagN         = flag.Int("scale.n", 0, "number of VMs; 0 runs the smoke version (N=20, short phases, correctness only)")
+	flagIdle      = flag.Duration("scale.idle", 0, "idle period with node heartbeats, including a forced resync and a controller restart (default 5m; smoke 10s)")
+	flagHeartbeat = flag.Duration("scale.heartbeat", 0, "virt-handler heartbeat period on every node (default 60s; smoke 2s)")
+	flagRefresh   = flag.Duration("scale.refresh", 0, "the manager's EvidenceRefreshInterval (default: app.Defaults(), 5m; smoke 5s so that the refresh policy is exercised)")
+	flagRate      = flag.Float64("scale.rate", 20, "source changes per second in the latency phase")
+	flagLatency   = flag.Duration("scale.latency", 0, "length of the latency phase (default 30s; smoke 3s)")
+	flagMem       = flag.String("scale.mem-points", "", "comma-separated VM counts at which the manager's heap is measured in a child process (default 0,1000,2000,5000; smoke 0,20); \"none\" skips")
+	flagSettle    = flag.Duration("scale.settle", 0, "steady-state window after a child manager converged, before its heap is read (default 20s; smoke 2s)")
+	flagOut       = flag.String("scale.out", "", "where to write the JSON results (default bin/scale-results.json; smoke: a temp dir)")
+	flagWorkers   = flag.Int("scale.create-workers", 8, "parallel workers that create the VMs")
+	flagProfiles  = flag.String("scale.profile-dir", "", "write pprof profiles here: CPU of the in-process cold start, heap of each child manager")
+	flagBinary    = flag.Bool("scale.binary", false, "also run the built `vmobs manager` binary at the largest memory point and read its RSS (default on unless smoke)")
+	flagAge       = flag.Duration("scale.age", 2*time.Hour, "how long ago the VMs booted (timestamps in the objects), so that no grace period or deadline ends during the run")
+	flagTimeout   = flag.Duration("scale.converge-timeout", 0, "how long to wait for convergence (default 2m + 40ms per VM)")
+)
+
+// config is one run's configuration.
+type config struct {
+	N            int
+	Smoke        bool
+	Idle         time.Duration
+	Heartbeat    time.Duration
+	Refresh      time.Duration
+	Rate         float64
+	Latency      time.Duration
+	MemPoints    []int
+	Settle       time.Duration
+	Out          string
+	Workers      int
+	ProfileDir   string
+	Binary       bool
+	Age          time.Duration
+	Converge     time.Duration
+	VMsPerNS     int
+	VMsPerNode   int
+	MigrateEvery int // one VM in MigrateEvery is live-migrated once
+}
+
+func loadConfig(t *testing.T) config {
+	t.Helper()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg := config{
+		N: *flagN, Rate: *flagRate, Workers: *flagWorkers, ProfileDir: *flagProfiles, Age: *flagAge,
+		VMsPerNS: 100, VMsPerNode: 50, MigrateEvery: 100,
+	}
+	pick := func(name string, v, full, smoke time.Duration) time.Duration {
+		if set[name] {
+			return v
+		}
+		if cfg.Smoke {
+			return smoke
+		}
+		return full
+	}
+	if cfg.N <= 0 {
+		cfg.N, cfg.Smoke = 20, true
+		cfg.VMsPerNS, cfg.VMsPerNode, cfg.MigrateEvery = 10, 10, 10
+	}
+	cfg.Idle = pick("scale.idle", *flagIdle, 5*time.Minute, 10*time.Second)
+	cfg.Heartbeat = pick("scale.heartbeat", *flagHeartbeat, time.Minute, 2*time.Second)
+	cfg.Refresh = pick("scale.refresh", *flagRefresh, 0, 5*time.Second)
+	cfg.Latency = pick("scale.latency", *flagLatency, 30*time.Second, 3*time.Second)
+	cfg.Settle = pick("scale.settle", *flagSettle, 20*time.Second, 2*time.Second)
+	cfg.Converge = pick("scale.converge-timeout", *flagTimeout, 2*time.Minute+time.Duration(cfg.N)*40*time.Millisecond, 2*time.Minute)
+	cfg.Binary = *flagBinary || (!set["scale.binary"] && !cfg.Smoke)
+	mem := *flagMem
+	if mem == "" {
+		mem = "0,1000,2000,5000"
+		if cfg.Smoke {
+			mem = "0," + strconv.Itoa(cfg.N)
+		}
+	}
+	if mem != "none" {
+		for _, p := range strings.Split(mem, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || v < 0 {
+				t.Fatalf("-scale.mem-points: bad count %q", p)
+			}
+			cfg.MemPoints = append(cfg.MemPoints, v)
+		}
+		slices.Sort(cfg.MemPoints)
+		cfg.MemPoints = slices.Compact(cfg.MemPoints)
+	}
+	cfg.Out = *flagOut
+	switch {
+	case cfg.Out == "" && cfg.Smoke:
+		cfg.Out = filepath.Join(t.TempDir(), "scale-results.json")
+	case cfg.Out == "":
+		cfg.Out = filepath.Join(testenv.RepoRoot(), "bin", "scale-results.json")
+	case !filepath.IsAbs(cfg.Out):
+		// go test runs in the package directory; paths are the caller's,
+		// from the repository root.
+		cfg.Out = filepath.Join(testenv.RepoRoot(), cfg.Out)
+	}
+	if cfg.ProfileDir != "" && !filepath.IsAbs(cfg.ProfileDir) {
+		cfg.ProfileDir = filepath.Join(testenv.RepoRoot(), cfg.ProfileDir)
+	}
+	return cfg
+}
+
+// levels are the VM counts the population grows through: the memory points
+// and N, in order.
+func (c config) levels() []int {
+	out := append([]int{c.N}, c.MemPoints...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// nodesFor is the number of nodes for n VMs: one per VMsPerNode, at least two
+// (a migration needs a target).
+func (c config) nodesFor(n int) int {
+	return max(2, (n+c.VMsPerNode-1)/c.VMsPerNode)
+}
+
+var (
+	envOnce sync.Once
+	env     *testenv.Env
+	envErr  error
+)
+
+// controlPlane starts the shared control plane once per test binary.
+func controlPlane(t *testing.T) *testenv.Env {
+	t.Helper()
+	if err := testenv.CheckAssets(); err != nil {
+		t.Skip(err.Error())
+	}
+	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
+	if envErr != nil {
+		t.Fatal(envErr)
+	}
+	return env
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv(childEnv) != "" {
+		// A child manager process (see memory_test.go): no control plane
+		// of its own.
+		os.Exit(m.Run())
+	}
+	code := m.Run()
+	if env != nil {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// machine describes where the figures were measured.
+func machine() map[string]any {
+	out := map[string]any{
+		"goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": runtime.NumCPU(),
+		"go": runtime.Version(), "kubernetes": testenv.KubernetesVersion, "race": raceEnabled,
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		out["loadavg_at_start"] = strings.TrimSpace(string(b))
+	}
+	return out
+}
