@@ -28,7 +28,7 @@ help: ## Show the targets.
 
 .PHONY: manifests
 manifests: ## Generate the CRD and RBAC manifests from the API types and kubebuilder markers.
-	$(CONTROLLER_GEN) rbac:roleName=vmobs-manager-role crd paths="./api/..." $(if $(wildcard controllers),paths="./controllers/...") output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." $(if $(wildcard controllers),paths="./controllers/...") output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: generate
 generate: ## Generate the DeepCopy methods of the API types.
@@ -105,3 +105,16 @@ test-integrations: promtool envtest-bin ## Run test/integrations: kustomize mani
 .PHONY: demo
 demo: envtest-bin ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
 	go run ./cmd/vmobs demo $(ARGS)
+
+##@ Benchmarks
+
+# bench-scale: N VMs; the idle period and the heartbeat period on every node;
+# SCALE_ARGS for the other -scale.* flags (docs/scale.md).
+N ?= 1000
+SCALE_IDLE ?= 5m
+SCALE_HEARTBEAT ?= 60s
+SCALE_ARGS ?=
+
+.PHONY: bench-scale
+bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on the test control plane: a table, and bin/scale-results.json. See docs/scale.md.
+	go test -count=1 -timeout 0 -run '^TestScale$$' -v ./test/scale/ -args -scale.n=$(N) -scale.idle=$(SCALE_IDLE) -scale.heartbeat=$(SCALE_HEARTBEAT) -scale.out=$(CURDIR)/bin/scale-results.json $(SCALE_ARGS)

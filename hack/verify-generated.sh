@@ -21,7 +21,7 @@ cp -r internal "$tmp/tree/"
   go tool controller-gen object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
   paths=(paths="./api/...")
   [ -d controllers ] && paths+=(paths="./controllers/...")
-  go tool controller-gen rbac:roleName=vmobs-manager-role crd "${paths[@]}" \
+  go tool controller-gen rbac:roleName=manager-role crd "${paths[@]}" \
     output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 )
 
