@@ -356,3 +356,23 @@ var _ = Describe("Metrics", func() {
 		Eventually(func() map[string]int { return seriesFor(ns, vm) }).Should(BeEmpty())
 	})
 })
+
+var _ = Describe("A VMObservation a user declared", func() {
+	It("says the VM is missing until it exists, and is adopted (not replaced) once it does", func() {
+		ns, node := newWorld("declared")
+		declared := &v1alpha1.VMObservation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vm},
+			Spec:       v1alpha1.VMObservationSpec{VMName: vm},
+		}
+		Expect(k8s.Create(ctx, declared)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict },
+			BeElementOf(v1alpha1.VerdictUnknown, v1alpha1.VerdictSuspended)))
+
+		bootHealthy(ns, node)
+		o, err := observation(ns, vm)()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(o.UID).To(Equal(declared.UID), "adopted, not replaced")
+		Expect(o.Labels).NotTo(HaveKey("app.kubernetes.io/managed-by"))
+		Expect(o.OwnerReferences).To(ConsistOf(HaveField("Kind", "VirtualMachine")))
+	})
+})
