@@ -133,7 +133,7 @@ func FastPace() Pace {
 		ScenarioEvery:  300 * time.Millisecond,
 		ChurnMin:       time.Second,
 		ChurnMax:       3 * time.Second,
-		Slack:          10 * time.Second,
+		Slack:          5 * time.Second,
 	}
 }
 

@@ -35,7 +35,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestDemo runs the demo as `vmobs demo --non-interactive --fast --vms 8
-// --duration 40s --until-diagnosed` would, on the real control plane, and
+// --duration 45s --until-diagnosed` would, on the real control plane, and
 // checks that vmobs diagnosed every scripted scenario with the layer,
 // verdict and reason it is built to produce.
 func TestDemo(t *testing.T) {
@@ -47,7 +47,7 @@ func TestDemo(t *testing.T) {
 	var out lockedBuffer
 	start := time.Now()
 	res, err := Run(ctx, Options{
-		VMs: 8, Duration: 40 * time.Second, Seed: 1,
+		VMs: 8, Duration: 45 * time.Second, Seed: 1,
 		NonInteractive: true, Fast: true, UntilDiagnosed: true,
 		Out: &out, Err: &out,
 	})
@@ -64,8 +64,9 @@ func TestDemo(t *testing.T) {
 	}
 	for _, s := range res.Scenarios {
 		if s.Outcome != OutcomeDiagnosed {
-			t.Errorf("scenario %s: %s: expected %s, seen %s %s (VM %s), play error %q",
-				s.Name, s.Outcome, s.Expected(), s.Layer, s.Now, s.Overall, s.PlayErr)
+			t.Errorf("scenario %s: not diagnosed as built (%s; played at +%s, deadline +%s, the demo ended at +%s): expected %s, seen %s %s (VM %s)%s",
+				s.Name, s.Outcome, s.PlayedAt.Round(100*time.Millisecond), s.Due.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond),
+				s.Expected(), s.Layer, s.Now, s.Overall, playErr(s.PlayErr))
 			continue
 		}
 		// The summary says so too.
@@ -133,4 +134,11 @@ func TestRenderViewFits(t *testing.T) {
 	if got := colorize("a Degraded/MigrationFailed → Healthy/Running b"); !strings.Contains(got, "\x1b[33mDegraded\x1b[0m/MigrationFailed") || !strings.Contains(got, "\x1b[32mHealthy\x1b[0m/Running") {
 		t.Errorf("colorize: %q", got)
 	}
+}
+
+func playErr(e string) string {
+	if e == "" {
+		return ""
+	}
+	return "; playing it failed: " + e
 }
