@@ -374,8 +374,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if interactive {
 		view = newLiveView(opts.Out, fd, tr, pace, opts, hints, start)
 	} else {
-		tr.onChange = func(c Change) { fmt.Fprintln(opts.Out, c.Line(start)) }
-		tr.onNote = func(at time.Time, msg string) { fmt.Fprintf(opts.Out, "%s %s\n", stamp(start, at), msg) }
+		tr.setOutput(
+			func(c Change) { fmt.Fprintln(opts.Out, c.Line(start)) },
+			func(at time.Time, msg string) { fmt.Fprintf(opts.Out, "%s %s\n", stamp(start, at), msg) })
 	}
 
 	playStart := time.Now()
@@ -389,7 +390,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	directorDone := make(chan struct{})
 	go func() {
 		defer close(directorDone)
-		d.run(runCtx, start)
+		d.run(runCtx)
 	}()
 	var viewDone chan struct{}
 	if view != nil {

@@ -106,7 +106,7 @@ func (d *director) fail(ctx context.Context, format string, a ...any) {
 }
 
 // run plays until ctx ends.
-func (d *director) run(ctx context.Context, start time.Time) {
+func (d *director) run(ctx context.Context) {
 	for _, ns := range append(append([]string(nil), fleetNamespaces...), scenarioNamespace) {
 		if err := d.sim.EnsureNamespace(ctx, ns); err != nil {
 			d.fail(ctx, "namespace %s: %v", ns, err)

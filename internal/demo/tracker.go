@@ -221,6 +221,13 @@ func newTracker(start time.Time) *tracker {
 	}
 }
 
+// setOutput sets the functions called for every change and note.
+func (t *tracker) setOutput(onChange func(Change), onNote func(at time.Time, msg string)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onChange, t.onNote = onChange, onNote
+}
+
 // setPlan registers the scenarios the director will play.
 func (t *tracker) setPlan(plan []plannedScenario, pace Pace, playStart time.Time) {
 	t.mu.Lock()
