@@ -66,6 +66,10 @@ fuzz: ## Run each native fuzz target for FUZZTIME (60s); `make test` runs their 
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
+.PHONY: test-reliability
+test-reliability: envtest-bin ## Fault injection on the real control plane: leader hand-over and crash, metadata conflicts (also part of `make test`).
+	go test -race -count=1 -v $(GOTEST_FLAGS) ./test/reliability/... -ginkgo.v
+
 .PHONY: test-unit
 test-unit: ## Run only the tests that need no control plane.
 	go test -race -count=1 $(GOTEST_FLAGS) ./api/... ./internal/...

@@ -1,0 +1,270 @@
+// Package reliability injects faults into a running vmobs on the real control
+// plane and checks that it converges and loses no update: leader hand-over
+// and leader crash, and a client that fights over the VMObservation's
+// metadata while its status changes.
+package reliability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+var (
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    *testenv.Env
+	k8s    client.Client
+	sim    *simulator.Simulator
+)
+
+func TestReliability(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "vmobs reliability suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	sim = simulator.New(k8s, simulator.WithSeed(11))
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// breaker is a transport that can be made to drop every request, as a
+// leader whose network died.
+type breaker struct{ broken atomic.Bool }
+
+func (b *breaker) wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if b.broken.Load() {
+				return nil, errors.New("injected fault: network down")
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// instance is one running manager.
+type instance struct {
+	name    string
+	mgr     ctrl.Manager
+	cancel  context.CancelFunc
+	done    chan error
+	breaker *breaker
+	counter *testenv.RequestCounter
+}
+
+func startInstance(name, leaseID string) *instance {
+	in := &instance{name: name, breaker: &breaker{}, counter: testenv.NewRequestCounter(), done: make(chan error, 1)}
+	opts := app.Defaults()
+	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
+	opts.SkipNameValidation = true
+	opts.Registry = prometheus.NewRegistry()
+	opts.LeaderElection = true
+	opts.LeaderElectionID = leaseID
+	opts.LeaderElectionNamespace = "default"
+	opts.ReleaseLeaderOnCancel = true
+	mgr, err := app.NewManager(in.counter.Wrap(in.breaker.wrap(env.Config)), opts)
+	Expect(err).NotTo(HaveOccurred())
+	in.mgr = mgr
+	mctx, mcancel := context.WithCancel(ctx)
+	in.cancel = mcancel
+	go func() { in.done <- mgr.Start(mctx) }()
+	return in
+}
+
+func (in *instance) elected() bool {
+	select {
+	case <-in.mgr.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+func (in *instance) statusWrites() int {
+	return in.counter.Get("apply vmobservations/status")
+}
+
+func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
+	return func() (*v1alpha1.VMObservation, error) {
+		o := &v1alpha1.VMObservation{}
+		return o, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
+	}
+}
+
+func reasonOf(o *v1alpha1.VMObservation) string { return string(o.Status.Verdict) + "/" + o.Status.Reason }
+
+func world(name string) (ns, node string) {
+	ns = fmt.Sprintf("rel-%s-%d", name, time.Now().UnixNano()%100000)
+	node = "node-" + ns
+	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
+	Expect(sim.AddNode(ctx, node)).To(Succeed())
+	return ns, node
+}
+
+// failover measures the time from the fault to the first status write of
+// the new leader: right after the fault the VM is paused, a change only a
+// working leader can write.
+func failover(fault func(old *instance)) time.Duration {
+	lease := fmt.Sprintf("vmobs-failover-%d", time.Now().UnixNano()%100000)
+	ns, node := world("failover")
+	Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
+	Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
+
+	a := startInstance("a", lease)
+	Eventually(a.elected).Should(BeTrue())
+	b := startInstance("b", lease)
+	defer func() {
+		a.cancel()
+		b.cancel()
+	}()
+	Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+	Consistently(b.elected, 2*time.Second).Should(BeFalse())
+	Expect(b.statusWrites()).To(BeZero(), "a follower writes nothing")
+
+	start := time.Now()
+	fault(a)
+	Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
+	Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Suspended/PausedByUser")))
+	took := time.Since(start)
+	Expect(b.elected()).To(BeTrue())
+	Expect(b.statusWrites()).To(BeNumerically(">=", 1), "the new leader made the write")
+	return took
+}
+
+var _ = Describe("Leader election", func() {
+	It("hands over when the leader stops gracefully (lease released)", func() {
+		took := failover(func(old *instance) {
+			old.cancel()
+			Eventually(old.done, 30*time.Second).Should(Receive())
+		})
+		GinkgoWriter.Printf("FAILOVER graceful: %s\n", took)
+		AddReportEntry("failover graceful", took.String())
+	})
+
+	It("takes over when the leader's network dies (lease expires)", func() {
+		took := failover(func(old *instance) { old.breaker.broken.Store(true) })
+		GinkgoWriter.Printf("FAILOVER crash: %s\n", took)
+		AddReportEntry("failover crash", took.String())
+	})
+})
+
+var _ = Describe("Conflicts", func() {
+	It("loses no status update while another client rewrites labels and annotations at 50 per second", func() {
+		ns, node := world("conflicts")
+		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
+		Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
+		in := startInstance("solo", fmt.Sprintf("vmobs-conflicts-%d", time.Now().UnixNano()%100000))
+		defer in.cancel()
+		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+
+		// The fighter updates (not patches) metadata with the resourceVersion
+		// it read, as a careless tool would, 50 times a second.
+		var fights, fighterConflicts atomic.Int64
+		fctx, fstop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-fctx.Done():
+					return
+				case <-t.C:
+				}
+				o := &v1alpha1.VMObservation{}
+				if err := k8s.Get(fctx, client.ObjectKey{Namespace: ns, Name: "vm1"}, o); err != nil {
+					continue
+				}
+				if o.Labels == nil {
+					o.Labels = map[string]string{}
+				}
+				if o.Annotations == nil {
+					o.Annotations = map[string]string{}
+				}
+				o.Labels["fight"] = fmt.Sprint(i % 7)
+				o.Annotations["example.com/touched"] = fmt.Sprint(i)
+				if err := k8s.Update(fctx, o); err != nil {
+					fighterConflicts.Add(1)
+					continue
+				}
+				fights.Add(1)
+			}
+		}()
+
+		// Meanwhile the status goes through several verdicts; each must
+		// land.
+		steps := []struct {
+			do   func() error
+			want string
+		}{
+			{func() error { return sim.Pause(ctx, ns, "vm1", simulator.PausedByUser) }, "Suspended/PausedByUser"},
+			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
+			{func() error { return sim.Pause(ctx, ns, "vm1", simulator.PausedIOError) }, "Degraded/PausedIOError"},
+			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
+			{func() error { return sim.DisconnectAgent(ctx, ns, "vm1") }, "Degraded/AgentDisconnected"},
+			{func() error { return sim.ConnectAgent(ctx, ns, "vm1") }, "Healthy/Running"},
+		}
+		for _, s := range steps {
+			Expect(s.do()).To(Succeed())
+			Eventually(observation(ns, "vm1"), 20*time.Second).Should(WithTransform(reasonOf, Equal(s.want)))
+		}
+		// Keep the fight going for at least three seconds' worth of updates,
+		// however fast the steps went.
+		Eventually(func() int64 { return fights.Load() + fighterConflicts.Load() }, 30*time.Second).Should(BeNumerically(">=", 150))
+		fstop()
+		wg.Wait()
+		o, err := observation(ns, "vm1")()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(o.Labels).To(HaveKey("fight"), "the controller leaves other owners' metadata alone")
+		Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))
+		GinkgoWriter.Printf("CONFLICTS fighter updates=%d fighter conflicts=%d controller status writes=%d (server-side apply: no resourceVersion, no conflict to retry)\n",
+			fights.Load(), fighterConflicts.Load(), in.statusWrites())
+		AddReportEntry("conflicts", fmt.Sprintf("fighter updates=%d conflicts=%d controller status writes=%d", fights.Load(), fighterConflicts.Load(), in.statusWrites()))
+		Expect(fights.Load()).To(BeNumerically(">", 100))
+	})
+})
