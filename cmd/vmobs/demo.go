@@ -58,7 +58,7 @@ func runDemo(ctx context.Context, args []string) int {
 	fs.StringVar(&opts.Scenario, "scenario", "", "play only this scripted scenario (the healthy VMs still play; --vms 0 drops them)")
 	fs.BoolVar(&opts.NonInteractive, "non-interactive", false, "print plain timestamped lines (one per verdict change) and the summary, for CI and logs")
 	fs.StringVar(&opts.KubeconfigOut, "kubeconfig-out", "", "write the demo's admin kubeconfig here (default: into the temporary directory)")
-	fs.BoolVar(&opts.UntilDiagnosed, "until-diagnosed", false, "stop as soon as every scripted scenario shows the verdict it is built to produce")
+	fs.BoolVar(&opts.UntilSettled, "until-settled", false, "stop as soon as every scripted scenario is settled: it showed the verdict it is built to produce, or its deadline passed")
 	fs.BoolVar(&opts.Fast, "fast", false, "thresholds of a few seconds and a faster pace (for tests)")
 	fs.Usage = func() {}
 	err := fs.Parse(args)

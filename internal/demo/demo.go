@@ -55,9 +55,10 @@ type Options struct {
 	KubeconfigOut string
 	// Fast uses thresholds of a few seconds and a quicker pace (tests).
 	Fast bool
-	// UntilDiagnosed ends the demo as soon as every scripted scenario has
-	// shown the verdict it is built to produce (Duration still caps it).
-	UntilDiagnosed bool
+	// UntilSettled ends the demo as soon as every scripted scenario is
+	// settled: it showed the verdict it is built to produce, or its
+	// deadline passed (Duration still caps the run).
+	UntilSettled bool
 	// BuildControlPlane runs hack/build-controlplane.sh when the control
 	// plane binaries are missing from bin/k8s; otherwise their absence is
 	// an error.
@@ -238,7 +239,7 @@ func startControlPlane(ctx context.Context) (*testenv.Env, error) {
 }
 
 // Run plays the demo until ctx ends, Duration passes or (with
-// UntilDiagnosed) every scenario has been diagnosed, then stops everything
+// UntilSettled) every scenario is settled, then stops everything
 // it started, removes its temporary files and prints the summary.
 func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	start := time.Now()
@@ -400,23 +401,37 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			view.run(runCtx)
 		}()
 	}
-	var diagnosed <-chan struct{}
-	if opts.UntilDiagnosed {
-		diagnosed = tr.allDiagnosed()
+	var settle <-chan time.Time
+	if opts.UntilSettled {
+		tk := time.NewTicker(250 * time.Millisecond)
+		defer tk.Stop()
+		settle = tk.C
 	}
-	select {
-	case <-ctx.Done():
-		stopReason = "interrupted"
-		if out.failed() {
-			stopReason = "the output was closed"
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			stopReason = "interrupted"
+			if out.failed() {
+				stopReason = "the output was closed"
+			}
+			break wait
+		case <-deadline:
+			stopReason = fmt.Sprintf("--duration %s reached", opts.Duration)
+			break wait
+		case now := <-settle:
+			if done, allSeen := tr.settled(now); done {
+				stopReason = "every scripted scenario diagnosed as built"
+				if !allSeen {
+					stopReason = "every scripted scenario diagnosed as built or past its deadline"
+				}
+				break wait
+			}
+		case err := <-mgrDone:
+			stopReason = fmt.Sprintf("the manager stopped: %v", err)
+			mgrDone <- err
+			break wait
 		}
-	case <-deadline:
-		stopReason = fmt.Sprintf("--duration %s reached", opts.Duration)
-	case <-diagnosed:
-		stopReason = "every scripted scenario diagnosed"
-	case err := <-mgrDone:
-		stopReason = fmt.Sprintf("the manager stopped: %v", err)
-		mgrDone <- err
 	}
 	played := time.Since(playStart)
 	end := time.Now()

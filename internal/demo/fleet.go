@@ -215,10 +215,7 @@ func (d *director) churn(ctx context.Context) {
 		wait := d.pace.ChurnMin + time.Duration(d.rnd.Int64N(int64(d.pace.ChurnMax-d.pace.ChurnMin)+1))
 		var ready []*fleetVM
 		for _, vm := range d.fleet {
-			// VMs with a Multus interface stay put: after a migration
-			// the simulator gives the target pod new Multus addresses
-			// that the guest does not report (GuestIPMismatch).
-			if vm.ready && vm.nics < 2 {
+			if vm.ready {
 				ready = append(ready, vm)
 			}
 		}

@@ -200,8 +200,6 @@ type tracker struct {
 	firstHealthy time.Time
 	scenarios    []*ScenarioResult
 	byVM         map[string]*ScenarioResult
-	diagnosed    chan struct{}
-	closed       bool
 	errors       []string
 
 	// onChange and onNote, when set, are called (under the lock, in
@@ -214,10 +212,9 @@ const recentMax = 64
 
 func newTracker(start time.Time) *tracker {
 	return &tracker{
-		start:     start,
-		vms:       map[string]*vmState{},
-		byVM:      map[string]*ScenarioResult{},
-		diagnosed: make(chan struct{}),
+		start: start,
+		vms:   map[string]*vmState{},
+		byVM:  map[string]*ScenarioResult{},
 	}
 }
 
@@ -244,7 +241,6 @@ func (t *tracker) setPlan(plan []plannedScenario, pace Pace, playStart time.Time
 		t.scenarios = append(t.scenarios, r)
 		t.byVM[p.ns+"/"+p.vm] = r
 	}
-	t.maybeDone()
 }
 
 // played records that a scenario's Play returned.
@@ -391,28 +387,33 @@ func (t *tracker) checkLocked(v *vmState, at time.Time) string {
 	for i, n := range layerNames {
 		if n == r.Layer && v.Layers[i] == (state{r.Verdict, r.Reason}) {
 			r.Seen, r.SeenAt = true, at.Sub(t.start)
-			t.maybeDone()
 			return r.Name
 		}
 	}
 	return ""
 }
 
-func (t *tracker) maybeDone() {
-	if t.closed || len(t.scenarios) == 0 {
-		return
+// settled says whether every scenario is decided at now: diagnosed as
+// built, failed to play, or past its deadline; and whether all were
+// diagnosed.
+func (t *tracker) settled(now time.Time) (settled, allSeen bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.scenarios) == 0 {
+		return false, false
 	}
+	allSeen = true
 	for _, r := range t.scenarios {
-		if !r.Seen {
-			return
+		if r.Seen {
+			continue
+		}
+		allSeen = false
+		if !r.Played || (r.PlayErr == "" && now.Sub(t.start) < r.Due) {
+			return false, false
 		}
 	}
-	t.closed = true
-	close(t.diagnosed)
+	return true, allSeen
 }
-
-// allDiagnosed is closed once every scenario has been diagnosed as built.
-func (t *tracker) allDiagnosed() <-chan struct{} { return t.diagnosed }
 
 // snapshot is a copy of the tracker's state for the view.
 type snapshot struct {
