@@ -1,0 +1,26 @@
+// Command kubectl-vmobs is the kubectl plugin for VMObservations: put it on
+// PATH and run `kubectl vmobs [get|describe] [-A] [-n NS] [NAME]`. The logic
+// lives in internal/kubectlvmobs.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/vmobs/vmobs/internal/kubectlvmobs"
+)
+
+func main() {
+	// controller-runtime's client logs nothing the user needs; without a
+	// logger it would complain that none was set.
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := kubectlvmobs.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
