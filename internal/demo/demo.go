@@ -545,7 +545,7 @@ func kubectlHints(kubeconfig string) []hint {
 	hints := []hint{{"kubectl", fmt.Sprintf("%s --kubeconfig %s get vmobs -A -o wide", kubectl, kubeconfig)}}
 	plugin := filepath.Join(testenv.RepoRoot(), "bin", "kubectl-vmobs")
 	if fi, err := os.Stat(plugin); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-		hints = append(hints, hint{"kubectl vmobs", fmt.Sprintf("PATH=%s:\"$PATH\" %s --kubeconfig %s vmobs", filepath.Dir(plugin), kubectl, kubeconfig)})
+		hints = append(hints, hint{"kubectl vmobs", fmt.Sprintf("PATH=%s:\"$PATH\" %s vmobs get -A --kubeconfig %s", filepath.Dir(plugin), kubectl, kubeconfig)})
 	}
 	return hints
 }
