@@ -122,3 +122,9 @@ SCALE_ARGS ?=
 .PHONY: bench-scale
 bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on the test control plane: a table, and bin/scale-results.json. See docs/scale.md.
 	go test -count=1 -timeout 0 -run '^TestScale$$' -v ./test/scale/ -args -scale.n=$(N) -scale.idle=$(SCALE_IDLE) -scale.heartbeat=$(SCALE_HEARTBEAT) -scale.out=$(CURDIR)/bin/scale-results.json $(SCALE_ARGS)
+
+##@ kubectl plugin
+
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
+	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-vmobs ./cmd/kubectl-vmobs

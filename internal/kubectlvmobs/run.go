@@ -30,9 +30,10 @@ const (
 const usage = `kubectl vmobs shows VMObservations: the health of KubeVirt VMs per layer.
 
 Usage:
-  kubectl vmobs [get] [-A] [-n NAMESPACE] [NAME...]   a table, like kubectl get vmobs
-  kubectl vmobs describe [-A] [-n NAMESPACE] [NAME...] a tree per VM: layers, evidence, pods, migration, interfaces
-  kubectl vmobs NAME                                  the same as describe NAME
+  kubectl vmobs [get] [-A] [-n NAMESPACE] [NAME...]     a table, like kubectl get vmobs
+  kubectl vmobs describe [-A] [-n NAMESPACE] [NAME...]  a tree per VM: layers, evidence, pods, migration, interfaces
+  kubectl vmobs NAME                                    the same as describe NAME
+  add --watch (-w) to re-render on every change, --no-color for plain text
 
 Flags:
 `
@@ -214,15 +215,36 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 		}
 		return out
 	}
-	for ctx.Err() == nil {
+	opts := []client.ListOption{}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if len(names) == 1 {
+		opts = append(opts, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", names[0])})
+	}
+	for first := true; ctx.Err() == nil; first = false {
+		if !first {
+			// The previous watch ended: list again, so what changed
+			// (or was deleted) in between is not missed.
+			var list v1alpha1.VMObservationList
+			if err := c.List(ctx, &list, opts...); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("listing VMObservations: %w", err)
+			}
+			next := map[string]v1alpha1.VMObservation{}
+			for _, o := range list.Items {
+				if len(want) == 0 || want[o.Name] {
+					next[o.Namespace+"/"+o.Name] = o
+				}
+			}
+			if !sameVersions(cur, next) {
+				cur = next
+				show(snapshot())
+			}
+		}
 		var list v1alpha1.VMObservationList
-		opts := []client.ListOption{}
-		if namespace != "" {
-			opts = append(opts, client.InNamespace(namespace))
-		}
-		if len(names) == 1 {
-			opts = append(opts, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", names[0])})
-		}
 		w, err := c.Watch(ctx, &list, opts...)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -235,6 +257,20 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 		}
 	}
 	return nil
+}
+
+// sameVersions says whether a and b hold the same objects at the same
+// resource versions.
+func sameVersions(a, b map[string]v1alpha1.VMObservation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, o := range a {
+		if p, ok := b[k]; !ok || p.ResourceVersion != o.ResourceVersion {
+			return false
+		}
+	}
+	return true
 }
 
 // drain applies the events of one watch to cur until the watch or ctx ends.

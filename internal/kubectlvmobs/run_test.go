@@ -3,6 +3,7 @@ package kubectlvmobs
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,38 +177,48 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("watch", func(t *testing.T) {
-		wctx, wcancel := context.WithCancel(ctx)
-		defer wcancel()
-		var out, errOut syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- Run(wctx, append([]string{"get", "-n", "web", "--watch"}, kc...), &out, &errOut)
-		}()
-		waitFor(t, func() bool { return strings.Contains(out.String(), "fedora-web") }, "the first render")
+	for i, w := range []struct {
+		name   string
+		args   []string
+		render string // what each render contains once
+	}{
+		{"watch get", []string{"get", "-n", "web", "--watch"}, "NAME "},
+		{"watch describe", []string{"describe", "fedora-web", "-n", "web", "-w"}, "├─ control plane"},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			reason := fmt.Sprintf("WatchTestReason%d", i)
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			var out, errOut syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- Run(wctx, append(w.args, kc...), &out, &errOut)
+			}()
+			waitFor(t, func() bool { return strings.Contains(out.String(), "fedora-web") }, "the first render")
 
-		var o v1alpha1.VMObservation
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "web", Name: "fedora-web"}, &o); err != nil {
-			t.Fatal(err)
-		}
-		o.Status.Verdict, o.Status.Reason = v1alpha1.VerdictFailed, "WatchTestReason"
-		if err := c.Status().Update(ctx, &o); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, func() bool { return strings.Contains(out.String(), "WatchTestReason") }, "a re-render after the status changed")
-		wcancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("--watch exited %d after cancel, stderr: %s", code, errOut.String())
+			var o v1alpha1.VMObservation
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "web", Name: "fedora-web"}, &o); err != nil {
+				t.Fatal(err)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("--watch did not return after its context was cancelled")
-		}
-		if n := strings.Count(out.String(), "NAME "); n != 2 {
-			t.Errorf("--watch rendered the table %d times, want 2 (initial, one change):\n%s", n, out.String())
-		}
-	})
+			o.Status.Verdict, o.Status.Reason = v1alpha1.VerdictFailed, reason
+			if err := c.Status().Update(ctx, &o); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool { return strings.Contains(out.String(), reason) }, "a re-render after the status changed")
+			wcancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Errorf("--watch exited %d after cancel, stderr: %s", code, errOut.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("--watch did not return after its context was cancelled")
+			}
+			if n := strings.Count(out.String(), w.render); n != 2 {
+				t.Errorf("--watch rendered %d times, want 2 (initial, one change):\n%s", n, out.String())
+			}
+		})
+	}
 
 	t.Run("kubectl plugin", func(t *testing.T) {
 		dir := t.TempDir()
