@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,4 +186,61 @@ func vmiNodeNames(vmi *kubevirtv1.VirtualMachineInstance) []string {
 		add(n)
 	}
 	return out
+}
+
+// cacheLagTolerance bounds how long the controller trusts its own memory of
+// a write over the cache: long enough for the watch to deliver the write,
+// short enough that a status changed behind its back is put right.
+const cacheLagTolerance = 30 * time.Second
+
+// recentWrites remembers, per VMObservation, when the controller last wrote
+// its status and a hash of what it wrote. The cache lags our own writes by
+// a watch round-trip; without this, an event arriving in that gap would see
+// the old status and write again (seen in the scale harness as a second
+// write 140ms after the first). It holds 8 bytes of hash and a time per VM.
+type recentWrites struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]recentWrite
+}
+
+type recentWrite struct {
+	uid types.UID
+	at  time.Time
+	sum uint64
+}
+
+func (w *recentWrites) get(key types.NamespacedName, uid types.UID) (recentWrite, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.m[key]
+	if !ok || r.uid != uid {
+		return recentWrite{}, false
+	}
+	return r, true
+}
+
+func (w *recentWrites) put(key types.NamespacedName, uid types.UID, at time.Time, sum uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]recentWrite{}
+	}
+	w.m[key] = recentWrite{uid: uid, at: at, sum: sum}
+}
+
+func (w *recentWrites) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, key)
+}
+
+// statusHash is a hash of the status as it would be written.
+func statusHash(s *v1alpha1.VMObservationStatus) uint64 {
+	h := fnv.New64a()
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return 0
+	}
+	_, _ = h.Write(raw)
+	return h.Sum64()
 }

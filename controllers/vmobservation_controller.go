@@ -67,6 +67,8 @@ type Reconciler struct {
 	Now func() time.Time
 	// Metrics records verdict transitions; nil disables it.
 	Metrics *metrics.Transitions
+
+	writes recentWrites
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -113,13 +115,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		next.Conditions[i].ObservedGeneration = obs.Generation
 	}
 
-	decision := decideWrite(&obs.Status, &next, lastStatusWrite(obs), now, r.EvidenceRefreshInterval, r.ProgressCoalesceWindow)
+	lastWrite := lastStatusWrite(obs)
+	sum := statusHash(&next)
+	recent, seen := r.writes.get(req.NamespacedName, obs.UID)
+	if seen && recent.at.After(lastWrite) {
+		// Our own write has not reached the cache yet: the stored status
+		// and its managedFields are older than what we know we wrote.
+		lastWrite = recent.at
+	}
+	decision := decideWrite(&obs.Status, &next, lastWrite, now, r.EvidenceRefreshInterval, r.ProgressCoalesceWindow)
+	if decision.write && seen && recent.sum == sum && now.Sub(recent.at) < cacheLagTolerance {
+		decision = writeDecision{why: "already written, cache not caught up"}
+	}
 	requeue := result.NextDeadline
 	switch decision.write {
 	case true:
 		if err := r.applyStatus(ctx, obs, &next); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.writes.put(req.NamespacedName, obs.UID, now, sum)
 		r.recordTransitions(obs, &obs.Status, &next)
 		log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
 	default:
@@ -279,6 +293,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservati
 	if obs == nil || obs.Labels[ManagedByLabel] != ManagedByValue || obs.DeletionTimestamp != nil {
 		return nil
 	}
+	r.writes.forget(client.ObjectKeyFromObject(obs))
 	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)

@@ -144,9 +144,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "node-lost",
-		Description: "The VM's node goes dark (Ready=Unknown, heartbeats stop); once the heartbeat is older than 5 minutes nothing on the node can be trusted.",
-		Layer:       LayerNode, Verdict: VerdictUnknown, Reason: "NodeAgentStale", // ReasonNodeAgentStale
-		Wait: 6 * time.Minute,
+		Description: "The VM's node goes dark (Ready=Unknown, heartbeats stop, its pods marked not Ready): the node layer names the node rather than the pod's readiness; once the heartbeat is older than 5 minutes NodeAgentStale is added to it.",
+		Layer:       LayerNode, Verdict: VerdictUnknown, Reason: "NodeNotReady", // ReasonNodeNotReady
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			node := ScenarioNode(ns, vm)
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {

@@ -225,7 +225,10 @@ func (e *engine) judgeRunningPod(l *layer) {
 		}
 		// The pod's readiness follows the VM's readiness gate (paused) and
 		// the VMI's readiness probe, which the guest layer judges.
-		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil {
+		// A pod on a node whose kubelet is not Ready is marked not Ready by
+		// the node lifecycle controller: a symptom, and the node's own
+		// finding above is the cause to name.
+		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil && !f.nodeNotReady() {
 			status := "absent"
 			if ready != nil {
 				status = string(ready.Status)
@@ -272,4 +275,14 @@ func (e *engine) judgeTargetPod(l *layer) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonTargetPodUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindPod, p.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
 	}
+}
+
+// nodeNotReady says the VMI's node exists and its Ready condition is not
+// True.
+func (f *facts) nodeNotReady() bool {
+	if f.node == nil {
+		return false
+	}
+	c := nodeCond(f.node, corev1.NodeReady)
+	return c == nil || c.Status != corev1.ConditionTrue
 }
