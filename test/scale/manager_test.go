@@ -1,8 +1,10 @@
 package scale
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -64,6 +66,11 @@ func (m *inProcess) stop() error {
 type writeLog struct {
 	mu      sync.Mutex
 	entries []writeEntry
+	// dropEvents answers the manager's Event writes in the transport
+	// without sending them (-scale.no-events, a diagnostic that shows what
+	// the Events cost); dropped counts them.
+	dropEvents bool
+	dropped    int
 }
 
 type writeEntry struct {
@@ -76,6 +83,9 @@ func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return rtFunc(func(req *http.Request) (*http.Response, error) {
+			if l.dropEvents && req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/") {
+				return l.fakeEvent(req)
+			}
 			resp, err := rt.RoundTrip(req)
 			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
 				return resp, err
@@ -90,6 +100,30 @@ func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 		})
 	})
 	return out
+}
+
+// fakeEvent answers an Event write as the API server would, echoing the
+// Event created.
+func (l *writeLog) fakeEvent(req *http.Request) (*http.Response, error) {
+	body := []byte(`{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"dropped","namespace":"default"}}`)
+	code := http.StatusOK
+	if req.Method == http.MethodPost && req.Body != nil {
+		if b, err := io.ReadAll(req.Body); err == nil && len(b) > 0 && b[0] == '{' {
+			body, code = b, http.StatusCreated
+		}
+	}
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	l.mu.Lock()
+	l.dropped++
+	l.mu.Unlock()
+	return &http.Response{
+		StatusCode: code, Status: http.StatusText(code), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req,
+	}, nil
 }
 
 type rtFunc func(*http.Request) (*http.Response, error)

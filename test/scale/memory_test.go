@@ -318,6 +318,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool)
 	if err != nil {
 		return pt, err
 	}
+	r.res.LoadAvg[fmt.Sprintf("memory %d trim=%v", vms, trim)] = loadavg()
 	start := time.Now()
 	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Trim: trim, Refresh: r.cfg.Refresh})
 	if err != nil {

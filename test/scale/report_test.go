@@ -29,12 +29,15 @@ type results struct {
 	ConvergenceSeconds float64 `json:"convergence_seconds"`
 	ConvergenceRatio   float64 `json:"convergence_ratio"`
 
-	ColdWrites       int     `json:"cold_writes"`
-	ColdCreates      int     `json:"cold_creates"`
-	ColdStatusWrites int     `json:"cold_status_writes"`
-	ColdEvents       int     `json:"cold_event_writes"`
-	WritesPerVMCold  float64 `json:"writes_per_vm_cold"`
-	EventsPerVMCold  float64 `json:"events_per_vm_cold"`
+	ColdWrites       int `json:"cold_writes"`
+	ColdCreates      int `json:"cold_creates"`
+	ColdStatusWrites int `json:"cold_status_writes"`
+	ColdEvents       int `json:"cold_event_writes"`
+	// ColdEventsDropped counts the Event writes -scale.no-events answered
+	// in the transport (0 unless set).
+	ColdEventsDropped int     `json:"cold_event_writes_dropped"`
+	WritesPerVMCold   float64 `json:"writes_per_vm_cold"`
+	EventsPerVMCold   float64 `json:"events_per_vm_cold"`
 
 	IdleSeconds        float64 `json:"idle_seconds"`
 	IdleWrites         int     `json:"idle_writes"`
@@ -72,9 +75,12 @@ type results struct {
 	Mismatches              int            `json:"mismatches"`
 	Targets                 []target       `json:"targets"`
 	Machine                 map[string]any `json:"machine"`
-	HarnessSeconds          float64        `json:"harness_seconds"`
-	HeartbeatErrors         int            `json:"heartbeat_errors"`
-	TrackerNotes            []string       `json:"tracker_notes,omitempty"`
+	// LoadAvg is the machine's 1-minute load average as each phase began:
+	// the machine is shared, and this says how much.
+	LoadAvg         map[string]string `json:"loadavg"`
+	HarnessSeconds  float64           `json:"harness_seconds"`
+	HeartbeatErrors int               `json:"heartbeat_errors"`
+	TrackerNotes    []string          `json:"tracker_notes,omitempty"`
 }
 
 // target is one of the issue's targets and whether this run met it.
@@ -94,7 +100,7 @@ var requiredKeys = []string{
 }
 
 func newResults(cfg config) *results {
-	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine()}
+	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine(), LoadAvg: map[string]string{}}
 }
 
 func (r *results) setLatency(l *latencyResult) {
@@ -212,12 +218,16 @@ func (r *results) printTable(out io.Writer) {
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "\nvmobs scale harness: N=%d VMs on %d nodes in %d namespaces (%d migrated), %d workers%s\n",
 		r.N, r.Nodes, r.Namespaces, r.MigratedVMs, r.Workers, map[bool]string{true: " — SMOKE, figures not meaningful", false: ""}[r.Smoke])
-	fmt.Fprintf(w, "machine: %v\n\n", r.Machine)
+	fmt.Fprintf(w, "machine: %v\nload average as each phase began: %v\n\n", r.Machine, r.LoadAvg)
 	fmt.Fprintln(w, "figure\tvalue\tfloor / reference")
 	fmt.Fprintln(w, "------\t-----\t-----------------")
 	row := func(name, value, ref string) { fmt.Fprintf(w, "%s\t%s\t%s\n", name, value, ref) }
 	row("cold-start convergence", fmt.Sprintf("%.2f s (%.2f×)", r.ConvergenceSeconds, r.ConvergenceRatio), fmt.Sprintf("floor %.2f s", r.FloorSeconds))
-	row("VMObservation writes per VM, cold", fmt.Sprintf("%.2f (%d creates, %d status)", r.WritesPerVMCold, r.ColdCreates, r.ColdStatusWrites), fmt.Sprintf("floor 2.00; + %.2f Event writes per VM", r.EventsPerVMCold))
+	events := fmt.Sprintf("floor 2.00; + %.2f Event writes per VM", r.EventsPerVMCold)
+	if r.ColdEventsDropped > 0 {
+		events = fmt.Sprintf("floor 2.00; %d Event writes answered in the transport (-scale.no-events)", r.ColdEventsDropped)
+	}
+	row("VMObservation writes per VM, cold", fmt.Sprintf("%.2f (%d creates, %d status)", r.WritesPerVMCold, r.ColdCreates, r.ColdStatusWrites), events)
 	row(fmt.Sprintf("writes at idle (%.0f s, heartbeats every %.0f s)", r.IdleSeconds, r.HeartbeatSecs), fmt.Sprintf("%d (%d beyond policy)", r.IdleWrites, r.IdleUnexplained), fmt.Sprintf("%d evidence refreshes allowed (refresh interval %.0f s)", r.IdleRefreshWrites, r.RefreshSeconds))
 	row("  of which after the forced resync", fmt.Sprintf("%d (%d beyond policy)", r.ResyncWrites, r.ResyncUnexplained), "")
 	row("  of which after the restart", fmt.Sprintf("%d (%d beyond policy)", r.RestartWrites, r.RestartUnexplained), "")

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -42,6 +43,7 @@ var (
 	flagProfiles  = flag.String("scale.profile-dir", "", "write pprof profiles here: CPU of the in-process cold start, heap of each child manager")
 	flagBinary    = flag.Bool("scale.binary", false, "also run the built `vmobs manager` binary at the largest memory point and read its RSS (default on unless smoke)")
 	flagAge       = flag.Duration("scale.age", 2*time.Hour, "how long ago the VMs booted (timestamps in the objects), so that no grace period or deadline ends during the run")
+	flagNoEvents  = flag.Bool("scale.no-events", false, "diagnostic: answer the in-process manager's Event writes in its transport without sending them, to show what they cost")
 	flagTimeout   = flag.Duration("scale.converge-timeout", 0, "how long to wait for convergence (default 2m + 40ms per VM)")
 )
 
@@ -60,6 +62,7 @@ type config struct {
 	Workers      int
 	ProfileDir   string
 	Binary       bool
+	NoEvents     bool
 	Age          time.Duration
 	Converge     time.Duration
 	VMsPerNS     int
@@ -72,7 +75,7 @@ func loadConfig(t *testing.T) config {
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg := config{
-		N: *flagN, Rate: *flagRate, Workers: *flagWorkers, ProfileDir: *flagProfiles, Age: *flagAge,
+		N: *flagN, Rate: *flagRate, NoEvents: *flagNoEvents, Workers: *flagWorkers, ProfileDir: *flagProfiles, Age: *flagAge,
 		VMsPerNS: 100, VMsPerNode: 50, MigrateEvery: 100,
 	}
 	pick := func(name string, v, full, smoke time.Duration) time.Duration {
@@ -188,5 +191,35 @@ func machine() map[string]any {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		out["loadavg_at_start"] = strings.TrimSpace(string(b))
 	}
+	// What was measured: the commit, and the files of the code under test
+	// that differ from it (the harness builds the working tree).
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = testenv.RepoRoot()
+		b, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if c := git("rev-parse", "--short", "HEAD"); c != "" {
+		out["commit"] = c
+		if d := git("status", "--short", "--", "controllers", "internal/app", "internal/verdict", "api"); d != "" {
+			out["uncommitted"] = strings.Split(d, "\n")
+		}
+	}
 	return out
+}
+
+// loadavg is the 1-minute load average now.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
