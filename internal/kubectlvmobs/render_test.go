@@ -209,3 +209,23 @@ func TestNormalizeAges(t *testing.T) {
 		}
 	}
 }
+
+// TestRunUsage covers what Run decides before it talks to a cluster.
+func TestRunUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"--help"}, 0, "Usage:", ""},
+		{[]string{"help"}, 0, "--kubeconfig", ""},
+		{[]string{"--no-such-flag"}, 2, "", "unknown flag: --no-such-flag"},
+		{[]string{"get", "-A", "vm1"}, 2, "", "a name cannot be given with --all-namespaces"},
+	} {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), tc.args, &out, &errOut)
+		if code != tc.code || !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.err) {
+			t.Errorf("Run(%q) = %d, stdout %q, stderr %q; want %d, stdout with %q, stderr with %q", tc.args, code, out.String(), errOut.String(), tc.code, tc.out, tc.err)
+		}
+	}
+}

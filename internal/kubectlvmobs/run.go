@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -131,6 +132,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	objs, err := fetch(ctx, c, namespace, names)
 	if err != nil {
+		if meta.IsNoMatchError(err) {
+			err = fmt.Errorf("the cluster does not serve VMObservations (%s): is the vmobs CRD installed? %w", v1alpha1.GroupVersion, err)
+		}
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitFail
 	}
