@@ -128,3 +128,7 @@ bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on t
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
 	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
+
+.PHONY: kube-state-metrics
+kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).
+	hack/build-kube-state-metrics.sh

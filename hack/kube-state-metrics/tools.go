@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package kubestatemetrics pins kube-state-metrics, which
+// test/integrations/ksm_real_test.go runs against a real API server with
+// config/kube-state-metrics/vmobservation-crs.yaml. It is built from the Go
+// module proxy by hack/build-kube-state-metrics.sh into
+// bin/kube-state-metrics. The module's root package is kube-state-metrics'
+// main package.
+package kubestatemetrics
+
+import _ "k8s.io/kube-state-metrics/v2"
