@@ -78,6 +78,9 @@ func TestScale(t *testing.T) {
 
 	r.w = newWorld(t, cfg, e.Config)
 	r.w.grow(ctx, t, 0) // the first nodes
+	if err := r.w.addBystander(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.w.heartbeatAll(ctx); err != nil {
 		t.Fatal(err)
 	}

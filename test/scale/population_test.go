@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,6 +156,23 @@ func (w *world) nsList() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.namespaces...)
+}
+
+// addBystander creates a pod that is not a virt-launcher, as every real
+// cluster has thousands: the manager's Pod cache must not hold it.
+func (w *world) addBystander(ctx context.Context) error {
+	const ns = "bystander"
+	if err := w.hb.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	if err := w.c.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the bystander pod: %w", err)
+	}
+	return nil
 }
 
 // heartbeats is virt-handler on every node, every period, until ctx ends.

@@ -237,7 +237,9 @@ func (r *results) printTable(out io.Writer) {
 	for _, p := range r.MemoryPoints {
 		row(fmt.Sprintf("  %d VMs, transforms %s", p.VMs, onOff(p.Trim)),
 			fmt.Sprintf("live %s, in use %s, RSS %s", mib(p.HeapAlloc), mib(p.HeapInuse), mib(p.VmRSS)),
-			fmt.Sprintf("start-up peak %s vs steady max %s (%.2f×); RSS peak %s; converged %.1f s", mib(p.StartupPeakHeapInuse), mib(p.SteadyMaxHeapInuse), p.StartupPeakRatio, mib(p.VmHWM), p.ConvergenceSeconds))
+			fmt.Sprintf("start-up peak %s vs steady max %s (%.2f×); RSS peak %s; converged %.1f s; pod cache: selector %s, transform %s, start %d",
+				mib(p.StartupPeakHeapInuse), mib(p.SteadyMaxHeapInuse), p.StartupPeakRatio, mib(p.VmHWM), p.ConvergenceSeconds,
+				yesNo(p.PodSelectorApplied), yesNo(p.PodTransformApplied), p.Attempts))
 	}
 	if r.Binary != nil {
 		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×)", mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio))
@@ -250,6 +252,13 @@ func (r *results) printTable(out io.Writer) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.Name, t.Target, t.Value, t.Met)
 	}
 	_ = w.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func onOff(b bool) string {
