@@ -5,11 +5,13 @@ package testenv
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,6 +80,13 @@ func CRDDirs() []string {
 type Options struct {
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags map[string]string
+	// CertDir keeps kube-apiserver's certificates in this directory (the
+	// caller removes it), so RestartAPIServer brings it back with the same
+	// certificates; empty lets envtest pick a directory it removes itself.
+	CertDir string
+	// StopTimeout is how long kube-apiserver and etcd get to stop on
+	// SIGTERM before they are killed; zero is a minute.
+	StopTimeout time.Duration
 }
 
 // Env is a running control plane.
@@ -96,11 +105,14 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:        CRDDirs(),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
+		ControlPlaneStopTimeout:  cmp.Or(opts.StopTimeout, time.Minute),
 	}
 	api := env.ControlPlane.GetAPIServer()
 	for k, v := range opts.APIServerFlags {
 		api.Configure().Set(k, v)
+	}
+	if opts.CertDir != "" {
+		api.CertDir = opts.CertDir
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -110,6 +122,22 @@ func Start(opts Options) (*Env, error) {
 	// measure the rate limiter, not vmobs.
 	cfg.QPS, cfg.Burst = 1000, 2000
 	return &Env{Environment: env, Config: cfg}, nil
+}
+
+// RestartAPIServer stops kube-apiserver and starts it again on the same
+// etcd, port and certificates (start the Env with Options.CertDir, or the
+// serving certificates change and clients stop trusting the server).
+func (e *Env) RestartAPIServer() error {
+	api := e.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		// A timeout is followed by SIGKILL: the server is down either way,
+		// as after a crash.
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 // Kubeconfig writes a kubeconfig for an admin user into path.

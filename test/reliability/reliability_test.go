@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,13 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	env, err = testenv.Start(testenv.Options{})
+	// A certificate directory of our own survives kube-apiserver restarts.
+	certDir, err := os.MkdirTemp("", "vmobs-reliability-certs-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, certDir)
+	// kube-apiserver that has not drained in 10s is killed, as after a
+	// crash: the restart test needs both kinds of stop to be survivable.
+	env, err = testenv.Start(testenv.Options{CertDir: certDir, StopTimeout: 10 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
 	Expect(err).NotTo(HaveOccurred())
@@ -95,13 +102,14 @@ type instance struct {
 	counter *testenv.RequestCounter
 }
 
+// startInstance runs a manager; an empty leaseID turns leader election off.
 func startInstance(name, leaseID string) *instance {
 	in := &instance{name: name, breaker: &breaker{}, counter: testenv.NewRequestCounter(), done: make(chan error, 1)}
 	opts := app.Defaults()
 	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
 	opts.SkipNameValidation = true
 	opts.Registry = prometheus.NewRegistry()
-	opts.LeaderElection = true
+	opts.LeaderElection = leaseID != ""
 	opts.LeaderElectionID = leaseID
 	opts.LeaderElectionNamespace = "default"
 	opts.ReleaseLeaderOnCancel = true
@@ -115,6 +123,9 @@ func startInstance(name, leaseID string) *instance {
 }
 
 func (in *instance) elected() bool {
+	if in.mgr == nil {
+		return false
+	}
 	select {
 	case <-in.mgr.Elected():
 		return true
@@ -134,7 +145,9 @@ func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
 	}
 }
 
-func reasonOf(o *v1alpha1.VMObservation) string { return string(o.Status.Verdict) + "/" + o.Status.Reason }
+func reasonOf(o *v1alpha1.VMObservation) string {
+	return string(o.Status.Verdict) + "/" + o.Status.Reason
+}
 
 func world(name string) (ns, node string) {
 	ns = fmt.Sprintf("rel-%s-%d", name, time.Now().UnixNano()%100000)

@@ -1,0 +1,189 @@
+package reliability
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// truth runs the engine on a fresh LIST of the VM's objects, straight from
+// the API server, and returns "verdict/reason" per layer.
+func truth(ns, name string, previous *v1alpha1.VMObservationStatus) []string {
+	in := verdict.Input{Namespace: ns, Name: name, Policy: verdict.DefaultPolicy(), Previous: previous, Now: time.Now()}
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err == nil {
+		in.VM = vm
+	} else {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err == nil {
+		in.VMI = vmi
+	} else {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}
+	if in.VMI != nil {
+		migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
+		Expect(k8s.List(ctx, migrations, client.InNamespace(ns))).To(Succeed())
+		for i := range migrations.Items {
+			if migrations.Items[i].Spec.VMIName == name {
+				in.Migrations = append(in.Migrations, &migrations.Items[i])
+			}
+		}
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)})).To(Succeed())
+		in.Nodes = map[string]*corev1.Node{}
+		for i := range pods.Items {
+			in.Pods = append(in.Pods, &pods.Items[i])
+		}
+		for _, n := range []string{vmi.Status.NodeName} {
+			node := &corev1.Node{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: n}, node); err == nil {
+				in.Nodes[n] = node
+			}
+		}
+		for _, p := range in.Pods {
+			node := &corev1.Node{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err == nil {
+				in.Nodes[p.Spec.NodeName] = node
+			}
+		}
+	}
+	st := verdict.Evaluate(in).Status
+	return layerReasons(&st)
+}
+
+func layerReasons(st *v1alpha1.VMObservationStatus) []string {
+	if st.Layers == nil {
+		return nil
+	}
+	return []string{
+		string(st.Layers.ControlPlane.Verdict) + "/" + st.Layers.ControlPlane.Reason,
+		string(st.Layers.Node.Verdict) + "/" + st.Layers.Node.Reason,
+		string(st.Layers.Guest.Verdict) + "/" + st.Layers.Guest.Reason,
+	}
+}
+
+var _ = Describe("API server restarts", func() {
+	It("survives three kube-apiserver restarts while VMs change, loses no transition and rewrites nothing unchanged", func() {
+		ns, node := world("apirestart")
+		const vms = 6
+		name := func(i int) string { return fmt.Sprintf("vm%d", i) }
+		for i := 0; i < vms; i++ {
+			Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: name(i), GuestAgent: true})).To(Succeed())
+			Expect(sim.Boot(ctx, ns, name(i), node)).To(Succeed())
+		}
+		// One replica without leader election: with it, an API server down
+		// for longer than the renew deadline makes controller-runtime give
+		// up the lease and exit (by design: the pod restarts).
+		in := startInstance("restart", "")
+		defer in.cancel()
+		for i := 0; i < vms; i++ {
+			Eventually(observation(ns, name(i))).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+		}
+		Consistently(in.statusWrites, 2*time.Second).Should(Equal(in.statusWrites()))
+		quietBefore := map[string]int{}
+		for i := 2; i < vms; i++ {
+			quietBefore[name(i)] = in.counter.ObjectWrites("vmobservations", ns, name(i))["apply vmobservations/status"]
+		}
+
+		// vm0 and vm1 keep changing; their writes may fail while the API
+		// server is down, and are tried again on the next round.
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var churned, failed int
+		var lastErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; ; round++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				vm := name(round % 2)
+				// Read the state back each round: a change cut short by
+				// the restart may have landed in part.
+				vmi := &kubevirtv1.VirtualMachineInstance{}
+				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: vm}, vmi); err != nil {
+					lastErr = err
+					failed++
+					continue
+				}
+				isPaused := false
+				for _, c := range vmi.Status.Conditions {
+					if c.Type == kubevirtv1.VirtualMachineInstancePaused && c.Status == corev1.ConditionTrue {
+						isPaused = true
+					}
+				}
+				var err error
+				if isPaused {
+					err = sim.Unpause(ctx, ns, vm)
+				} else {
+					err = sim.Pause(ctx, ns, vm, simulator.PausedByUser)
+				}
+				if err != nil {
+					lastErr = err
+					failed++
+					continue
+				}
+				churned++
+			}
+		}()
+
+		start := time.Now()
+		for r := 1; r <= 3; r++ {
+			t := time.Now()
+			Expect(env.RestartAPIServer()).To(Succeed())
+			GinkgoWriter.Printf("RESTART %d: kube-apiserver back after %s\n", r, time.Since(t))
+			time.Sleep(4 * time.Second)
+		}
+		close(stop)
+		wg.Wait()
+		GinkgoWriter.Printf("RESTARTS done in %s; %d source changes landed, %d failed while the API server was down (last: %v)\n", time.Since(start), churned, failed, lastErr)
+		Expect(churned).To(BeNumerically(">=", 3), "changes must land between the restarts")
+
+		select {
+		case err := <-in.done:
+			Fail(fmt.Sprintf("the manager stopped: %v", err))
+		default:
+		}
+
+		// Converged: every VMObservation says what the engine says on a
+		// fresh LIST.
+		recovery := time.Now()
+		for i := 0; i < vms; i++ {
+			Eventually(func() ([]string, error) {
+				o, err := observation(ns, name(i))()
+				if err != nil {
+					return nil, err
+				}
+				want := truth(ns, name(i), &o.Status)
+				got := layerReasons(&o.Status)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					return got, fmt.Errorf("stored %v, engine on a fresh LIST %v", got, want)
+				}
+				return got, nil
+			}, time.Minute).Should(HaveLen(3))
+		}
+		GinkgoWriter.Printf("RESTARTS converged %s after the last restart\n", time.Since(recovery))
+		AddReportEntry("apiserver restarts", fmt.Sprintf("3 restarts, %d changes, converged", churned))
+
+		for i := 2; i < vms; i++ {
+			w := in.counter.ObjectWrites("vmobservations", ns, name(i))["apply vmobservations/status"]
+			Expect(w-quietBefore[name(i)]).To(BeZero(), "%s did not change: no write", name(i))
+		}
+	})
+})
