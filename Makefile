@@ -51,7 +51,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: test
-test: verify-generated vet envtest-bin promtool ## Check generated files, vet, then run unit and envtest suites with -race (and the tool modules' tests).
+test: verify-generated vet envtest-bin promtool kube-state-metrics ## Check generated files, vet, then run unit and envtest suites with -race (and the tool modules' tests).
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 

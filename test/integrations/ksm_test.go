@@ -14,8 +14,10 @@ import (
 	"github.com/vmobs/vmobs/internal/metrics"
 )
 
-// k8s.io/kube-state-metrics/v2 is not served by our module proxy, so its
-// config types cannot be imported. These mirror the fields of
+// These checks need no binary; ksm_real_test.go runs the real
+// kube-state-metrics (built by `make kube-state-metrics` in its own tool
+// module, so its dependencies stay out of ours) on the same config. These
+// types mirror the fields of
 // pkg/customresourcestate (config.go, config_metrics_types.go) as its docs
 // describe them, and the config is decoded strictly into them: a misspelt
 // or misplaced field fails here as it would be ignored there.
