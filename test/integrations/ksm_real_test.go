@@ -157,7 +157,7 @@ func expectedKSMSeries(o *v1alpha1.VMObservation) map[string]float64 {
 	if st.Layers != nil {
 		for _, l := range []struct {
 			metric, key string
-			s          v1alpha1.LayerStatus
+			s           v1alpha1.LayerStatus
 		}{
 			{"control_plane_verdict", "controlPlane", st.Layers.ControlPlane},
 			{"node_verdict", "node", st.Layers.Node},
