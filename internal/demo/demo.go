@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -276,14 +275,14 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer logFile.Close()
-	logger := zap.New(zap.WriteTo(logFile), zap.UseDevMode(false))
+	// Goroutines of client-go (the event broadcaster) may still log after
+	// Run returns; they write into a writer that is switched off rather than
+	// racing with a logger swap.
+	logSink := &switchableWriter{w: logFile}
+	defer logSink.off()
+	logger := zap.New(zap.WriteTo(logSink), zap.UseDevMode(false))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger.WithName("klog"))
-	defer func() {
-		// Nothing of ours logs after Run; the file is about to go.
-		ctrl.SetLogger(logr.Discard())
-		klog.SetLogger(logr.Discard())
-	}()
 
 	interactive := !opts.NonInteractive && isTerminal(opts.Out)
 	fd := -1
@@ -463,8 +462,7 @@ wait:
 		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
 	}
 	cpErr := stopEnv()
-	ctrl.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
+	logSink.off()
 	_ = logFile.Close()
 	rmErr := os.RemoveAll(tmp)
 	res.Elapsed = time.Since(start)
@@ -548,4 +546,26 @@ func kubectlHints(kubeconfig string) []hint {
 		hints = append(hints, hint{"kubectl vmobs", fmt.Sprintf("PATH=%s:\"$PATH\" %s vmobs get -A --kubeconfig %s", filepath.Dir(plugin), kubectl, kubeconfig)})
 	}
 	return hints
+}
+
+// switchableWriter passes writes on until it is switched off, then drops
+// them.
+type switchableWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchableWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+func (s *switchableWriter) off() {
+	s.mu.Lock()
+	s.w = nil
+	s.mu.Unlock()
 }

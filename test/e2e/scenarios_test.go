@@ -28,6 +28,19 @@ func bootHealthy(ns, node string, mods ...func(*simulator.VMSpec)) {
 	Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 }
 
+// settle waits until the VM's status writes stop changing for two seconds
+// (held writes, coalesced progress), so counts that follow are stable.
+func settle(ns string) int {
+	last := -1
+	Eventually(func() bool {
+		n := statusWrites(ns, vm)
+		stable := n == last
+		last = n
+		return stable
+	}, 30*time.Second, 2*time.Second).Should(BeTrue())
+	return last
+}
+
 // writesReport prints the writes a scenario cost, for the issue note.
 func writesReport(ns, scenario string) {
 	w := counter.ObjectWrites("vmobservations", ns, vm)
@@ -51,7 +64,7 @@ var _ = Describe("A VM's life, observed", func() {
 		Expect(o.Status.Interfaces).To(HaveLen(2))
 
 		// Let anything in flight land before counting.
-		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		settle(ns)
 		writesReport(ns, "boot")
 		Expect(creates(ns)).To(Equal(1))
 		Expect(statusWrites(ns, vm)).To(BeNumerically("<=", 3))
@@ -60,7 +73,7 @@ var _ = Describe("A VM's life, observed", func() {
 	It("stays quiet at idle: heartbeats every second cost no write beyond the refresh policy", func() {
 		ns, node := newWorld("idle")
 		bootHealthy(ns, node)
-		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		settle(ns)
 		before := statusWrites(ns, vm)
 		idle := 60 * time.Second
 		Consistently(observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
@@ -88,7 +101,7 @@ var _ = Describe("A VM's life, observed", func() {
 	It("writes nothing when the controller restarts over an unchanged world", func() {
 		ns, node := newWorld("restart")
 		bootHealthy(ns, node)
-		Consistently(func() int { return statusWrites(ns, vm) }, 2*time.Second).Should(Equal(statusWrites(ns, vm)))
+		settle(ns)
 		stopManager()
 		writes := func() int {
 			n := 0
