@@ -270,7 +270,7 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 		stop(m)
 		t.Fatal(err)
 	}
-	res.setLatency(lat)
+	res.setLatency(lat, w)
 	t.Logf("latency: %d changes at %.1f/s (%d skipped, %d missed): status p50 %.1fms p99 %.1fms; watch p50 %.1fms p99 %.1fms",
 		lat.Changes, lat.Rate, lat.Skipped, lat.Missed, res.LatencyP50, res.LatencyP99, res.FloorWatchP50, res.FloorWatchP99)
 	if lat.Missed > 0 {

@@ -21,6 +21,9 @@ import (
 
 // latencyResult holds the latency phase's figures.
 type latencyResult struct {
+	// Samples pairs, per change, its time and both latencies (0 when
+	// that effect never arrived).
+	Samples  []latencySample
 	Changes  int
 	Rate     float64 // achieved changes per second
 	Skipped  int     // ticks whose VM still had a change in flight
@@ -30,9 +33,16 @@ type latencyResult struct {
 	WriteRTT []time.Duration
 }
 
+type latencySample struct {
+	t0            time.Time
+	status, watch time.Duration
+}
+
 // pending is one source change whose effect has not arrived yet.
 type pending struct {
 	t0        time.Time
+	statusLat time.Duration
+	watchLat  time.Duration
 	wantNode  string // node layer "Verdict/Reason" the change must produce
 	wantReady corev1.ConditionStatus
 	watchSeen bool
@@ -102,8 +112,10 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 		defer mu.Unlock()
 		if p := inflight[key]; p != nil && p.wantNode == node {
 			samples(at.Sub(p.t0), 0)
+			p.statusLat = at.Sub(p.t0)
 			p.wantNode = ""
 			if p.watchSeen {
+				res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat})
 				delete(inflight, key)
 			}
 		}
@@ -135,8 +147,10 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 			mu.Lock()
 			if pe := inflight[key]; pe != nil && !pe.watchSeen && podReady(p) == pe.wantReady {
 				samples(0, at.Sub(pe.t0))
+				pe.watchLat = at.Sub(pe.t0)
 				pe.watchSeen = true
 				if pe.wantNode == "" {
+					res.Samples = append(res.Samples, latencySample{t0: pe.t0, status: pe.statusLat, watch: pe.watchLat})
 					delete(inflight, key)
 				}
 			}
@@ -246,6 +260,7 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 		if p.wantNode != "" {
 			res.Missed++
 		}
+		res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat})
 	}
 	clear(inflight)
 	var restore []vmRef

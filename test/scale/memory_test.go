@@ -19,13 +19,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -68,6 +70,15 @@ type childStats struct {
 	CachedNonLaunchers int    `json:"cached_non_launchers"`
 	CachedFullPods     int    `json:"cached_full_pods"`
 	Error              string `json:"error,omitempty"`
+	// At "stats": the estimated bytes of the cached objects, by kind.
+	Cache map[string]cacheSize `json:"cache,omitempty"`
+}
+
+// cacheSize is the estimated size of one kind's cached objects (deepSize
+// of each object as the cache returns it).
+type cacheSize struct {
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
 }
 
 // TestScaleChild is the child manager; it skips unless started by the
@@ -153,6 +164,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			st.WindowMaxHeapInuse = sampler.windowMax()
 			st.VmRSS = procStatus("VmRSS")
 			st.VmHWM = procStatus("VmHWM")
+			st.Cache = cacheSizes(ctx, mgr.GetCache())
 			runtime.GC()
 			runtime.GC()
 			var ms runtime.MemStats
@@ -179,6 +191,31 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	case <-time.After(time.Minute):
 		return fmt.Errorf("the manager did not stop")
 	}
+}
+
+// cacheSizes estimates what the manager's cache holds, by kind.
+func cacheSizes(ctx context.Context, c client.Reader) map[string]cacheSize {
+	out := map[string]cacheSize{}
+	for name, list := range map[string]client.ObjectList{
+		"VMObservation": &v1alpha1.VMObservationList{}, "VirtualMachineInstance": &kubevirtv1.VirtualMachineInstanceList{},
+		"VirtualMachine": &kubevirtv1.VirtualMachineList{}, "Pod": &corev1.PodList{}, "Node": &corev1.NodeList{},
+		"VirtualMachineInstanceMigration": &kubevirtv1.VirtualMachineInstanceMigrationList{},
+	} {
+		if err := c.List(ctx, list); err != nil {
+			continue
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			continue
+		}
+		var cs cacheSize
+		for _, o := range items {
+			cs.Objects++
+			cs.Bytes += deepSize(o)
+		}
+		out[name] = cs
+	}
+	return out
 }
 
 // heapSampler samples the heap in use (objects and unused span space, as
@@ -339,6 +376,8 @@ type memPoint struct {
 	PodSelectorApplied  bool `json:"pod_selector_applied"`
 	PodTransformApplied bool `json:"pod_transform_applied"`
 	Attempts            int  `json:"attempts"`
+	// Cache is the estimated size of the cached objects by kind.
+	Cache map[string]cacheSize `json:"cache,omitempty"`
 }
 
 // measureChild runs a child manager cold over the current population (its
@@ -433,6 +472,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool)
 		pt.StartupPeakRatio = float64(m.StartupPeakHeapInuse) / float64(st.WindowMaxHeapInuse)
 	}
 	pt.VmRSS, pt.VmHWM, pt.Goroutines = st.VmRSS, st.VmHWM, st.Goroutines
+	pt.Cache = st.Cache
 	t.Logf("memory: %d VMs, trim=%v: live heap %s, heap in use %s, start-up peak %s vs steady max %s, RSS %s (peak %s), converged in %.1fs; pod cache: selector %v, transform %v (attempt %d)",
 		vms, trim, mib(pt.HeapAlloc), mib(pt.HeapInuse), mib(pt.StartupPeakHeapInuse), mib(pt.SteadyMaxHeapInuse), mib(pt.VmRSS), mib(pt.VmHWM), pt.ConvergenceSeconds,
 		pt.PodSelectorApplied, pt.PodTransformApplied, pt.Attempts)
@@ -445,6 +485,11 @@ type binaryRSS struct {
 	RSS            uint64  `json:"rss_bytes"`
 	RSSPeak        uint64  `json:"rss_peak_bytes"`
 	StartupSeconds float64 `json:"startup_seconds"`
+	// RecreateVMs VMObservations of one namespace were deleted under the
+	// running binary; it took RecreateSeconds to create and write them
+	// again (client-go's default rate limit shows here).
+	RecreateVMs     int     `json:"recreate_vms"`
+	RecreateSeconds float64 `json:"recreate_seconds"`
 }
 
 // measureBinary builds `vmobs manager` and runs it as it ships, over the
@@ -503,6 +548,24 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	time.Sleep(r.cfg.Settle)
 	out.RSS = procStatusOf(pid, "VmRSS")
 	t.Logf("vmobs manager binary at %d VMs: RSS %s, start-up peak RSS %s", vms, mib(out.RSS), mib(out.RSSPeak))
+
+	// Its write rate: one namespace's VMObservations deleted under it.
+	ns := r.w.nsList()[0]
+	inNS := func(n string) bool { return n == ns }
+	want, _, err := expected(ctx, r.w.c, r.policy, time.Now(), inNS)
+	if err != nil {
+		return out, err
+	}
+	if err := deleteObservations(ctx, r.w.c, []string{ns}); err != nil {
+		return out, err
+	}
+	t0 := time.Now()
+	last, err := r.tr.waitMatch(ctx, want, nil, r.cfg.Converge)
+	if err != nil {
+		return out, fmt.Errorf("vmobs manager binary recreating %d VMObservations: %w (log %s)", len(want), err, logf.Name())
+	}
+	out.RecreateVMs, out.RecreateSeconds = len(want), last.Sub(t0).Seconds()
+	t.Logf("vmobs manager binary recreated %d VMObservations in %.1fs", out.RecreateVMs, out.RecreateSeconds)
 	return out, nil
 }
 

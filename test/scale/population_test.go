@@ -33,6 +33,7 @@ type world struct {
 	vms        []vmRef // in creation order
 	namespaces []string
 	hbErrs     int
+	hbRounds   []time.Time // when each heartbeat round began
 }
 
 type vmRef struct {
@@ -185,6 +186,9 @@ func (w *world) heartbeats(ctx context.Context, period time.Duration) {
 			return
 		case <-tick.C:
 		}
+		w.mu.Lock()
+		w.hbRounds = append(w.hbRounds, time.Now())
+		w.mu.Unlock()
 		for _, n := range w.nodeList() {
 			if err := w.hb.Heartbeat(ctx, n); err != nil && ctx.Err() == nil {
 				w.mu.Lock()
@@ -193,6 +197,19 @@ func (w *world) heartbeats(ctx context.Context, period time.Duration) {
 			}
 		}
 	}
+}
+
+// nearHeartbeat says whether t is within d after the start of a heartbeat
+// round.
+func (w *world) nearHeartbeat(t time.Time, d time.Duration) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, h := range w.hbRounds {
+		if !t.Before(h) && t.Sub(h) < d {
+			return true
+		}
+	}
+	return false
 }
 
 // heartbeatAll beats on every node once, now.

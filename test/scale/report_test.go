@@ -62,19 +62,35 @@ type results struct {
 	SourceWriteP50  float64 `json:"source_write_p50_ms"`
 	SourceWriteP99  float64 `json:"source_write_p99_ms"`
 	LatencyFloorP50 float64 `json:"latency_floor_p50_ms"`
+	// The controller's share: per change, the VMObservation's arrival
+	// minus the source's own watch event's arrival.
+	ControllerShareP50 float64 `json:"controller_share_p50_ms"`
+	ControllerShareP99 float64 `json:"controller_share_p99_ms"`
+	// Latency of the changes made more than 2s after a heartbeat round
+	// began (a round re-evaluates every VM on every node), and of the
+	// others.
+	LatencyAwayP99     float64 `json:"latency_p99_away_from_heartbeats_ms"`
+	LatencyNearP99     float64 `json:"latency_p99_near_heartbeats_ms"`
+	LatencyNearChanges int     `json:"latency_changes_near_heartbeats"`
 
-	HeapBytesPerVM          float64        `json:"heap_bytes_per_vm"`
-	HeapBytesPerVMUntrimmed float64        `json:"heap_bytes_per_vm_untrimmed"`
-	StartupPeakRatio        float64        `json:"startup_peak_ratio"`
-	StartupPeakRSSRatio     float64        `json:"startup_peak_rss_ratio"`
-	RSSBytes                uint64         `json:"rss_bytes"`
-	RSSVMs                  int            `json:"rss_vms"`
-	MemoryPoints            []memPoint     `json:"memory_points"`
-	Binary                  *binaryRSS     `json:"vmobs_binary,omitempty"`
-	Checks                  int            `json:"correctness_checks"`
-	Mismatches              int            `json:"mismatches"`
-	Targets                 []target       `json:"targets"`
-	Machine                 map[string]any `json:"machine"`
+	HeapBytesPerVM          float64    `json:"heap_bytes_per_vm"`
+	HeapBytesPerVMUntrimmed float64    `json:"heap_bytes_per_vm_untrimmed"`
+	StartupPeakRatio        float64    `json:"startup_peak_ratio"`
+	StartupPeakRSSRatio     float64    `json:"startup_peak_rss_ratio"`
+	RSSBytes                uint64     `json:"rss_bytes"`
+	RSSVMs                  int        `json:"rss_vms"`
+	MemoryPoints            []memPoint `json:"memory_points"`
+	// CacheBytesPerVM estimates, at the largest memory point, the cached
+	// objects' bytes per VM by kind (deepSize), with the transforms on and
+	// off; "total" is their sum and "other" the rest of the live heap's
+	// slope (informer indexes, queues, the controller's own state).
+	CacheBytesPerVM          map[string]float64 `json:"cache_bytes_per_vm"`
+	CacheBytesPerVMUntrimmed map[string]float64 `json:"cache_bytes_per_vm_untrimmed"`
+	Binary                   *binaryRSS         `json:"vmobs_binary,omitempty"`
+	Checks                   int                `json:"correctness_checks"`
+	Mismatches               int                `json:"mismatches"`
+	Targets                  []target           `json:"targets"`
+	Machine                  map[string]any     `json:"machine"`
 	// LoadAvg is the machine's 1-minute load average as each phase began:
 	// the machine is shared, and this says how much.
 	LoadAvg         map[string]string `json:"loadavg"`
@@ -103,7 +119,23 @@ func newResults(cfg config) *results {
 	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine(), LoadAvg: map[string]string{}}
 }
 
-func (r *results) setLatency(l *latencyResult) {
+func (r *results) setLatency(l *latencyResult, w *world) {
+	var share, near, away []time.Duration
+	for _, s := range l.Samples {
+		if s.status > 0 && s.watch > 0 {
+			share = append(share, s.status-s.watch)
+		}
+		if s.status <= 0 {
+			continue
+		}
+		if w.nearHeartbeat(s.t0, 2*time.Second) {
+			near = append(near, s.status)
+		} else {
+			away = append(away, s.status)
+		}
+	}
+	r.ControllerShareP50, r.ControllerShareP99 = percentile(share, 50), percentile(share, 99)
+	r.LatencyAwayP99, r.LatencyNearP99, r.LatencyNearChanges = percentile(away, 99), percentile(near, 99), len(near)
 	r.LatencyChanges, r.LatencyRate, r.LatencySkipped, r.LatencyMissed = l.Changes, l.Rate, l.Skipped, l.Missed
 	r.LatencyP50, r.LatencyP90, r.LatencyP99 = percentile(l.Status, 50), percentile(l.Status, 90), percentile(l.Status, 99)
 	r.LatencyMax = percentile(l.Status, 100)
@@ -144,6 +176,31 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 			r.HeapBytesPerVMUntrimmed = slope(x, y)
 		}
 	}
+	perVM := func(trim bool, slope float64) map[string]float64 {
+		var p *memPoint
+		for i := range r.MemoryPoints {
+			if q := &r.MemoryPoints[i]; q.Trim == trim && q.VMs > 0 && (p == nil || q.VMs > p.VMs) {
+				p = q
+			}
+		}
+		if p == nil || len(p.Cache) == 0 {
+			return nil
+		}
+		out := map[string]float64{}
+		var total float64
+		for k, c := range p.Cache {
+			v := float64(c.Bytes) / float64(p.VMs)
+			out[k] = math.Round(v)
+			total += v
+		}
+		out["total"] = math.Round(total)
+		if slope > 0 {
+			out["other"] = math.Round(slope - total)
+		}
+		return out
+	}
+	r.CacheBytesPerVM = perVM(true, r.HeapBytesPerVM)
+	r.CacheBytesPerVMUntrimmed = perVM(false, r.HeapBytesPerVMUntrimmed)
 	if largest != nil {
 		r.StartupPeakRatio = largest.StartupPeakRatio
 		r.RSSBytes, r.RSSVMs = largest.VmRSS, largest.VMs
@@ -196,7 +253,8 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 // sanitize replaces what JSON cannot carry (NaN from an empty sample).
 func (r *results) sanitize() {
 	for _, f := range []*float64{&r.LatencyP50, &r.LatencyP90, &r.LatencyP99, &r.LatencyMax, &r.FloorWatchP50,
-		&r.FloorWatchP99, &r.SourceWriteP50, &r.SourceWriteP99, &r.LatencyFloorP50, &r.ConvergenceRatio} {
+		&r.FloorWatchP99, &r.SourceWriteP50, &r.SourceWriteP99, &r.LatencyFloorP50, &r.ConvergenceRatio,
+		&r.ControllerShareP50, &r.ControllerShareP99, &r.LatencyAwayP99, &r.LatencyNearP99} {
 		if math.IsNaN(*f) || math.IsInf(*f, 0) {
 			*f = -1
 		}
@@ -233,6 +291,8 @@ func (r *results) printTable(out io.Writer) {
 	row("  of which after the restart", fmt.Sprintf("%d (%d beyond policy)", r.RestartWrites, r.RestartUnexplained), "")
 	row(fmt.Sprintf("latency at %.1f changes/s (%d changes)", r.LatencyRate, r.LatencyChanges), fmt.Sprintf("p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms", r.LatencyP50, r.LatencyP90, r.LatencyP99, r.LatencyMax),
 		fmt.Sprintf("watch p50 %.1f ms p99 %.1f ms; write p50 %.1f ms; 2×watch+write %.1f ms", r.FloorWatchP50, r.FloorWatchP99, r.SourceWriteP50, r.LatencyFloorP50))
+	row("  controller's share (status − source watch)", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", r.ControllerShareP50, r.ControllerShareP99),
+		fmt.Sprintf("p99 %.1f ms for the %d changes ≤2 s after a heartbeat round, %.1f ms for the others", r.LatencyNearP99, r.LatencyNearChanges, r.LatencyAwayP99))
 	row("heap per VM (transforms on / off)", fmt.Sprintf("%.0f B / %.0f B", r.HeapBytesPerVM, r.HeapBytesPerVMUntrimmed), "live heap after GC, slope over the memory points")
 	for _, p := range r.MemoryPoints {
 		row(fmt.Sprintf("  %d VMs, transforms %s", p.VMs, onOff(p.Trim)),
@@ -241,8 +301,22 @@ func (r *results) printTable(out io.Writer) {
 				mib(p.StartupPeakHeapInuse), mib(p.SteadyMaxHeapInuse), p.StartupPeakRatio, mib(p.VmHWM), p.ConvergenceSeconds,
 				yesNo(p.PodSelectorApplied), yesNo(p.PodTransformApplied), p.Attempts))
 	}
+	for _, c := range []struct {
+		name string
+		m    map[string]float64
+	}{{"cached bytes per VM, transforms on", r.CacheBytesPerVM}, {"cached bytes per VM, transforms off", r.CacheBytesPerVMUntrimmed}} {
+		if c.m == nil {
+			continue
+		}
+		row(c.name, fmt.Sprintf("%.0f B", c.m["total"]), fmt.Sprintf("VMObservation %.0f, VMI %.0f, Pod %.0f, VM %.0f, Node %.0f, VMIM %.0f; rest of the heap slope %.0f",
+			c.m["VMObservation"], c.m["VirtualMachineInstance"], c.m["Pod"], c.m["VirtualMachine"], c.m["Node"], c.m["VirtualMachineInstanceMigration"], c.m["other"]))
+	}
 	if r.Binary != nil {
 		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×)", mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio))
+		if r.Binary.RecreateVMs > 0 {
+			row("vmobs binary: VMObservations recreated", fmt.Sprintf("%d in %.1f s", r.Binary.RecreateVMs, r.Binary.RecreateSeconds),
+				fmt.Sprintf("%.1f VMObservation writes/s (the in-process cold start: %.1f/s)", 2*float64(r.Binary.RecreateVMs)/r.Binary.RecreateSeconds, float64(r.ColdWrites)/r.ConvergenceSeconds))
+		}
 	}
 	row("correctness", fmt.Sprintf("%d checks, %d mismatches", r.Checks, r.Mismatches), "VMObservations vs verdict.Evaluate on a fresh LIST")
 	fmt.Fprintln(w)
