@@ -38,16 +38,23 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 	if err != nil {
 		panic(err) // a constant
 	}
-	opts := cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: launchers},
-		},
-	}
+	// ByObject is keyed by object pointers: each kind must have exactly one
+	// key, or controller-runtime keeps one of the entries at random and
+	// drops the label selector or the transform of the other.
+	var (
+		pod  = &corev1.Pod{}
+		node = &corev1.Node{}
+		vmi  = &kubevirtv1.VirtualMachineInstance{}
+		vm   = &kubevirtv1.VirtualMachine{}
+		obs  = &v1alpha1.VMObservation{}
+	)
+	byObject := map[client.Object]cache.ByObject{pod: {Label: launchers}}
 	if vmSelector != nil && !vmSelector.Empty() {
-		opts.ByObject[&kubevirtv1.VirtualMachine{}] = cache.ByObject{Label: vmSelector}
-		opts.ByObject[&kubevirtv1.VirtualMachineInstance{}] = cache.ByObject{Label: vmSelector}
-		opts.ByObject[&v1alpha1.VMObservation{}] = cache.ByObject{Label: vmSelector}
+		byObject[vm] = cache.ByObject{Label: vmSelector}
+		byObject[vmi] = cache.ByObject{Label: vmSelector}
+		byObject[obs] = cache.ByObject{Label: vmSelector}
 	}
+	opts := cache.Options{ByObject: byObject}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
@@ -59,17 +66,17 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 	}
 	opts.DefaultTransform = cache.TransformStripManagedFields()
 	set := func(obj client.Object, t toolscache.TransformFunc) {
-		bo := opts.ByObject[obj]
+		bo := byObject[obj]
 		bo.Transform = t
-		opts.ByObject[obj] = bo
+		byObject[obj] = bo
 	}
-	set(&corev1.Pod{}, trimPod)
-	set(&corev1.Node{}, trimNode)
-	set(&kubevirtv1.VirtualMachineInstance{}, trimVMI)
-	set(&kubevirtv1.VirtualMachine{}, trimVM)
+	set(pod, trimPod)
+	set(node, trimNode)
+	set(vmi, trimVMI)
+	set(vm, trimVM)
 	// VMObservations keep their managedFields: the time of our last status
 	// write is read from there (see lastStatusWrite).
-	set(&v1alpha1.VMObservation{}, func(o any) (any, error) { return o, nil })
+	set(obs, func(o any) (any, error) { return o, nil })
 	return opts
 }
 

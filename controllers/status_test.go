@@ -1,14 +1,17 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 )
@@ -132,6 +135,37 @@ func TestNodeNamesOf(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("nodeNamesOf = %v, want %v", got, want)
+		}
+	}
+}
+
+// One ByObject entry per kind: two would make controller-runtime keep one at
+// random, losing the launcher-pod selector or the transform.
+func TestCacheOptionsOneEntryPerKind(t *testing.T) {
+	sel, _ := labels.Parse("team=db")
+	for _, trim := range []bool{true, false} {
+		opts := CacheOptions([]string{"a"}, sel, trim)
+		seen := map[string]cache.ByObject{}
+		for obj, bo := range opts.ByObject {
+			kind := fmt.Sprintf("%T", obj)
+			if _, dup := seen[kind]; dup {
+				t.Fatalf("trim=%v: %s has two ByObject entries", trim, kind)
+			}
+			seen[kind] = bo
+		}
+		pod := seen["*v1.Pod"]
+		if pod.Label == nil || pod.Label.String() != LauncherLabel {
+			t.Fatalf("trim=%v: pod selector %v, want %s", trim, pod.Label, LauncherLabel)
+		}
+		if trim && pod.Transform == nil {
+			t.Fatalf("pods are cached untrimmed")
+		}
+		want := 4 // pods, VMIs, VMs, VMObservations (the selector)
+		if trim {
+			want = 5 // and nodes (a transform)
+		}
+		if len(seen) != want {
+			t.Fatalf("trim=%v: %d kinds configured, want %d", trim, len(seen), want)
 		}
 	}
 }
