@@ -30,7 +30,7 @@ const floorFieldOwner = "vmobs-scale-floor"
 // twin of each namespace, so the VMs' own namespaces stay untouched, and
 // returns when the last of the VMObservations has arrived on the harness's
 // watch, as the cold start's clock does.
-func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Policy, workers int, timeout time.Duration) (time.Duration, int, error) {
+func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Policy, workers int, timeout time.Duration) (total, listed time.Duration, n int, err error) {
 	start := time.Now()
 	var (
 		vms   kubevirtv1.VirtualMachineList
@@ -56,9 +56,10 @@ func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Pol
 	}
 	wg.Wait()
 	close(errs)
-	for err := range errs {
-		return 0, 0, err
+	if err := <-errs; err != nil {
+		return 0, 0, 0, err
 	}
+	listed = time.Since(start)
 	var objs analyze.Objects
 	for i := range vms.Items {
 		objs.VMs = append(objs.VMs, &vms.Items[i])
@@ -115,14 +116,14 @@ func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Pol
 	ww.Wait()
 	select {
 	case err := <-errc:
-		return 0, 0, err
+		return 0, 0, 0, err
 	default:
 	}
 	last, err := tr.waitMatch(ctx, want, func(k string) string { return "floor-" + k }, timeout)
 	if err != nil {
-		return 0, 0, fmt.Errorf("floor: %w", err)
+		return 0, 0, 0, fmt.Errorf("floor: %w", err)
 	}
-	return last.Sub(start), len(todo), nil
+	return last.Sub(start), listed, len(todo), nil
 }
 
 // floorWrite creates the VMObservation and applies its status the way the

@@ -151,10 +151,11 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 
 	// The floor, then its VMObservations go away.
 	res.LoadAvg["floor"] = loadavg()
-	floorDur, n, err := floor(ctx, w.c, tr, r.policy, res.Workers, cfg.Converge)
+	floorDur, listed, n, err := floor(ctx, w.c, tr, r.policy, res.Workers, cfg.Converge)
 	if err != nil {
 		t.Fatal(err)
 	}
+	res.FloorListSeconds = listed.Seconds()
 	if n != cfg.N {
 		t.Fatalf("the floor wrote %d VMObservations, want %d", n, cfg.N)
 	}
@@ -209,6 +210,9 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	}
 	res.ConvergenceSeconds = last.Sub(t0).Seconds()
 	res.ConvergenceRatio = res.ConvergenceSeconds / res.FloorSeconds
+	if e := wl.snapshot(); len(e) > 0 {
+		res.ColdFirstWriteSeconds = e[0].at.Sub(t0).Seconds()
+	}
 	// Let the writes in flight at the last arrival land before counting.
 	time.Sleep(time.Second)
 	res.ColdWrites = counter.Writes("vmobservations")
@@ -220,8 +224,8 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	wl.mu.Unlock()
 	res.WritesPerVMCold = float64(res.ColdWrites) / float64(cfg.N)
 	res.EventsPerVMCold = float64(res.ColdEvents) / float64(cfg.N)
-	t.Logf("cold start: converged in %.2fs (%.2f× the floor), %d VMObservation writes (%d creates, %d status), %d event writes",
-		res.ConvergenceSeconds, res.ConvergenceRatio, res.ColdWrites, res.ColdCreates, res.ColdStatusWrites, res.ColdEvents)
+	t.Logf("cold start: converged in %.2fs (%.2f× the floor), first write after %.2fs (the floor's after %.2fs); %d VMObservation writes (%d creates, %d status), %d event writes",
+		res.ConvergenceSeconds, res.ConvergenceRatio, res.ColdFirstWriteSeconds, res.FloorListSeconds, res.ColdWrites, res.ColdCreates, res.ColdStatusWrites, res.ColdEvents)
 	r.verify(ctx, t, "after the cold start")
 
 	// Idle, with heartbeats, a forced resync at a third and a restart at
