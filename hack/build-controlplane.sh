@@ -46,5 +46,8 @@ build controlplane k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$k8s_ldf
 build controlplane k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_ldflags"
 build etcd go.etcd.io/etcd/server/v3 etcd "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v$ETCD_VERSION"
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
-"$out/kubectl" version --client | head -1
+# Print the first line of each version banner. Not `| head -1`: under
+# pipefail, head closing the pipe early kills the writer with SIGPIPE (141).
+first_line() { local text; text=$("$@" 2>&1); echo "${text%%$'\n'*}"; }
+first_line "$out/etcd" --version
+first_line "$out/kubectl" version --client

@@ -38,4 +38,4 @@ fi
 rm -f "$log"
 mv "$out.tmp" "$out"
 echo "kube-state-metrics: built in $((SECONDS - start))s"
-"$out" version | head -1
+text=$("$out" version 2>&1); echo "${text%%$'\n'*}" # not | head: SIGPIPE under pipefail
