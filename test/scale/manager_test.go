@@ -74,9 +74,9 @@ type writeLog struct {
 }
 
 type writeEntry struct {
-	at  time.Time
-	key string // "verb resource[/sub]" as testenv.Key names it
-	obj string // namespace/name; namespace/ for a create
+	at  time.Time // when the request was sent
+	key string    // "verb resource[/sub]" as testenv.Key names it
+	obj string    // namespace/name; namespace/ for a create
 }
 
 func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
@@ -86,6 +86,9 @@ func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 			if l.dropEvents && req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/") {
 				return l.fakeEvent(req)
 			}
+			// The time the request was sent, the closest to the
+			// controller's own clock when it decided to write.
+			sent := time.Now()
 			resp, err := rt.RoundTrip(req)
 			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
 				return resp, err
@@ -93,7 +96,7 @@ func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 			k := testenv.Key(req)
 			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
 				l.mu.Lock()
-				l.entries = append(l.entries, writeEntry{at: time.Now(), key: k, obj: objectPath(req.URL.Path)})
+				l.entries = append(l.entries, writeEntry{at: sent, key: k, obj: objectPath(req.URL.Path)})
 				l.mu.Unlock()
 			}
 			return resp, err
@@ -153,9 +156,10 @@ func (l *writeLog) snapshot() []writeEntry {
 
 // policyCheck classifies the status writes in [from, to): a write is
 // explained by the refresh policy when the object's previous status write
-// (from this log) is at least refresh earlier, less a second because the
-// controller reads its last write time from managedFields, which hold
-// whole seconds. Every other write in the window, creates and deletes
+// (from this log) was sent at least refresh earlier, less a second because
+// the controller reads its last write time from managedFields, which hold
+// whole seconds. (Timing the responses instead would flag a refresh whose
+// previous write took over a second to answer, as at N=5000 cold starts.) Every other write in the window, creates and deletes
 // included, is unexplained.
 func (l *writeLog) policyCheck(from, to time.Time, refresh time.Duration) (total, refreshes int, unexplained []string) {
 	last := map[string]time.Time{}
