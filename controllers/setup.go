@@ -111,7 +111,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmChanged())).
 		Watches(&kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), builder.WithPredicates(migrationChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), builder.WithPredicates(podChanged())).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToVMs), builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -131,11 +131,66 @@ func podToVM(_ context.Context, o client.Object) []reconcile.Request {
 	return nil
 }
 
-// nodeToVMs maps a Node to the VMIs whose status names it.
-func (r *Reconciler) nodeToVMs(ctx context.Context, o client.Object) []reconcile.Request {
+// nodeHandler maps a Node event to the VMs whose VMI names the node. A
+// change of virt-handler's heartbeat alone reaches only the VMs whose stored
+// verdict is not Healthy (or that have none yet): a fresher heartbeat can
+// turn Unknown into Healthy, but for a healthy VM it only moves the
+// staleness deadline later, and every VM is requeued at its own deadline
+// and at its next evidence refresh anyway. Without this, each heartbeat (one
+// a minute per node) woke every VM on the node at once, and a source change
+// arriving in that wave waited behind a hundred reconciles that wrote
+// nothing.
+func (r *Reconciler) nodeHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, node string, q workqueue.TypedRateLimitingInterface[reconcile.Request], heartbeatOnly bool) {
+		for _, req := range r.nodeToVMs(ctx, node) {
+			if heartbeatOnly && !r.heartbeatMatters(ctx, req.NamespacedName) {
+				continue
+			}
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object.GetName(), q, false)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, ok1 := e.ObjectOld.(*corev1.Node)
+			n, ok2 := e.ObjectNew.(*corev1.Node)
+			enqueue(ctx, e.ObjectNew.GetName(), q, ok1 && ok2 && heartbeatOnly(o, n))
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object.GetName(), q, false)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object.GetName(), q, false)
+		},
+	}
+}
+
+// heartbeatOnly says whether, of what the engine reads of a Node, only
+// virt-handler's heartbeat changed.
+func heartbeatOnly(o, n *corev1.Node) bool {
+	return o.Labels[SchedulableLabel] == n.Labels[SchedulableLabel] &&
+		readyOf(o) == readyOf(n) &&
+		!deletionChanged(o, n)
+}
+
+// heartbeatMatters says whether a fresher heartbeat could change the VM's
+// stored status: it has none yet, or its verdict is not Healthy.
+func (r *Reconciler) heartbeatMatters(ctx context.Context, key types.NamespacedName) bool {
+	obs := &v1alpha1.VMObservation{}
+	if err := r.Client.Get(ctx, key, obs); err != nil {
+		return true
+	}
+	return obs.Status.Verdict != v1alpha1.VerdictHealthy
+}
+
+// nodeToVMs lists the VMIs whose status names the node. The VMIs are read
+// without a copy: only their keys are used.
+func (r *Reconciler) nodeToVMs(ctx context.Context, node string) []reconcile.Request {
 	vmis := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := r.Client.List(ctx, vmis, client.MatchingFields{IndexVMINode: o.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing VMIs of a node failed", "node", o.GetName())
+	if err := r.Client.List(ctx, vmis, client.MatchingFields{IndexVMINode: node}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing VMIs of a node failed", "node", node)
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(vmis.Items))
@@ -183,7 +238,6 @@ func vmiChanged() predicate.Predicate {
 			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
 			!equality.Semantic.DeepEqual(o.Spec.Domain.Devices, n.Spec.Domain.Devices) ||
 			!equality.Semantic.DeepEqual(o.Spec.Networks, n.Spec.Networks) ||
-			!equality.Semantic.DeepEqual(o.Spec.Volumes, n.Spec.Volumes) ||
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/cachetrim"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -107,7 +108,7 @@ func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true, Image: "quay.io/kubevirt/virt-launcher:v1.9.0", RestartCount: 1}},
 		},
 	}
-	out, err := trimPod(pod)
+	out, err := cachetrim.Pod(pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +161,41 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 		if trim && pod.Transform == nil {
 			t.Fatalf("pods are cached untrimmed")
 		}
-		want := 4 // pods, VMIs, VMs, VMObservations (the selector)
-		if trim {
-			want = 5 // and nodes (a transform)
-		}
+		// pods, nodes, VMIs, VMs and migrations (no deep copy), and
+		// VMObservations (the selector, and with trim a transform).
+		want := 6
 		if len(seen) != want {
 			t.Fatalf("trim=%v: %d kinds configured, want %d", trim, len(seen), want)
 		}
+		// The reconciler patches the VMObservations it reads: those
+		// must come out of the cache as copies; the rest it only reads.
+		for kind, bo := range seen {
+			shared := bo.UnsafeDisableDeepCopy != nil && *bo.UnsafeDisableDeepCopy
+			if shared == (kind == "*v1alpha1.VMObservation") {
+				t.Errorf("trim=%v: %s is read without a copy: %v", trim, kind, shared)
+			}
+		}
+	}
+}
+
+// The cached VMObservation keeps only the time of our last status write, and
+// lastStatusWrite still reads it.
+func TestTrimmedObservationKeepsTheLastWrite(t *testing.T) {
+	fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:verdict":{}}}`)}
+	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
+		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: ptr.To(metav1.NewTime(t0.Add(time.Minute))), FieldsV1: fields},
+	}}}
+	out, err := cachetrim.Observation(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*v1alpha1.VMObservation)
+	if len(got.ManagedFields) != 1 || got.ManagedFields[0].FieldsV1 != nil {
+		t.Fatalf("managedFields kept: %+v", got.ManagedFields)
+	}
+	if w := lastStatusWrite(got); !w.Equal(t0) {
+		t.Fatalf("lastStatusWrite = %v, want %v", w, t0)
 	}
 }

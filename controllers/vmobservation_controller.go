@@ -20,13 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/cachetrim"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 const (
 	// FieldOwner is the field manager of every write vmobs makes.
-	FieldOwner = "vmobs-controller"
+	FieldOwner = cachetrim.StatusFieldOwner
 
 	// ManagedByLabel marks VMObservations the controller created, so it
 	// deletes only those when their VM and VMI are gone; one a user declared
@@ -303,13 +304,17 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservati
 }
 
 // recordTransitions emits an Event and counts a transition for each layer
-// whose verdict changed.
+// whose verdict changed. A layer's first verdict is an Event only when it
+// is not Healthy: a controller starting over thousands of healthy VMs would
+// otherwise post three Events for each (the scale harness saw them cost a
+// third of the cold start and most of the memory held after it), and
+// "None -> Healthy" tells a reader nothing the status does not.
 func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *v1alpha1.VMObservationStatus) {
 	for _, t := range transitions(prev, next) {
 		if r.Metrics != nil {
 			r.Metrics.Observe(t.layer, string(t.from), string(t.to))
 		}
-		if r.Recorder == nil || t.layer == "overall" {
+		if r.Recorder == nil || t.layer == "overall" || (t.from == "" && t.to == v1alpha1.VerdictHealthy) {
 			continue
 		}
 		eventType := corev1.EventTypeNormal

@@ -292,7 +292,19 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 		t.Errorf("the Lease has no holder: %+v", lease.Spec)
 	}
 
-	// The verdict transition was recorded as an Event by the controller.
+	// A verdict transition is recorded as an Event by the controller (a
+	// layer's first verdict is not, when it is Healthy): the user pauses
+	// the VM.
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+		t.Fatal(err)
+	}
+	vmi.Status.Conditions = append(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstancePaused, Status: corev1.ConditionTrue,
+		Reason: "PausedByUser", LastTransitionTime: metav1.Now(),
+	})
+	if err := admin.Update(ctx, vmi); err != nil {
+		t.Fatal(err)
+	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		events := &eventsv1.EventList{}
 		if err := admin.List(ctx, events, client.InNamespace(fxNS)); err != nil {

@@ -5,7 +5,7 @@
 // change-to-status latency at a steady change rate, and heap per VM with the
 // cache transforms on and off.
 //
-// `go test ./test/scale` runs a smoke version (N=20, seconds-long phases)
+// `go test ./test/scale` runs a smoke version (N=50, seconds-long phases)
 // that asserts only correctness. `make bench-scale N=1000` runs the full
 // harness; see docs/scale.md for the flags and what each figure means.
 package scale
@@ -30,13 +30,13 @@ import (
 // Flags. -scale.n=0 (the default) selects the smoke configuration; the
 // other flags then default to its short durations unless set.
 var (
-	flagN         = flag.Int("scale.n", 0, "number of VMs; 0 runs the smoke version (N=20, short phases, correctness only)")
+	flagN         = flag.Int("scale.n", 0, "number of VMs; 0 runs the smoke version (N=50, short phases, correctness only)")
 	flagIdle      = flag.Duration("scale.idle", 0, "idle period with node heartbeats, including a forced resync and a controller restart (default 5m; smoke 10s)")
 	flagHeartbeat = flag.Duration("scale.heartbeat", 0, "virt-handler heartbeat period on every node (default 60s; smoke 2s)")
 	flagRefresh   = flag.Duration("scale.refresh", 0, "the manager's EvidenceRefreshInterval (default: app.Defaults(), 5m; smoke 5s so that the refresh policy is exercised)")
 	flagRate      = flag.Float64("scale.rate", 20, "source changes per second in the latency phase")
 	flagLatency   = flag.Duration("scale.latency", 0, "length of the latency phase (default 60s; smoke 3s)")
-	flagMem       = flag.String("scale.mem-points", "", "comma-separated VM counts at which the manager's heap is measured in a child process (default 0,1000,2000,5000; smoke 0,20); \"none\" skips")
+	flagMem       = flag.String("scale.mem-points", "", "comma-separated VM counts at which the manager's heap is measured in a child process (default 0,1000,2000,5000; smoke 0,50); \"none\" skips")
 	flagSettle    = flag.Duration("scale.settle", 0, "steady-state window after a child manager converged, before its heap is read (default 20s; smoke 2s)")
 	flagOut       = flag.String("scale.out", "", "where to write the JSON results (default bin/scale-results.json; smoke: a temp dir)")
 	flagWorkers   = flag.Int("scale.create-workers", 8, "parallel workers that create the VMs")
@@ -88,7 +88,7 @@ func loadConfig(t *testing.T) config {
 		return full
 	}
 	if cfg.N <= 0 {
-		cfg.N, cfg.Smoke = 20, true
+		cfg.N, cfg.Smoke = 50, true
 		cfg.VMsPerNS, cfg.VMsPerNode, cfg.MigrateEvery = 10, 10, 10
 	}
 	cfg.Idle = pick("scale.idle", *flagIdle, 5*time.Minute, 10*time.Second)
