@@ -69,3 +69,16 @@ func TestStreamsDefault(t *testing.T) {
 		t.Error("no default streams")
 	}
 }
+
+func TestManagerRejectsNegativeRateLimit(t *testing.T) {
+	for _, args := range [][]string{{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}} {
+		var out, errOut bytes.Buffer
+		ctx := withStreams(context.Background(), &out, &errOut)
+		if code := runManager(ctx, args); code != 2 {
+			t.Errorf("%v: exit code %d, want 2", args, code)
+		}
+		if !strings.Contains(errOut.String(), "must not be negative") {
+			t.Errorf("%v: stderr %q does not say why", args, errOut.String())
+		}
+	}
+}

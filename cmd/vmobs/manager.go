@@ -61,6 +61,8 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.Policy.StalledAfter, "stalled-after", opts.Policy.StalledAfter, "A layer Degraded longer than this sets Stalled=True.")
 	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
+	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
+	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Burst above --kube-api-qps; 0 is twice --kube-api-qps.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +71,11 @@ func runManager(ctx context.Context, args []string) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	if *qps < 0 || opts.KubeAPIBurst < 0 {
+		fmt.Fprintf(stderr(ctx), "vmobs manager: --kube-api-qps and --kube-api-burst must not be negative\n")
+		return 2
+	}
+	opts.KubeAPIQPS = float32(*qps)
 	opts.Namespaces = namespaces
 	if selector != "" {
 		sel, err := labels.Parse(selector)

@@ -113,11 +113,8 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 		return err
 	}
 	cfg.UserAgent = "vmobs-controller"
-	// `vmobs manager` leaves QPS at 0, which client-go turns into 5
-	// requests per second: a cold start of thousands of VMs would take
-	// many minutes and measure the rate limiter (see docs/scale.md). The
-	// child lifts it, as controller-runtime's own config loader does.
-	cfg.QPS = -1
+	// The client-side rate limit is app.NewManager's (off by default), as
+	// in `vmobs manager`.
 	opts := managerOptions(config{Refresh: spec.Refresh}, spec.Trim)
 	mgr, err := app.NewManager(cfg, opts)
 	if err != nil {
@@ -487,17 +484,16 @@ type binaryRSS struct {
 	StartupSeconds float64 `json:"startup_seconds"`
 	// RecreateVMs VMObservations of one namespace were deleted under the
 	// running binary; it took RecreateSeconds to create and write them
-	// again (client-go's default rate limit shows here).
+	// again: the binary's write rate, with the rate limit it ships with.
 	RecreateVMs     int     `json:"recreate_vms"`
 	RecreateSeconds float64 `json:"recreate_seconds"`
 }
 
 // measureBinary builds `vmobs manager` and runs it as it ships, over the
 // current population with its VMObservations in place (a restart: it writes
-// nothing, so client-go's default 5 QPS does not slow it; see
-// docs/scale.md), until its CPU use has been quiet for 3s; then its peak
-// RSS (VmHWM) is the start-up peak; after the settle window its VmRSS is
-// the steady state.
+// nothing but evidence refreshes that are due), until its CPU use has been
+// quiet for 3s; then its peak RSS (VmHWM) is the start-up peak; after the
+// settle window its VmRSS is the steady state.
 func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRSS, error) {
 	out := binaryRSS{VMs: vms}
 	bin := filepath.Join(r.dir, "vmobs")
