@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/cachetrim"
@@ -197,5 +198,38 @@ func TestTrimmedObservationKeepsTheLastWrite(t *testing.T) {
 	}
 	if w := lastStatusWrite(got); !w.Equal(t0) {
 		t.Fatalf("lastStatusWrite = %v, want %v", w, t0)
+	}
+}
+
+func TestRefreshInterval(t *testing.T) {
+	base := 5 * time.Minute
+	if got := refreshInterval(0, "a"); got != 0 {
+		t.Errorf("refreshInterval(0) = %v, want 0 (no refresh policy stays none)", got)
+	}
+	lo, hi := base+base/5, base
+	for i := range 2000 {
+		uid := types.UID(fmt.Sprintf("0c2f3a4e-%04d-4d1a-9f0e-%012d", i, i*7919))
+		d := refreshInterval(base, uid)
+		if d < base || d >= base+base/5 {
+			t.Fatalf("refreshInterval(%s) = %v, want in [%v, %v)", uid, d, base, base+base/5)
+		}
+		if again := refreshInterval(base, uid); again != d {
+			t.Fatalf("refreshInterval(%s) = %v then %v: not fixed per object", uid, d, again)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	// 2000 objects spread over (nearly) the whole fifth of the interval.
+	if lo > base+base/100 || hi < base+base/5-base/100 {
+		t.Errorf("2000 objects span only [%v, %v]", lo, hi)
+	}
+}
+
+func TestRequeueAt(t *testing.T) {
+	if r := requeueAt(0); r.RequeueAfter != 0 || r.Priority != nil {
+		t.Errorf("requeueAt(0) = %+v, want no requeue", r)
+	}
+	r := requeueAt(time.Minute)
+	if r.RequeueAfter != time.Minute || r.Priority == nil || *r.Priority != handler.LowPriority {
+		t.Errorf("requeueAt(1m) = %+v, want RequeueAfter 1m at handler.LowPriority", r)
 	}
 }

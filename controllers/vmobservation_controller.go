@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -124,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// and its managedFields are older than what we know we wrote.
 		lastWrite = recent.at
 	}
-	decision := decideWrite(&obs.Status, &next, lastWrite, now, r.EvidenceRefreshInterval, r.ProgressCoalesceWindow)
+	decision := decideWrite(&obs.Status, &next, lastWrite, now, refreshInterval(r.EvidenceRefreshInterval, obs.UID), r.ProgressCoalesceWindow)
 	if decision.write && seen && recent.sum == sum && now.Sub(recent.at) < cacheLagTolerance {
 		decision = writeDecision{why: "already written, cache not caught up"}
 	}
@@ -145,7 +146,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			requeue = decision.retryAfter
 		}
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return requeueAt(requeue), nil
+}
+
+// requeueAt asks to be called again after d (none when d is 0), at low
+// priority: a deadline or a held-back refresh can wait behind the
+// reconciles that events bring, which carry a change someone is waiting
+// to see. An event for the same VM raises the queued item to the event's
+// priority, so nothing that changed waits behind the others.
+func requeueAt(d time.Duration) ctrl.Result {
+	if d <= 0 {
+		return ctrl.Result{}
+	}
+	return ctrl.Result{RequeueAfter: d, Priority: ptr.To(handler.LowPriority)}
 }
 
 func (r *Reconciler) now() time.Time {
