@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,10 @@ func TestDecideWrite(t *testing.T) {
 			d := decideWrite(tc.stored, tc.next, tc.lastWrite, tc.now, refresh, time.Second)
 			if d.write != tc.write || d.retryAfter != tc.retryAfter {
 				t.Fatalf("decideWrite = %+v, want write=%v retryAfter=%v", d, tc.write, tc.retryAfter)
+			}
+			// Only timestamp-only writes wait for the refresh budget.
+			if want := tc.write && strings.HasPrefix(tc.name, "heartbeat only"); d.refresh != want {
+				t.Errorf("decideWrite = %+v, want refresh=%v", d, want)
 			}
 		})
 	}
@@ -232,4 +237,65 @@ func TestRequeueAt(t *testing.T) {
 	if r.RequeueAfter != time.Minute || r.Priority == nil || *r.Priority != handler.LowPriority {
 		t.Errorf("requeueAt(1m) = %+v, want RequeueAfter 1m at handler.LowPriority", r)
 	}
+}
+
+func TestRefreshBudget(t *testing.T) {
+	key := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("vm-%d", i)}
+	}
+
+	t.Run("no limit", func(t *testing.T) {
+		var b *refreshBudget
+		if w := b.take(key(0), t0); w != 0 {
+			t.Errorf("nil budget: wait %v", w)
+		}
+		b = &refreshBudget{}
+		for i := range 100 {
+			if w := b.take(key(i), t0); w != 0 {
+				t.Fatalf("no limit: vm-%d waits %v", i, w)
+			}
+		}
+	})
+
+	t.Run("a wave is spread one slot apart, each slot kept until used", func(t *testing.T) {
+		b := &refreshBudget{every: 50 * time.Millisecond} // 20 per second
+		for i := range 100 {
+			want := time.Duration(i) * 50 * time.Millisecond
+			if w := b.take(key(i), t0); w != want {
+				t.Fatalf("vm-%d waits %v, want %v", i, w, want)
+			}
+		}
+		// Asking again before the slot keeps the slot, not a new one.
+		if w := b.take(key(10), t0.Add(100*time.Millisecond)); w != 400*time.Millisecond {
+			t.Errorf("vm-10 asking again waits %v, want 400ms (its slot at 500ms)", w)
+		}
+		// At its slot it writes, and the slot is gone.
+		if w := b.take(key(10), t0.Add(500*time.Millisecond)); w != 0 {
+			t.Errorf("vm-10 at its slot waits %v", w)
+		}
+		if len(b.slots) != 98 {
+			t.Errorf("%d slots held, want 98 (vm-0 wrote at once, vm-10 used its slot)", len(b.slots))
+		}
+		// A newcomer queues behind the wave.
+		if w := b.take(key(1000), t0.Add(time.Second)); w != 4*time.Second {
+			t.Errorf("newcomer waits %v, want 4s (after the 100 slots)", w)
+		}
+		b.forget(key(99))
+		if _, ok := b.slots[key(99)]; ok {
+			t.Error("forget kept the slot of a deleted object")
+		}
+	})
+
+	t.Run("an idle budget does not bank slots", func(t *testing.T) {
+		b := &refreshBudget{every: time.Second}
+		b.take(key(0), t0)
+		// An hour later, two refreshes: one now, one a slot later.
+		later := t0.Add(time.Hour)
+		if w := b.take(key(1), later); w != 0 {
+			t.Errorf("first after idle waits %v", w)
+		}
+		if w := b.take(key(2), later); w != time.Second {
+			t.Errorf("second after idle waits %v, want 1s", w)
+		}
+	})
 }

@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,12 +66,18 @@ type Reconciler struct {
 	// ProgressCoalesceWindow coalesces changes between Progressing states
 	// (a boot, a migration) to one write per window; 0 writes each.
 	ProgressCoalesceWindow time.Duration
+	// EvidenceRefreshQPS bounds timestamp-only status writes across all
+	// VMs, per second; 0 leaves them unbounded.
+	EvidenceRefreshQPS float64
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Metrics records verdict transitions; nil disables it.
 	Metrics *metrics.Transitions
 
 	writes recentWrites
+	// refreshes is built from EvidenceRefreshQPS on first use.
+	refreshOnce sync.Once
+	refreshes   *refreshBudget
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -129,6 +136,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if decision.write && seen && recent.sum == sum && now.Sub(recent.at) < cacheLagTolerance {
 		decision = writeDecision{why: "already written, cache not caught up"}
 	}
+	if decision.write && decision.refresh {
+		if wait := r.refreshBudget().take(req.NamespacedName, now); wait > 0 {
+			decision = writeDecision{why: "evidence refresh waits for its slot", retryAfter: wait}
+		}
+	}
 	requeue := result.NextDeadline
 	switch decision.write {
 	case true:
@@ -147,6 +159,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return requeueAt(requeue), nil
+}
+
+func (r *Reconciler) refreshBudget() *refreshBudget {
+	r.refreshOnce.Do(func() {
+		r.refreshes = &refreshBudget{}
+		if r.EvidenceRefreshQPS > 0 {
+			r.refreshes.every = time.Duration(float64(time.Second) / r.EvidenceRefreshQPS)
+		}
+	})
+	return r.refreshes
 }
 
 // requeueAt asks to be called again after d (none when d is 0), at low
@@ -308,6 +330,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservati
 		return nil
 	}
 	r.writes.forget(client.ObjectKeyFromObject(obs))
+	r.refreshBudget().forget(client.ObjectKeyFromObject(obs))
 	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)

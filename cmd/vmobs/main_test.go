@@ -71,7 +71,7 @@ func TestStreamsDefault(t *testing.T) {
 }
 
 func TestManagerRejectsNegativeRateLimit(t *testing.T) {
-	for _, args := range [][]string{{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}} {
+	for _, args := range [][]string{{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}, {"--evidence-refresh-qps=-2"}} {
 		var out, errOut bytes.Buffer
 		ctx := withStreams(context.Background(), &out, &errOut)
 		if code := runManager(ctx, args); code != 2 {

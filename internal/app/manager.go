@@ -58,6 +58,10 @@ type Options struct {
 	AutoCreate bool
 	// EvidenceRefreshInterval bounds timestamp-only status writes per object.
 	EvidenceRefreshInterval time.Duration
+	// EvidenceRefreshQPS bounds timestamp-only status writes across all VMs
+	// per second, so that the refreshes of a fleet written in one cold start
+	// do not all fall due together; 0 leaves them unbounded.
+	EvidenceRefreshQPS float64
 	// ProgressCoalesceWindow coalesces changes between Progressing states to
 	// one status write per window.
 	ProgressCoalesceWindow time.Duration
@@ -94,6 +98,7 @@ func Defaults() Options {
 		LeaderElectionID:        "vmobs.observability.vmobs.io",
 		AutoCreate:              true,
 		EvidenceRefreshInterval: 5 * time.Minute,
+		EvidenceRefreshQPS:      20,
 		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -151,6 +156,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Policy:                  opts.Policy,
 		AutoCreate:              opts.AutoCreate,
 		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
+		EvidenceRefreshQPS:      opts.EvidenceRefreshQPS,
 		ProgressCoalesceWindow:  opts.ProgressCoalesceWindow,
 		Now:                     opts.Now,
 		Metrics:                 transitions,

@@ -552,11 +552,11 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	if err != nil {
 		return out, err
 	}
+	t0 := time.Now()
 	if err := deleteObservations(ctx, r.w.c, []string{ns}); err != nil {
 		return out, err
 	}
-	t0 := time.Now()
-	last, err := r.tr.waitMatch(ctx, want, nil, r.cfg.Converge)
+	last, err := r.tr.waitMatchSince(ctx, want, nil, t0, r.cfg.Converge)
 	if err != nil {
 		return out, fmt.Errorf("vmobs manager binary recreating %d VMObservations: %w (log %s)", len(want), err, logf.Name())
 	}

@@ -179,18 +179,23 @@ type tracker struct {
 // what the tracker holds.
 type goal struct {
 	want map[string]summary
-	off  int
+	// since: only what arrived at or after it counts (zero: anything).
+	since time.Time
+	off   int
+}
+
+func (g *goal) matches(k string, t tracked, has bool) bool {
+	w, ok := g.want[k]
+	return ok && has && t.sum == w && !t.changedAt.Before(g.since)
 }
 
 // account moves the goal's count for key k going from old (had) to now
 // (has).
 func (g *goal) account(k string, old tracked, had bool, now tracked, has bool) {
-	w, ok := g.want[k]
-	if !ok {
+	if _, ok := g.want[k]; !ok {
 		return
 	}
-	before := had && old.sum == w
-	after := has && now.sum == w
+	before, after := g.matches(k, old, had), g.matches(k, now, has)
 	switch {
 	case before && !after:
 		g.off++
@@ -357,8 +362,15 @@ func (tr *tracker) count(keep func(string) bool) int {
 // when the last of them arrived. It fails after timeout, describing what is
 // still off.
 func (tr *tracker) waitMatch(ctx context.Context, want map[string]summary, rename func(string) string, timeout time.Duration) (time.Time, error) {
+	return tr.waitMatchSince(ctx, want, rename, time.Time{}, timeout)
+}
+
+// waitMatchSince is waitMatch counting only what arrived at or after since:
+// objects deleted under a running manager may still be in the tracker with
+// the wanted summary when the wait begins.
+func (tr *tracker) waitMatchSince(ctx context.Context, want map[string]summary, rename func(string) string, since time.Time, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
-	g := &goal{want: make(map[string]summary, len(want))}
+	g := &goal{want: make(map[string]summary, len(want)), since: since}
 	for k, w := range want {
 		if rename != nil {
 			k = rename(k)
@@ -370,7 +382,7 @@ func (tr *tracker) waitMatch(ctx context.Context, want map[string]summary, renam
 		tr.mu.Unlock()
 		return time.Time{}, fmt.Errorf("waitMatch: another wait is running")
 	}
-	_, missing, wrong, _ := tr.matchStateLocked(g.want)
+	_, missing, wrong, _ := tr.matchStateLocked(g)
 	g.off = missing + wrong
 	tr.goal = g
 	tr.mu.Unlock()
@@ -387,7 +399,7 @@ func (tr *tracker) waitMatch(ctx context.Context, want map[string]summary, renam
 		if off == 0 || time.Now().After(deadline) || ctx.Err() != nil {
 			// One full scan confirms the count and finds the last arrival.
 			tr.mu.Lock()
-			last, missing, wrong, example := tr.matchStateLocked(g.want)
+			last, missing, wrong, example := tr.matchStateLocked(g)
 			if off == 0 && missing+wrong > 0 {
 				// The scan is the truth; a kept count that drifted
 				// would be a harness bug, which the notes show.
@@ -410,9 +422,12 @@ func (tr *tracker) waitMatch(ctx context.Context, want map[string]summary, renam
 
 // matchStateLocked compares the tracker with want (keys as the tracker
 // names them).
-func (tr *tracker) matchStateLocked(want map[string]summary) (last time.Time, missing, wrong int, example string) {
-	for k, w := range want {
+func (tr *tracker) matchStateLocked(g *goal) (last time.Time, missing, wrong int, example string) {
+	for k, w := range g.want {
 		got, ok := tr.objs[k]
+		if ok && got.changedAt.Before(g.since) {
+			ok = false // the object that was there before
+		}
 		switch {
 		case !ok:
 			missing++
