@@ -267,6 +267,15 @@ type refreshBudget struct {
 	slots map[types.NamespacedName]time.Time
 }
 
+// newRefreshBudget spaces refreshes to qps per second; 0 or less is no limit.
+func newRefreshBudget(qps float64) *refreshBudget {
+	b := &refreshBudget{}
+	if qps > 0 {
+		b.every = time.Duration(float64(time.Second) / qps)
+	}
+	return b
+}
+
 // take returns how long key must wait for its refresh: 0 when it may write
 // now (a free slot, or the slot it holds has come).
 func (b *refreshBudget) take(key types.NamespacedName, now time.Time) time.Duration {

@@ -249,7 +249,7 @@ func TestRefreshBudget(t *testing.T) {
 		if w := b.take(key(0), t0); w != 0 {
 			t.Errorf("nil budget: wait %v", w)
 		}
-		b = &refreshBudget{}
+		b = newRefreshBudget(0)
 		for i := range 100 {
 			if w := b.take(key(i), t0); w != 0 {
 				t.Fatalf("no limit: vm-%d waits %v", i, w)
@@ -258,7 +258,7 @@ func TestRefreshBudget(t *testing.T) {
 	})
 
 	t.Run("a wave is spread one slot apart, each slot kept until used", func(t *testing.T) {
-		b := &refreshBudget{every: 50 * time.Millisecond} // 20 per second
+		b := newRefreshBudget(20) // one slot every 50ms
 		for i := range 100 {
 			want := time.Duration(i) * 50 * time.Millisecond
 			if w := b.take(key(i), t0); w != want {
@@ -287,7 +287,7 @@ func TestRefreshBudget(t *testing.T) {
 	})
 
 	t.Run("an idle budget does not bank slots", func(t *testing.T) {
-		b := &refreshBudget{every: time.Second}
+		b := newRefreshBudget(1)
 		b.take(key(0), t0)
 		// An hour later, two refreshes: one now, one a slot later.
 		later := t0.Add(time.Hour)

@@ -6,7 +6,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,9 +74,9 @@ type Reconciler struct {
 	Metrics *metrics.Transitions
 
 	writes recentWrites
-	// refreshes is built from EvidenceRefreshQPS on first use.
-	refreshOnce sync.Once
-	refreshes   *refreshBudget
+	// refreshes is built from EvidenceRefreshQPS by SetupWithManager; nil
+	// spaces nothing.
+	refreshes *refreshBudget
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -136,8 +135,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if decision.write && seen && recent.sum == sum && now.Sub(recent.at) < cacheLagTolerance {
 		decision = writeDecision{why: "already written, cache not caught up"}
 	}
-	if decision.write && decision.refresh {
-		if wait := r.refreshBudget().take(req.NamespacedName, now); wait > 0 {
+	if decision.refresh {
+		if wait := r.refreshes.take(req.NamespacedName, now); wait > 0 {
 			decision = writeDecision{why: "evidence refresh waits for its slot", retryAfter: wait}
 		}
 	}
@@ -159,16 +158,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return requeueAt(requeue), nil
-}
-
-func (r *Reconciler) refreshBudget() *refreshBudget {
-	r.refreshOnce.Do(func() {
-		r.refreshes = &refreshBudget{}
-		if r.EvidenceRefreshQPS > 0 {
-			r.refreshes.every = time.Duration(float64(time.Second) / r.EvidenceRefreshQPS)
-		}
-	})
-	return r.refreshes
 }
 
 // requeueAt asks to be called again after d (none when d is 0), at low
@@ -330,7 +319,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservati
 		return nil
 	}
 	r.writes.forget(client.ObjectKeyFromObject(obs))
-	r.refreshBudget().forget(client.ObjectKeyFromObject(obs))
+	r.refreshes.forget(client.ObjectKeyFromObject(obs))
 	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)

@@ -192,9 +192,6 @@ func (g *goal) matches(k string, t tracked, has bool) bool {
 // account moves the goal's count for key k going from old (had) to now
 // (has).
 func (g *goal) account(k string, old tracked, had bool, now tracked, has bool) {
-	if _, ok := g.want[k]; !ok {
-		return
-	}
 	before, after := g.matches(k, old, had), g.matches(k, now, has)
 	switch {
 	case before && !after:
