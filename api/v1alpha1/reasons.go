@@ -265,6 +265,53 @@ const (
 	// ReasonGuestNotReady: the VMI's readiness probe fails (Ready=False on a
 	// running, unpaused VMI that has a readinessProbe).
 	ReasonGuestNotReady = "GuestNotReady"
+
+	// ReasonDomainSyncFailed: virt-handler cannot synchronize the domain
+	// (Synchronized=False with its reason "Synchronizing with the Domain
+	// failed.", or on a Scheduled or Running VMI): libvirt or QEMU refused
+	// it (no /dev/kvm, a disk image it may not open, ...). Node layer.
+	ReasonDomainSyncFailed = "DomainSyncFailed"
+
+	// ReasonVMINotObserved: the VM says its VMI exists (status.created) but
+	// the input has no VMI; the layers that live in the VMI are unknown.
+	ReasonVMINotObserved = "VMINotObserved"
+
+	// ReasonDataVolumeError: the VM's printableStatus says a DataVolume it
+	// uses failed or does not exist.
+	ReasonDataVolumeError = "DataVolumeError"
+
+	// ReasonVMFailure: the VM's own Failure condition: virt-controller cannot
+	// apply the VM to its VMI (create, delete or update failed).
+	ReasonVMFailure = "VMFailure"
+
+	// ReasonHotplugFailed: a hotplug of a volume, memory or CPUs failed (the
+	// VM's Failure condition with a HotPlug reason, HotMemoryChange or
+	// HotVCPUChange False with a failure, a hotplug volume that reports a
+	// failure).
+	ReasonHotplugFailed = "HotplugFailed"
+
+	// ReasonStuckStopping: the VMI (or VM) has been terminating for longer
+	// than its termination grace period plus a margin (KubeVirt's
+	// VirtualMachineStuckOnNode alert).
+	ReasonStuckStopping = "StuckStopping"
+
+	// ReasonReadyConditionMissing: a Running VMI without a Ready condition,
+	// which virt-controller writes on every sync: the status is partial.
+	ReasonReadyConditionMissing = "ReadyConditionMissing"
+
+	// ReasonAccessCredentialsFailed: virt-handler could not propagate the
+	// VM's access credentials through the guest agent.
+	ReasonAccessCredentialsFailed = "AccessCredentialsFailed"
+
+	// ReasonEvictionExternal: eviction requested under evictionStrategy
+	// External: KubeVirt marks the VMI and leaves it to an external
+	// controller, which is expected to stop or replace the VM.
+	ReasonEvictionExternal = "EvictionExternal"
+
+	// ReasonNotEvictable: a note: evictionStrategy LiveMigrate on a VMI that
+	// cannot be live-migrated, so a drain of its node will be refused
+	// (KubeVirt's VMCannotBeEvicted alert).
+	ReasonNotEvictable = "NotEvictable"
 )
 
 // AllReasons lists every verdict reason, in declaration order. Tests use it
@@ -335,4 +382,14 @@ var AllReasons = []string{
 	ReasonGuestPaused,
 	ReasonEvidenceStale,
 	ReasonGuestNotReady,
+	ReasonDomainSyncFailed,
+	ReasonVMINotObserved,
+	ReasonDataVolumeError,
+	ReasonVMFailure,
+	ReasonHotplugFailed,
+	ReasonStuckStopping,
+	ReasonReadyConditionMissing,
+	ReasonAccessCredentialsFailed,
+	ReasonEvictionExternal,
+	ReasonNotEvictable,
 }

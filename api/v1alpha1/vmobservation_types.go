@@ -108,6 +108,13 @@ type PolicyOverrides struct {
 	// +optional
 	StalledAfter *metav1.Duration `json:"stalledAfter,omitempty"`
 
+	// LagGrace is how long KubeVirt's objects may contradict each other
+	// (a launcher pod that finished before the VMI names the migration
+	// target, a missing launcher) before the contradiction becomes a
+	// verdict; until then the layer keeps its verdict or says Progressing.
+	// +optional
+	LagGrace *metav1.Duration `json:"lagGrace,omitempty"`
+
 	// GuestAgentExpected says whether this VM's guest runs a QEMU guest
 	// agent. When true, a missing agent makes the guest layer Degraded;
 	// when false, it is only noted.

@@ -225,6 +225,11 @@ func (in *PolicyOverrides) DeepCopyInto(out *PolicyOverrides) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.LagGrace != nil {
+		in, out := &in.LagGrace, &out.LagGrace
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.GuestAgentExpected != nil {
 		in, out := &in.GuestAgentExpected, &out.GuestAgentExpected
 		*out = new(bool)

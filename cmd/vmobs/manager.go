@@ -60,6 +60,7 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.Policy.HeartbeatTimeout, "heartbeat-timeout", opts.Policy.HeartbeatTimeout, "virt-handler heartbeat older than this makes the node layer Unknown.")
 	fs.DurationVar(&opts.Policy.AgentGracePeriod, "agent-grace-period", opts.Policy.AgentGracePeriod, "Time after Running for the guest agent to connect.")
 	fs.DurationVar(&opts.Policy.StalledAfter, "stalled-after", opts.Policy.StalledAfter, "A layer Degraded longer than this sets Stalled=True.")
+	fs.DurationVar(&opts.Policy.LagGrace, "lag-grace", opts.Policy.LagGrace, "How long KubeVirt's objects may contradict each other (status lags reality) before the contradiction becomes a verdict.")
 	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")

@@ -101,8 +101,9 @@ func Node(o any) (any, error) {
 	return node, nil
 }
 
-// VMI keeps of the spec the interfaces, networks, host devices and whether
-// there is a readiness probe; of the status what the engine reads. Volumes,
+// VMI keeps of the spec the interfaces, networks, host devices, whether
+// there is a readiness probe, the eviction strategy and the termination
+// grace period; of the status what the engine reads. Volumes,
 // the domain's CPU, memory, firmware and features, cloud-init payloads and
 // the guest's filesystems say nothing about health.
 func VMI(o any) (any, error) {
@@ -123,8 +124,10 @@ func VMI(o any) (any, error) {
 			HostDevices: spec.Domain.Devices.HostDevices,
 			GPUs:        spec.Domain.Devices.GPUs,
 		}},
-		Networks:       spec.Networks,
-		ReadinessProbe: probe,
+		Networks:                      spec.Networks,
+		ReadinessProbe:                probe,
+		EvictionStrategy:              spec.EvictionStrategy,
+		TerminationGracePeriodSeconds: spec.TerminationGracePeriodSeconds,
 	}
 	st := &vmi.Status
 	vmi.Status = kubevirtv1.VirtualMachineInstanceStatus{
@@ -138,22 +141,43 @@ func VMI(o any) (any, error) {
 		Interfaces:                st.Interfaces,
 		GuestOSInfo:               st.GuestOSInfo,
 		MigrationState:            st.MigrationState,
-		VolumeStatus:              claims(st.VolumeStatus),
+		VolumeStatus:              volumes(st.VolumeStatus),
+		MigratedVolumes:           migrated(st.MigratedVolumes),
 	}
 	return vmi, nil
 }
 
-// claims keeps the access modes of the volumes backed by a claim: the
-// engine reads them to tell whether the disks can follow a migration.
-func claims(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
+// volumes keeps the access modes of the volumes backed by a claim (can the
+// disks follow a migration) and the phase and reason of hotplug volumes
+// (did the hotplug fail).
+func volumes(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
 	var out []kubevirtv1.VolumeStatus
 	for i := range in {
-		if c := in[i].PersistentVolumeClaimInfo; c != nil && len(c.AccessModes) > 0 {
-			out = append(out, kubevirtv1.VolumeStatus{
-				Name:                      in[i].Name,
-				PersistentVolumeClaimInfo: &kubevirtv1.PersistentVolumeClaimInfo{AccessModes: c.AccessModes},
-			})
+		v := &in[i]
+		c := v.PersistentVolumeClaimInfo
+		claim := c != nil && len(c.AccessModes) > 0
+		if !claim && v.HotplugVolume == nil {
+			continue
 		}
+		k := kubevirtv1.VolumeStatus{Name: v.Name}
+		if claim {
+			k.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{AccessModes: c.AccessModes}
+		}
+		if v.HotplugVolume != nil {
+			k.HotplugVolume = &kubevirtv1.HotplugVolumeStatus{}
+			k.Phase, k.Reason, k.Message = v.Phase, v.Reason, v.Message
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// migrated keeps the names of the volumes being migrated, which are exempt
+// from the access-mode check.
+func migrated(in []kubevirtv1.StorageMigratedVolumeInfo) []kubevirtv1.StorageMigratedVolumeInfo {
+	var out []kubevirtv1.StorageMigratedVolumeInfo
+	for i := range in {
+		out = append(out, kubevirtv1.StorageMigratedVolumeInfo{VolumeName: in[i].VolumeName})
 	}
 	return out
 }

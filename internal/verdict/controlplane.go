@@ -3,6 +3,7 @@ package verdict
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,20 @@ const (
 	syncFailedPvcNotFound  = "FailedPvcNotFound"
 	syncFailedCreate       = "FailedCreate"
 	nodeUnresponsiveReason = "NodeUnresponsive" // kv:pkg/virt-controller/watch/node/node.go
+	// syncDomainFailed is the reason virt-handler gives every
+	// Synchronized=False it writes (kv:pkg/virt-handler/vm.go
+	// handleSyncError → CheckFailure).
+	syncDomainFailed = "Synchronizing with the Domain failed."
+)
+
+// stopMargin is added to the termination grace period before a VMI that is
+// being deleted counts as stuck; with KubeVirt's default grace of 180s the
+// deadline is 5 minutes, as in KubeVirt's VirtualMachineStuckOnNode alert
+// (kv:pkg/monitoring/rules/alerts/vms.go).
+const (
+	stopMargin         = 2 * time.Minute
+	defaultStopGrace   = 180 * time.Second
+	vmFailureCondition = "Failure" // kv:pkg/virt-controller/watch/vm/vm.go processFailureCondition
 )
 
 // controlPlane judges what virt-controller and virt-handler say in the VM,
@@ -32,7 +47,11 @@ func (e *engine) controlPlane() {
 		l.context(kindVM, f.vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 	}
 	if f.vmi != nil {
-		l.context(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
+		if f.inferredFrom != "" {
+			l.context(kindVMI, f.vmi.Name, "status.phase", "absent; "+string(f.phase)+" inferred from "+f.inferredFrom, f.phaseSince)
+		} else {
+			l.context(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
+		}
 	}
 	switch f.lc {
 	case lcMissing:
@@ -51,6 +70,8 @@ func (e *engine) controlPlane() {
 		e.cpStopped(l)
 	case lcStarting:
 		e.cpStarting(l)
+	case lcVMIUnseen:
+		e.cpVMIUnseen(l)
 	case lcSucceeded:
 		if f.vm != nil && f.runStratOK && f.runStrat == kubevirtv1.RunStrategyAlways {
 			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonRestarting,
@@ -77,7 +98,8 @@ func (e *engine) controlPlane() {
 	case lcUnknown:
 		if f.phase == kubevirtv1.VmPhaseUnset {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonStatusMissing,
-				"the VMI has no status.phase since "+rfc(f.created)+": its status is missing or virt-controller is not processing it", time.Time{})
+				"the VMI has no status.phase since "+rfc(f.created)+", longer than "+f.pol.SchedulingTimeout.String()+
+					": its status is missing or virt-controller is not processing it", f.unsetPhaseDeadline())
 			l.cite(kindVMI, f.vmi.Name, "status.phase", "", f.created)
 		} else {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonUnknownPhase,
@@ -88,6 +110,21 @@ func (e *engine) controlPlane() {
 		e.cpPreRunning(l)
 	case lcRunning:
 		e.cpRunning(l)
+	}
+	switch f.lc {
+	case lcPreRunning, lcRunning, lcFailed, lcUnknown:
+		// Rules whose objects exist whatever the phase says: a failed
+		// migration next to a VMI that shows only metadata is still a
+		// failed migration.
+		e.migrationRules(l)
+		e.evictionRules(l)
+		if f.lc != lcFailed {
+			e.launcherCountRules(l)
+		}
+		e.vmiRuntimeRules(l)
+	}
+	if f.vmi != nil {
+		e.vmFailure(l)
 	}
 	if f.vmi != nil && (f.future(f.phaseSince) || f.future(f.created)) {
 		t := f.phaseSince
@@ -187,9 +224,19 @@ func (e *engine) timedProgress(l *layer, start time.Time, timeout time.Duration,
 func (e *engine) cpPreRunning(l *layer) {
 	f := &e.f
 	vmi := f.vmi
-	if f.phase == kubevirtv1.VmPhaseUnset && !f.created.IsZero() {
-		// Without a phase after the grace, the status counts as missing.
-		e.deadline(ceilSec(f.created.Add(unsetPhaseGrace)))
+	if f.phase == kubevirtv1.VmPhaseUnset {
+		// KubeVirt counts an unprocessed VMI as starting; past the
+		// scheduling deadline its status counts as missing.
+		msg := "the VMI has no status yet: virt-controller has not processed it"
+		if !f.created.IsZero() {
+			e.deadline(f.unsetPhaseDeadline())
+			l.stale(f.unsetPhaseDeadline())
+			msg += " (created " + rfc(f.created) + ")"
+		}
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonScheduling, msg, f.created)
+		l.cite(kindVMI, vmi.Name, "status.phase", "", f.created)
+		e.vmPrintableCause(l)
+		return
 	}
 	if f.phase == kubevirtv1.WaitingForSync {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonWaitingForSync,
@@ -206,11 +253,21 @@ func (e *engine) cpPreRunning(l *layer) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
 	}
+	e.vmPrintableCause(l)
 	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceProvisioning); c != nil {
 		// DataVolume imports take as long as the data does: no timeout.
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning,
 			"the VMI waits for its DataVolumes to be provisioned", mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[Provisioning].status", string(c.Status), mt(c.LastTransitionTime))
+		return
+	}
+	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceDataVolumesReady); c != nil && c.Status == corev1.ConditionFalse {
+		msg := "the VMI waits for its DataVolumes"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning, msg, mt(c.LastTransitionTime))
+		l.cite(kindVMI, vmi.Name, "status.conditions[DataVolumesReady].reason", c.Reason, mt(c.LastTransitionTime))
 		return
 	}
 	// The timeout covers the whole road to Running, measured from the
@@ -237,12 +294,33 @@ func (e *engine) cpPreRunning(l *layer) {
 	l.cite(kindVMI, vmi.Name, "status.phase", phase, f.phaseSince)
 }
 
-// syncFailure reads Synchronized, which KubeVirt only ever sets False and
-// removes when things are fine (kv:pkg/controller/conditions.go:143-164).
+// syncCondition is Synchronized=False, which KubeVirt only ever sets False
+// and removes when things are fine (kv:pkg/controller/conditions.go), and
+// whether virt-handler wrote it. virt-controller writes it only while it
+// creates the launcher pod: on its update path a Scheduled or Running VMI
+// returns early (kv:pkg/virt-controller/watch/vmi/lifecycle.go
+// prepareVMIPatch), so there any Synchronized=False is virt-handler's, as is
+// every one with handleSyncError's reason (kv:pkg/virt-handler/vm.go).
+func (f *facts) syncCondition() (c *kubevirtv1.VirtualMachineInstanceCondition, byHandler bool) {
+	c = f.vmiCond(kubevirtv1.VirtualMachineInstanceSynchronized)
+	if c == nil || c.Status != corev1.ConditionFalse {
+		return nil, false
+	}
+	switch c.Reason {
+	case syncDomainFailed:
+		return c, true
+	case syncErrImagePull, syncImagePullBackOff, syncFailedPvcNotFound, syncFailedCreate:
+		return c, false
+	}
+	return c, f.phase == kubevirtv1.Scheduled || f.phase == kubevirtv1.Running
+}
+
+// syncFailure reads the Synchronized=False that virt-controller wrote; the
+// node layer reads virt-handler's (domainSync).
 func (e *engine) syncFailure(l *layer) {
 	f := &e.f
-	c := f.vmiCond(kubevirtv1.VirtualMachineInstanceSynchronized)
-	if c == nil || c.Status != corev1.ConditionFalse {
+	c, byHandler := f.syncCondition()
+	if c == nil || byHandler {
 		return
 	}
 	var reason, what string
@@ -254,7 +332,7 @@ func (e *engine) syncFailure(l *layer) {
 	case syncFailedCreate:
 		reason, what = v1alpha1.ReasonLauncherCreateFailed, "virt-controller cannot create the launcher pod"
 	default:
-		reason, what = v1alpha1.ReasonSyncFailed, "KubeVirt cannot synchronize the VMI"
+		reason, what = v1alpha1.ReasonSyncFailed, "virt-controller cannot synchronize the VMI"
 	}
 	msg := what
 	if c.Message != "" {
@@ -272,12 +350,11 @@ func (e *engine) cpRunning(l *layer) {
 	vmi := f.vmi
 	switch {
 	case vmi.DeletionTimestamp != nil:
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VMI is being deleted", mt(*vmi.DeletionTimestamp))
-		l.cite(kindVMI, vmi.Name, "metadata.deletionTimestamp", rfc(mt(*vmi.DeletionTimestamp)), mt(*vmi.DeletionTimestamp))
+		e.stopping(l, kindVMI, vmi.Name, "the VMI is being deleted", mt(*vmi.DeletionTimestamp))
 	case f.vm != nil && f.vm.DeletionTimestamp != nil:
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VM is being deleted", mt(*f.vm.DeletionTimestamp))
-		l.cite(kindVM, f.vm.Name, "metadata.deletionTimestamp", rfc(mt(*f.vm.DeletionTimestamp)), mt(*f.vm.DeletionTimestamp))
+		e.stopping(l, kindVM, f.vm.Name, "the VM is being deleted", mt(*f.vm.DeletionTimestamp))
 	case f.vm != nil && f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted:
+		// The VM has no stop clock: no deadline.
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping,
 			"the VM is Halted and its VMI is shutting down", vmConditionSince(f.vm))
 		l.cite(kindVM, f.vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
@@ -287,21 +364,225 @@ func (e *engine) cpRunning(l *layer) {
 		l.cite(kindVMI, vmi.Name, "status.conditions[Paused].reason", c.Reason, mt(c.LastTransitionTime))
 	}
 	e.syncFailure(l)
-	e.migrationRules(l)
-	e.evictionRules(l)
-	e.launcherCountRules(l)
+	if f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil {
+		// virt-controller writes Ready on every sync of every VMI
+		// (kv:pkg/virt-controller/watch/vmi/lifecycle.go updateStatus →
+		// syncReadyConditionFromPod): without it the status is partial.
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonReadyConditionMissing,
+			"the VMI says Running but has no Ready condition, which virt-controller writes on every sync: its status is partial", time.Time{})
+		l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
+	}
 	e.activePodsRules(l)
-	if l.nf == 0 {
-		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "the VMI runs on "+orUnknown(vmi.Status.NodeName), f.phaseSince)
+	// Always added: notes never outrank it, worse findings always do.
+	l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "the VMI runs on "+orUnknown(vmi.Status.NodeName), f.phaseSince)
+}
+
+// stopping is a deletion in progress, stuck once it outlives the
+// termination grace period plus stopMargin.
+func (e *engine) stopping(l *layer, kind, name, msg string, since time.Time) {
+	f := &e.f
+	grace := defaultStopGrace
+	if g := f.vmi.Spec.TerminationGracePeriodSeconds; g != nil && *g >= 0 {
+		grace = time.Duration(*g) * time.Second
+	}
+	deadline := ceilSec(since.Add(grace + stopMargin))
+	if !since.IsZero() && crossed(f.now, deadline) {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckStopping,
+			msg+" since "+rfc(since)+", longer than its grace period "+grace.String()+" plus "+stopMargin.String(), deadline)
+	} else {
+		if !since.IsZero() {
+			e.deadline(deadline)
+			l.stale(deadline)
+		}
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, msg, since)
+	}
+	l.cite(kind, name, "metadata.deletionTimestamp", rfc(since), since)
+}
+
+// vmiRuntimeRules reads the VMI's conditions about changes applied to a
+// live VMI: memory and CPU hotplug (written by virt-handler) and hotplug
+// volumes (virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go).
+func (e *engine) vmiRuntimeRules(l *layer) {
+	f := &e.f
+	vmi := f.vmi
+	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
+		kubevirtv1.VirtualMachineInstanceMemoryChange, kubevirtv1.VirtualMachineInstanceVCPUChange,
+	} {
+		c := f.vmiCond(t)
+		if c == nil || c.Status != corev1.ConditionFalse || !failureWord(c.Reason+" "+c.Message) {
+			continue
+		}
+		msg := string(t) + " failed"
+		if c.Reason != "" {
+			msg += ": " + c.Reason
+		}
+		if c.Message != "" {
+			msg += " (" + c.Message + ")"
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugFailed, msg, mt(c.LastTransitionTime))
+		l.cite(kindVMI, vmi.Name, "status.conditions["+string(t)+"].reason", c.Reason, mt(c.LastTransitionTime))
+	}
+	for i := range vmi.Status.VolumeStatus {
+		vs := &vmi.Status.VolumeStatus[i]
+		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady || !failureWord(vs.Reason+" "+vs.Message) {
+			continue
+		}
+		msg := "hotplug volume " + vs.Name + " is " + orUnknown(string(vs.Phase)) + ": " + vs.Reason
+		if vs.Message != "" {
+			msg += " (" + vs.Message + ")"
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugFailed, msg, time.Time{})
+		l.cite(kindVMI, vmi.Name, "status.volumeStatus["+vs.Name+"].reason", vs.Reason, time.Time{})
 	}
 }
 
-func (e *engine) evictionRules(l *layer) {
+// failureWord says whether a reason or message reports a failure rather
+// than a step ("Memory Hotplug Failed", "FailedAttachVolume", "...Error").
+func failureWord(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "fail") || strings.Contains(s, "error")
+}
+
+// vmFailure reads the VM's own Failure condition, which exists only on the
+// VM (kv:pkg/virt-controller/watch/vm/vm.go processFailureCondition):
+// virt-controller could not create, delete or update the VMI, or hotplug.
+func (e *engine) vmFailure(l *layer) {
 	f := &e.f
-	if !f.evicting() {
+	if f.vm == nil {
 		return
 	}
+	for i := range f.vm.Status.Conditions {
+		c := &f.vm.Status.Conditions[i]
+		if string(c.Type) != vmFailureCondition || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		reason := v1alpha1.ReasonVMFailure
+		if strings.HasPrefix(c.Reason, "HotPlug") {
+			reason = v1alpha1.ReasonHotplugFailed
+		}
+		msg := "virt-controller reports a failure on the VM"
+		if c.Reason != "" {
+			msg += ": " + c.Reason
+		}
+		if c.Message != "" {
+			msg += " (" + c.Message + ")"
+		}
+		l.add(v1alpha1.VerdictDegraded, reason, msg, mt(c.LastTransitionTime))
+		l.cite(kindVM, f.vm.Name, "status.conditions[Failure].reason", c.Reason, mt(c.LastTransitionTime))
+	}
+}
+
+// printableCause maps the error states of the VM's printableStatus, which
+// virt-controller computes from the VMI, its pod, DataVolumes and PVCs
+// (kv:pkg/virt-controller/watch/vm/vm.go setPrintableStatus), to a reason.
+func printableCause(ps kubevirtv1.VirtualMachinePrintableStatus) (string, string) {
+	switch ps {
+	case kubevirtv1.VirtualMachineStatusUnschedulable:
+		return v1alpha1.ReasonUnschedulable, "the launcher pod cannot be scheduled"
+	case kubevirtv1.VirtualMachineStatusErrImagePull, kubevirtv1.VirtualMachineStatusImagePullBackOff:
+		return v1alpha1.ReasonImagePullFailed, "an image of the launcher pod cannot be pulled"
+	case kubevirtv1.VirtualMachineStatusPvcNotFound:
+		return v1alpha1.ReasonPVCNotFound, "a PersistentVolumeClaim the VM uses does not exist"
+	case kubevirtv1.VirtualMachineStatusDataVolumeError:
+		return v1alpha1.ReasonDataVolumeError, "a DataVolume the VM uses failed or does not exist"
+	case kubevirtv1.VirtualMachineStatusCrashLoopBackOff:
+		return v1alpha1.ReasonCrashLoopBackOff, "the VM's VMIs keep failing; virt-controller backs off before the next start"
+	}
+	return "", ""
+}
+
+// vmPrintableCause names the cause the VM's printableStatus gives a VMI
+// that has not started, when the VMI has no cause of its own.
+func (e *engine) vmPrintableCause(l *layer) {
+	f := &e.f
+	if f.vm == nil || l.worse() {
+		return
+	}
+	reason, what := printableCause(f.vm.Status.PrintableStatus)
+	if reason == "" || l.has(reason) {
+		return
+	}
+	since := vmConditionSince(f.vm)
+	l.add(v1alpha1.VerdictDegraded, reason, what+" (the VM's printableStatus is "+string(f.vm.Status.PrintableStatus)+")", since)
+	l.cite(kindVM, f.vm.Name, "status.printableStatus", string(f.vm.Status.PrintableStatus), since)
+}
+
+// cpVMIUnseen judges a VM whose status says its VMI exists when the input
+// has none: the VM's printableStatus and conditions are all there is.
+func (e *engine) cpVMIUnseen(l *layer) {
+	f := &e.f
+	vm := f.vm
+	ps := vm.Status.PrintableStatus
+	since := vmConditionSince(vm)
+	l.context(kindVM, vm.Name, "status.created", "true", time.Time{})
+	if reason, what := printableCause(ps); reason != "" {
+		l.add(v1alpha1.VerdictDegraded, reason, what+" (the VM's printableStatus is "+string(ps)+")", since)
+		l.cite(kindVM, vm.Name, "status.printableStatus", string(ps), since)
+		return
+	}
+	switch ps {
+	case kubevirtv1.VirtualMachineStatusProvisioning, kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning, "the VM's volumes are being provisioned (printableStatus "+string(ps)+")", since)
+	case kubevirtv1.VirtualMachineStatusStarting:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStarting, "the VM is starting (printableStatus Starting)", since)
+	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VM is stopping (printableStatus "+string(ps)+")", since)
+	case kubevirtv1.VirtualMachineStatusMigrating:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating, "the VM is migrating (printableStatus Migrating)", since)
+	case kubevirtv1.VirtualMachineStatusRunning:
+		if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c != nil && c.Status == corev1.ConditionTrue {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning,
+				"the VM reports its VMI Running and Ready (printableStatus Running, Ready=True); the VMI is not in the input", mt(c.LastTransitionTime))
+			l.cite(kindVM, vm.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+			break
+		}
+		fallthrough
+	default:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
+			"the VM says its VMI exists (status.created) but the VMI is not in the input; printableStatus is "+orUnknown(string(ps)), since)
+	}
+	l.cite(kindVM, vm.Name, "status.printableStatus", string(ps), since)
+}
+
+func vmCond(vm *kubevirtv1.VirtualMachine, t kubevirtv1.VirtualMachineConditionType) *kubevirtv1.VirtualMachineCondition {
+	for i := range vm.Status.Conditions {
+		if vm.Status.Conditions[i].Type == t {
+			return &vm.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// evictionRules follow the VMI's eviction strategy as KubeVirt's eviction
+// admitter does (kv:pkg/virt-api/webhooks/validating-webhook/admitters/
+// pod-eviction-admitter.go): under LiveMigrate the eviction of a VMI that
+// cannot migrate is refused and nothing is written on it; under
+// LiveMigrateIfPossible it is marked only when it can migrate; under
+// External it is always marked and never migrated, an external controller
+// (cluster-api-provider-kubevirt) stops it. So a marked VMI that cannot
+// migrate was marked under External, or lost migratability after it was
+// marked; and the drain that is really stuck leaves no mark at all — the
+// case of KubeVirt's VMCannotBeEvicted alert, which NotEvictable repeats.
+func (e *engine) evictionRules(l *layer) {
+	f := &e.f
 	vmi := f.vmi
+	lm := e.lm
+	strategy := evictionStrategy(vmi)
+	if !f.evicting() {
+		if strategy == kubevirtv1.EvictionStrategyLiveMigrate && lm != nil && lm.Status == "False" {
+			msg := "evictionStrategy is LiveMigrate but the VMI cannot be live-migrated, so a drain of " +
+				orUnknown(vmi.Status.NodeName) + " will be refused"
+			if len(lm.Reasons) > 0 {
+				msg += ": " + joinReasons(lm.Reasons)
+			}
+			l.note(v1alpha1.ReasonNotEvictable, msg, time.Time{})
+			l.cite(kindVMI, vmi.Name, "spec.evictionStrategy", string(strategy), time.Time{})
+			if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceIsMigratable); c != nil {
+				l.cite(kindVMI, vmi.Name, "status.conditions[LiveMigratable].reason", c.Reason, mt(c.LastTransitionTime))
+			}
+		}
+		return
+	}
 	from := vmi.Status.EvacuationNodeName
 	if from == "" {
 		from = vmi.Status.NodeName
@@ -311,8 +592,11 @@ func (e *engine) evictionRules(l *layer) {
 	if ev != nil {
 		since = mt(ev.LastTransitionTime)
 	}
-	lm := e.lm
 	switch {
+	case strategy == kubevirtv1.EvictionStrategyExternal:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonEvictionExternal,
+			"eviction from "+orUnknown(from)+" is requested; with evictionStrategy External KubeVirt does not migrate the VMI and an external controller is expected to stop or replace it", since)
+		l.cite(kindVMI, vmi.Name, "spec.evictionStrategy", string(strategy), time.Time{})
 	case lm.Status != "True":
 		msg := "eviction from " + orUnknown(from) + " is requested but the VMI cannot be live-migrated"
 		if len(lm.Reasons) > 0 {
@@ -338,6 +622,15 @@ func (e *engine) evictionRules(l *layer) {
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable); c != nil && c.Status == corev1.ConditionFalse {
 		l.cite(kindVMI, vmi.Name, "status.conditions[StorageLiveMigratable].message", c.Message, mt(c.LastTransitionTime))
 	}
+}
+
+// evictionStrategy is the VMI's own; empty when it takes the cluster's
+// default, which lives in the KubeVirt CR the engine does not read.
+func evictionStrategy(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.EvictionStrategy {
+	if vmi.Spec.EvictionStrategy == nil {
+		return ""
+	}
+	return *vmi.Spec.EvictionStrategy
 }
 
 func joinReasons(rs []string) string {
@@ -393,7 +686,7 @@ func activeName(f *facts) string {
 func (e *engine) activePodsRules(l *layer) {
 	f := &e.f
 	ap := f.vmi.Status.ActivePods
-	if len(ap) == 0 {
+	if len(ap) == 0 || f.lc != lcRunning {
 		return
 	}
 	var keys [16]types.UID
@@ -416,7 +709,7 @@ func (e *engine) activePodsRules(l *layer) {
 			continue
 		}
 		if !added {
-			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonStaleActivePods,
+			l.note(v1alpha1.ReasonStaleActivePods,
 				"the VMI runs on "+orUnknown(f.vmi.Status.NodeName)+"; status.activePods still lists finished or deleted launcher pods (kubevirt#12773)", time.Time{})
 			added = true
 		}

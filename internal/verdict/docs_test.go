@@ -180,6 +180,12 @@ func TestEveryReasonIsTested(t *testing.T) {
 		seen[st.Reason] = true
 		for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest} {
 			seen[l.Reason] = true
+			// Notes are never a layer's reason: they show in its message.
+			if _, also, ok := strings.Cut(l.Message, " (also: "); ok {
+				for r := range strings.SplitSeq(strings.TrimSuffix(also, ")"), ", ") {
+					seen[r] = true
+				}
+			}
 		}
 	}
 	for _, r := range v1alpha1.AllReasons {

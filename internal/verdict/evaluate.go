@@ -29,6 +29,10 @@ func Evaluate(in Input) Result {
 	e.f.init(&in)
 	e.cp.label, e.node.label, e.guest.label = "control plane", "node", "guest"
 	e.lm = e.liveMigratable()
+	if p := in.Previous; p != nil && p.Layers != nil && p.VMI != nil && in.VMI != nil &&
+		in.VMI.UID != "" && p.VMI.UID == in.VMI.UID {
+		e.cp.prev, e.node.prev, e.guest.prev = &p.Layers.ControlPlane, &p.Layers.Node, &p.Layers.Guest
+	}
 
 	e.controlPlane()
 	e.nodeLayer()

@@ -37,6 +37,15 @@ type finding struct {
 	// since is when the evidence says the situation began; it becomes the
 	// layer's lastTransitionTime when there is no previous status.
 	since time.Time
+	// note is a Healthy finding that says something worth knowing but
+	// never becomes the layer's reason while a plain finding of the same
+	// verdict exists: a Healthy VM reads Running, the note stays in the
+	// message and the evidence.
+	note bool
+	// consequence is explained by another finding of the layer (a pod on a
+	// node that cannot report): it stays in the message and never wins
+	// over its cause.
+	consequence bool
 }
 
 type evidenceItem struct {
@@ -55,6 +64,9 @@ type layer struct {
 	ne       int
 	cur      int
 	staleAt  time.Time
+	// prev is this layer in the previous status of the same VMI, if any:
+	// a contradiction within the lag grace keeps its verdict.
+	prev *v1alpha1.LayerStatus
 }
 
 // add records a finding; evidence cited after it supports it. Rules add in
@@ -67,6 +79,47 @@ func (l *layer) add(v v1alpha1.Verdict, reason, msg string, since time.Time) {
 	l.findings[l.nf] = finding{verdict: v, reason: reason, message: msg, since: since}
 	l.cur = l.nf
 	l.nf++
+}
+
+// note records a Healthy finding that is not the layer's reason while a
+// plain Healthy finding exists.
+func (l *layer) note(reason, msg string, since time.Time) {
+	l.add(v1alpha1.VerdictHealthy, reason, msg, since)
+	if l.cur >= 0 {
+		l.findings[l.cur].note = true
+	}
+}
+
+// explainedBy marks the findings with one of the given reasons as
+// consequences of another finding: they lose to every other finding.
+func (l *layer) explainedBy(reasons ...string) {
+	for i := 0; i < l.nf; i++ {
+		for _, r := range reasons {
+			if l.findings[i].reason == r {
+				l.findings[i].consequence = true
+			}
+		}
+	}
+}
+
+// worse says whether the layer has a finding worse than Healthy.
+func (l *layer) worse() bool {
+	for i := 0; i < l.nf; i++ {
+		if l.findings[i].verdict.Severity() > v1alpha1.VerdictHealthy.Severity() {
+			return true
+		}
+	}
+	return false
+}
+
+// has says whether the layer has a finding with this reason.
+func (l *layer) has(reason string) bool {
+	for i := 0; i < l.nf; i++ {
+		if l.findings[i].reason == reason {
+			return true
+		}
+	}
+	return false
 }
 
 // cite records evidence for the last finding.
@@ -95,14 +148,28 @@ func (l *layer) stale(t time.Time) {
 	}
 }
 
+// winner is the finding that becomes the layer's verdict: a cause before
+// its consequences, then the worst verdict, then a plain finding before a
+// note; ties go to the rule that ran first.
 func (l *layer) winner() int {
 	w := -1
 	for i := 0; i < l.nf; i++ {
-		if w < 0 || l.findings[i].verdict.Severity() > l.findings[w].verdict.Severity() {
+		if w < 0 || l.findings[i].rank() > l.findings[w].rank() {
 			w = i
 		}
 	}
 	return w
+}
+
+func (f *finding) rank() int {
+	r := f.verdict.Severity() * 2
+	if !f.note {
+		r++
+	}
+	if !f.consequence {
+		r += 1 << 10
+	}
+	return r
 }
 
 // build turns the collected findings into the layer status (without
@@ -191,7 +258,9 @@ func (e *engine) layerMessage(l *layer, w int) string {
 	na := 0
 	for i := 0; i < l.nf && na < len(also); i++ {
 		r := l.findings[i].reason
-		if i == w || r == l.findings[w].reason {
+		// A plain Healthy finding under a worse winner is no news.
+		plain := l.findings[i].verdict == v1alpha1.VerdictHealthy && !l.findings[i].note
+		if i == w || r == l.findings[w].reason || plain {
 			continue
 		}
 		dup := false

@@ -34,6 +34,7 @@ const (
 	lcSucceeded                   // VMI Succeeded and not stopped as declared
 	lcFailed                      // VMI Failed and not stopped as declared
 	lcUnknown                     // VMI phase unknown or status missing
+	lcVMIUnseen                   // the VM says its VMI exists, but the input has none
 )
 
 // facts is the input, indexed once: every rule reads from here.
@@ -49,9 +50,12 @@ type facts struct {
 	runStrat   kubevirtv1.VirtualMachineRunStrategy
 	runStratOK bool
 
-	vmi        *kubevirtv1.VirtualMachineInstance
-	phase      kubevirtv1.VirtualMachineInstancePhase
-	phaseSince time.Time
+	vmi   *kubevirtv1.VirtualMachineInstance
+	phase kubevirtv1.VirtualMachineInstancePhase
+	// inferredFrom names the field the phase was inferred from when the VMI
+	// carries none (a partial paste, a stale cache); empty otherwise.
+	inferredFrom string
+	phaseSince   time.Time
 	created    time.Time
 	lc         lifecycle
 
@@ -106,6 +110,9 @@ func (f *facts) init(in *Input) {
 	}
 	if f.vmi != nil {
 		f.phase = f.vmi.Status.Phase
+		if f.phase == kubevirtv1.VmPhaseUnset {
+			f.phase, f.inferredFrom = f.inferPhase()
+		}
 		f.created = mt(f.vmi.CreationTimestamp)
 		f.phaseSince = vmiPhaseSince(f.vmi, f.phase)
 		if f.phaseSince.IsZero() && (f.phase == kubevirtv1.Pending || f.phase == kubevirtv1.VmPhaseUnset) {
@@ -126,7 +133,9 @@ func (f *facts) init(in *Input) {
 	}
 	f.readHeartbeat()
 	if f.active != nil {
-		if raw, ok := f.active.Annotations[NetworkStatusAnnotation]; ok {
+		// An empty annotation is absent, as KubeVirt reads it
+		// (kv:pkg/network/multus/status.go NetworkStatusesFromPod).
+		if raw, ok := f.active.Annotations[NetworkStatusAnnotation]; ok && strings.TrimSpace(raw) != "" {
 			f.netStatusRaw = raw
 			f.netStatus, f.netStatusErr = ParseNetworkStatus(raw)
 		}
@@ -144,6 +153,11 @@ func (f *facts) lifecycle() lifecycle {
 			return lcMissing
 		case !f.runStratOK:
 			return lcInvalid
+		case f.vm.Status.Created:
+			// virt-controller sets created from the VMI it sees
+			// (kv:pkg/virt-controller/watch/vm/vm.go updateStatus): the VMI
+			// exists and the input lacks it.
+			return lcVMIUnseen
 		case f.vmShouldRun():
 			return lcStarting
 		}
@@ -166,11 +180,79 @@ func (f *facts) lifecycle() lifecycle {
 	case kubevirtv1.Pending, kubevirtv1.Scheduling, kubevirtv1.Scheduled, kubevirtv1.WaitingForSync:
 		return lcPreRunning
 	case kubevirtv1.VmPhaseUnset:
-		if !f.created.IsZero() && f.now.Before(f.created.Add(unsetPhaseGrace)) {
+		// KubeVirt counts a VMI it has not processed yet as starting
+		// (IsUnprocessed in kv:pkg/virt-controller/watch/vm/vm.go
+		// setPrintableStatus); it stays so until the scheduling deadline,
+		// or for good when its age cannot be measured.
+		if f.created.IsZero() || f.now.Before(f.unsetPhaseDeadline()) {
 			return lcPreRunning
 		}
 	}
 	return lcUnknown
+}
+
+// unsetPhaseDeadline is when a VMI without a phase stops counting as not
+// processed yet.
+func (f *facts) unsetPhaseDeadline() time.Time {
+	return ceilSec(f.created.Add(f.pol.SchedulingTimeout))
+}
+
+// inferPhase reads the phase off the other fields of a VMI that carries
+// none, where KubeVirt's own code makes it certain, and names the field:
+//   - the newest phaseTransitionTimestamps entry is the phase it entered last;
+//   - Ready=True is written only for a Running VMI (syncReadyConditionFromPod,
+//     kv:pkg/virt-controller/watch/vmi/lifecycle.go); Paused exists only
+//     while a domain is paused (kv:pkg/virt-handler/vm.go); the agent, and
+//     interfaces it reported, need a running domain; a migration is admitted
+//     and runs only for a Running VMI (migration-create-admitter.go,
+//     kv:pkg/virt-controller/watch/migration/migration.go);
+//   - virt-handler's Synchronized=False needs a VMI that is Scheduled or later;
+//   - PodScheduled and Provisioning are mirrored while it is Pending or Scheduling.
+func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
+	vmi := f.vmi
+	var newest time.Time
+	var last kubevirtv1.VirtualMachineInstancePhase
+	for i := range vmi.Status.PhaseTransitionTimestamps {
+		ts := &vmi.Status.PhaseTransitionTimestamps[i]
+		if t := mt(ts.PhaseTransitionTimestamp); ts.Phase != "" && (last == "" || t.After(newest)) {
+			newest, last = t, ts.Phase
+		}
+	}
+	if last != "" {
+		return last, "status.phaseTransitionTimestamps"
+	}
+	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
+		kubevirtv1.VirtualMachineInstanceReady, kubevirtv1.VirtualMachineInstancePaused,
+		kubevirtv1.VirtualMachineInstanceAgentConnected,
+	} {
+		if f.vmiCondTrue(t) != nil {
+			return kubevirtv1.Running, "status.conditions[" + string(t) + "]"
+		}
+	}
+	if vmi.Status.MigrationState != nil {
+		return kubevirtv1.Running, "status.migrationState"
+	}
+	for _, m := range f.in.Migrations {
+		if m != nil && f.migrationOfVMI(m) {
+			return kubevirtv1.Running, "VirtualMachineInstanceMigration " + m.Name
+		}
+	}
+	for i := range vmi.Status.Interfaces {
+		if hasInfoSource(vmi.Status.Interfaces[i].InfoSource, infoSourceGuestAgent) {
+			return kubevirtv1.Running, "status.interfaces[" + vmi.Status.Interfaces[i].Name + "].infoSource"
+		}
+	}
+	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceSynchronized); c != nil && c.Status == corev1.ConditionFalse && c.Reason == syncDomainFailed {
+		return kubevirtv1.Scheduled, "status.conditions[Synchronized].reason"
+	}
+	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
+		kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), kubevirtv1.VirtualMachineInstanceProvisioning,
+	} {
+		if f.vmiCond(t) != nil {
+			return kubevirtv1.Scheduling, "status.conditions[" + string(t) + "]"
+		}
+	}
+	return kubevirtv1.VmPhaseUnset, ""
 }
 
 // vmShouldRun says whether virt-controller is expected to create a VMI for
@@ -286,8 +368,24 @@ func (f *facts) ownPod(p *corev1.Pod) bool {
 	return true
 }
 
+// podFinished says the pod runs nothing any more: its phase is final, or
+// every container has terminated although the phase still says otherwise
+// (virt-controller's node controller counts such a pod as not alive,
+// kv:pkg/virt-controller/watch/node/node.go alivePodsOnNode).
 func podFinished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	cs := p.Status.ContainerStatuses
+	if len(cs) == 0 {
+		return false
+	}
+	for i := range cs {
+		if cs[i].State.Terminated == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // isTarget says whether p is the target pod of the migration in progress.

@@ -354,6 +354,14 @@ func targetPod(mods ...podMod) *corev1.Pod {
 	return p
 }
 
+// onTarget is a VMI after its migration to node-b: virt-handler on the
+// target wrote the target pod's IPs into the primary interface.
+func onTarget(v *kubevirtv1.VirtualMachineInstance) {
+	v.Status.NodeName = nodeB
+	v.Status.Interfaces[0].IP = "10.244.2.33"
+	v.Status.Interfaces[0].IPs = []string{"10.244.2.33", "fd10:244:0:2::21"}
+}
+
 func podPhase(ph corev1.PodPhase) podMod {
 	return func(p *corev1.Pod) {
 		p.Status.Phase = ph

@@ -38,9 +38,55 @@ func (e *engine) guestLayer() {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI is Failed; the guest does not run", f.phaseSince)
 	case lcUnknown:
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether the guest runs", time.Time{})
+	case lcVMIUnseen:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
+			"the VM says its VMI exists but the VMI is not in the input, so nothing reports on the guest", time.Time{})
 	case lcRunning:
+		if e.guestCeiling(l) {
+			return
+		}
 		e.judgeGuest(l)
 	}
+}
+
+// guestCeiling caps the guest at Unknown when the node layer says the path
+// that refreshes what the VMI says about the guest (virt-handler → launcher
+// → domain → agent) is broken: the launcher is dead, missing, not ready or
+// going, the domain cannot be synced, or the node stopped reporting.
+// AgentConnected and the interfaces are then leftovers that nothing updates
+// (KubeVirt fails such a VMI only on its next sync, lifecycle.go). A
+// contradiction still within its lag grace does not count.
+func (e *engine) guestCeiling(l *layer) bool {
+	n := &e.node
+	w := n.winner()
+	if w < 0 {
+		return false
+	}
+	nf := &n.findings[w]
+	if nf.verdict.Severity() < v1alpha1.VerdictUnknown.Severity() {
+		return false
+	}
+	reason := v1alpha1.ReasonEvidenceStale
+	what := "what the VMI says about the guest can no longer be refreshed"
+	switch nf.reason {
+	case v1alpha1.ReasonLauncherPodFailed, v1alpha1.ReasonComputeContainerOOMKilled,
+		v1alpha1.ReasonComputeContainerTerminated, v1alpha1.ReasonStatusLagging:
+		reason, what = v1alpha1.ReasonNotRunning, "the guest does not run any more"
+	case v1alpha1.ReasonLauncherPodMissing, v1alpha1.ReasonLauncherPodNotReady, v1alpha1.ReasonDomainSyncFailed,
+		v1alpha1.ReasonNodeNotReady:
+	case v1alpha1.ReasonNodeAgentStale:
+		// guestFreshness says it with the heartbeat as evidence.
+		return false
+	default:
+		return false
+	}
+	l.add(v1alpha1.VerdictUnknown, reason, what+": node: "+nf.message, nf.since)
+	for i := 0; i < n.ne; i++ {
+		if it := &n.ev[i]; it.owner == w {
+			l.cite(it.kind, it.name, it.field, it.value, it.t)
+		}
+	}
+	return true
 }
 
 func (e *engine) judgeGuest(l *layer) {
@@ -81,10 +127,23 @@ func (e *engine) judgeGuest(l *layer) {
 		e.agentAbsent(l)
 	}
 	if f.netStatusErr != nil {
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonMalformedNetworkStatus,
+		// KubeVirt itself logs and ignores an annotation it cannot parse
+		// (kv:pkg/network/multus/status.go NetworkStatusesFromPod): only the
+		// secondary interfaces' comparison is lost.
+		l.note(v1alpha1.ReasonMalformedNetworkStatus,
 			"launcher pod "+f.active.Name+" has a "+NetworkStatusAnnotation+" annotation that cannot be read ("+
 				f.netStatusErr.Error()+"): the pod-side IPs of secondary networks are unknown", time.Time{})
 		l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]", f.netStatusRaw, time.Time{})
+	}
+	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceAccessCredentialsSynchronized); c != nil && c.Status == corev1.ConditionFalse {
+		// virt-handler propagates SSH keys and passwords through the guest
+		// agent (kv:pkg/virt-handler/vm.go); its failure is the guest's.
+		msg := "the VM's access credentials could not be propagated to the guest"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAccessCredentialsFailed, msg, mt(c.LastTransitionTime))
+		l.cite(kindVMI, vmi.Name, "status.conditions[AccessCredentialsSynchronized].reason", c.Reason, mt(c.LastTransitionTime))
 	}
 	if vmi.Spec.ReadinessProbe != nil {
 		if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionFalse {
@@ -96,15 +155,10 @@ func (e *engine) judgeGuest(l *layer) {
 			l.cite(kindVMI, vmi.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
 		}
 	}
-	if l.nf == 0 {
-		if ac != nil {
-			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected,
-				"the guest agent is connected"+osSuffix(vmi), agentSince(ac))
-		} else {
-			// agentAbsent always adds a finding; this keeps the invariant
-			// if it ever does not.
-			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the guest could not be judged", time.Time{})
-		}
+	if ac != nil {
+		// Always added: notes never outrank it, worse findings always do.
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected,
+			"the guest agent is connected"+osSuffix(vmi), agentSince(ac))
 	}
 }
 
@@ -179,14 +233,40 @@ func (e *engine) agentAbsent(l *layer) {
 		l.cite(kindVMI, vmi.Name, acField, "absent", running)
 		return
 	}
-	if f.pol.GuestAgentExpected {
+	started := "since the guest started"
+	if !running.IsZero() {
+		started += " at " + rfc(running)
+	}
+	switch kind, name, field, t := f.domainRuns(); {
+	case f.pol.GuestAgentExpected:
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentNeverConnected,
-			"a guest agent is expected but has not connected since the guest started at "+rfc(running), graceEnd)
-	} else {
+			"a guest agent is expected but has not connected "+started, graceEnd)
+	case field != "":
 		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonNoGuestAgent,
-			"no guest agent has connected since the guest started at "+rfc(running)+"; none is expected, so guest data is limited to what the domain reports", graceEnd)
+			"no guest agent has connected "+started+"; none is expected, and the launcher reports the domain ready", graceEnd)
+		l.cite(kind, name, field, "True", t)
+	default:
+		// No Healthy without positive evidence: nothing says the domain
+		// runs.
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNoGuestAgent,
+			"no guest agent has connected "+started+" and nothing else says the domain runs (the VMI is not Ready)", graceEnd)
 	}
 	l.cite(kindVMI, vmi.Name, acField, "absent", running)
+}
+
+// domainRuns is the positive evidence that the domain runs when no agent
+// speaks for the guest: the launcher's readiness, as the VMI's Ready
+// condition or the active pod's own.
+func (f *facts) domainRuns() (kind, name, field string, t time.Time) {
+	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceReady); c != nil {
+		return kindVMI, f.vmi.Name, "status.conditions[Ready].status", mt(c.LastTransitionTime)
+	}
+	if p := f.active; p != nil && !podFinished(p) {
+		if c := podCond(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
+			return kindPod, p.Name, "status.conditions[Ready].status", mt(c.LastTransitionTime)
+		}
+	}
+	return "", "", "", time.Time{}
 }
 
 // agentHint says whether an agent was connected to this VMI before, and
@@ -236,10 +316,13 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			continue // a guest-only interface: the agent is its only source
 		}
 		if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
-			if settled && ifc.LinkState != "down" {
+			// The agent's data is matched to the domain's interfaces by
+			// MAC: entries only Multus or a restore wrote, or SR-IOV host
+			// devices without a MAC, can never be filled
+			// (kv:pkg/network/setup/netstat.go).
+			if settled && ifc.LinkState != "down" && ifc.MAC != "" && hasInfoSource(ifc.InfoSource, infoSourceDomain) {
 				missing = append(missing, i)
 			}
-			continue
 		}
 		if f.ipMismatch(i) {
 			mismatch = append(mismatch, i)
@@ -254,7 +337,9 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			}
 			b.WriteString(ifcs[i].Name)
 		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String(), time.Time{})
+		// The status follows a new pod's IPs within seconds (after a
+		// migration the target's): a mismatch counts after the lag grace.
+		e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
 		for _, i := range mismatch {
 			primary, ns := f.podSide(i)
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
@@ -279,6 +364,30 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].infoSource", ifcs[i].InfoSource, time.Time{})
 		}
 	}
+}
+
+// podIPsSince is when the active pod's IPs became what they are, as well
+// as the objects say: its Ready transition, or the end of the migration
+// that moved the VM to it.
+func (f *facts) podIPsSince() time.Time {
+	var t time.Time
+	if p := f.active; p != nil {
+		t = mt(p.CreationTimestamp)
+		if c := podCond(p, corev1.PodReady); c != nil {
+			t = later(t, mt(c.LastTransitionTime))
+		}
+	}
+	if f.mig.present && !f.mig.inProgress {
+		t = later(t, f.mig.endTime())
+	}
+	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func podIPsValue(p *corev1.Pod) string {

@@ -16,6 +16,7 @@ const (
 	// KubeVirt's infoSource values (kv:pkg/network/vmispec/infosource.go),
 	// joined with ", "; the API module has no constants for them.
 	infoSourceGuestAgent = "guest-agent"
+	infoSourceDomain     = "domain"
 	infoSourceSeparator  = ", "
 
 	// primaryPodInterface is the pod-side name of the primary interface
@@ -231,21 +232,37 @@ func (f *facts) specInterface(name string) *kubevirtv1.Interface {
 	return nil
 }
 
-// ipMismatch says whether interface i's guest-reported IPs and its
-// pod-side IPs share nothing. Only bridge and SR-IOV bindings hand the
-// pod-side address to the guest; masquerade NATs (the guest sees 10.0.2.2
-// on the pod network, kubevirt#18760), passt and binding plugins do their
-// own addressing, so those are never a mismatch.
+// ipMismatch says whether interface i's status IPs and its pod-side IPs
+// share nothing.
+//   - Masquerade and passt on the pod network: virt-handler caches the pod's
+//     IPs and writes them into the status; the agent's (10.0.2.2 behind the
+//     NAT) fill in only a family the cache lacks (kv:pkg/network/setup/
+//     netpod/discover.go, netstat.go updateIfacesStatusFromPodCache). A
+//     status IP that is not the pod's is exactly KubeVirt's reporting
+//     failing (kubevirt#18760), whatever the infoSource says.
+//   - Bridge and SR-IOV hand the pod-side address to the guest: compared
+//     once the agent reported.
+//   - Binding plugins do their own addressing: never compared.
 func (f *facts) ipMismatch(i int) bool {
 	ifc := &f.vmi.Status.Interfaces[i]
-	if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
-		return false
-	}
 	spec := f.specInterface(ifc.Name)
-	if spec == nil || (spec.Bridge == nil && spec.SRIOV == nil) || spec.Binding != nil {
+	if spec == nil || spec.Binding != nil {
 		return false
 	}
 	primary, ns := f.podSide(i)
+	switch {
+	case spec.Masquerade != nil || spec.DeprecatedPasst != nil:
+		if !primary {
+			return false
+		}
+		ns = nil
+	case spec.Bridge != nil || spec.SRIOV != nil:
+		if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
+			return false
+		}
+	default:
+		return false
+	}
 	guestIPs := 0
 	overlap := false
 	check := func(ip string) {

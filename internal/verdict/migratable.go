@@ -83,14 +83,17 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 		}
 	}
 	spec := &f.vmi.Spec
-	if len(spec.Domain.Devices.HostDevices) > 0 || len(spec.Domain.Devices.GPUs) > 0 {
+	// A single GPU may be a mediated device that migrates with the
+	// VGPULiveMigration gate (kv:pkg/virt-handler/vm.go
+	// vmiContainsNonMigratablePCIHostDevices); the feature gates are not in
+	// the input, so only more than one counts. SR-IOV interfaces are not a
+	// blocker in v1.9: only the primary pod-network interface is checked
+	// (kv:pkg/network/vmispec/interface.go VerifyVMIMigratable).
+	if len(spec.Domain.Devices.HostDevices) > 0 || len(spec.Domain.Devices.GPUs) > 1 {
 		addReason(kubevirtv1.VirtualMachineInstanceReasonHostDeviceNotMigratable)
 	}
 	for i := range spec.Domain.Devices.Interfaces {
 		ifc := &spec.Domain.Devices.Interfaces[i]
-		if ifc.SRIOV != nil {
-			addReason(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)
-		}
 		if ifc.Bridge != nil && f.podNetwork(ifc.Name) {
 			if _, ok := f.vmi.Annotations[kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation]; !ok {
 				addReason(kubevirtv1.VirtualMachineInstanceReasonInterfaceNotMigratable)
@@ -100,8 +103,13 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 	// virt-handler's own volume check (checkVolumesForMigration) stops at the
 	// first blocker, but status.volumeStatus carries every PVC's access
 	// modes: a claim that is not ReadWriteMany cannot follow the VM.
+	// Volumes being migrated are exempt, as in checkVolumesForMigration.
 	for i := range f.vmi.Status.VolumeStatus {
-		info := f.vmi.Status.VolumeStatus[i].PersistentVolumeClaimInfo
+		vs := &f.vmi.Status.VolumeStatus[i]
+		info := vs.PersistentVolumeClaimInfo
+		if f.migratedVolume(vs.Name) {
+			continue
+		}
 		if info != nil && len(info.AccessModes) > 0 && !slices.Contains(info.AccessModes, corev1.ReadWriteMany) {
 			addReason(kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable)
 			break
@@ -109,6 +117,16 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 	}
 	lm.Reasons = e.a.keep(rs)
 	return lm
+}
+
+// migratedVolume says whether the volume is being migrated to new storage.
+func (f *facts) migratedVolume(name string) bool {
+	for i := range f.vmi.Status.MigratedVolumes {
+		if f.vmi.Status.MigratedVolumes[i].VolumeName == name {
+			return true
+		}
+	}
+	return false
 }
 
 // podNetwork says whether the VMI network called name is the pod network.

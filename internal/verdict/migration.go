@@ -207,7 +207,7 @@ func (e *engine) migrationRules(l *layer) {
 		l.cite(kind, name, "status.phase", string(m.phase), time.Time{})
 
 	case m.aborted:
-		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonMigrationAborted,
+		l.note(v1alpha1.ReasonMigrationAborted,
 			label+" was aborted on request; the VM runs on "+orUnknown(f.vmi.Status.NodeName), m.endTime())
 		e.citeMigrationState(l, "abortStatus", string(m.state.AbortStatus))
 
@@ -230,9 +230,12 @@ func (e *engine) migrationRules(l *layer) {
 			if !mustMove && !end.IsZero() {
 				e.deadline(ttlEnd)
 			}
-			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed, msg+"; the VM still runs on "+orUnknown(f.vmi.Status.NodeName), end)
+			if f.lc == lcRunning {
+				msg += "; the VM still runs on " + orUnknown(f.vmi.Status.NodeName)
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed, msg, end)
 		} else {
-			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLastMigrationFailed, msg+" at "+end.Format(time.RFC3339)+"; the VM runs on "+orUnknown(f.vmi.Status.NodeName), end)
+			l.note(v1alpha1.ReasonLastMigrationFailed, msg+" at "+end.Format(time.RFC3339)+"; the VM runs on "+orUnknown(f.vmi.Status.NodeName), end)
 		}
 		if m.vmim != nil {
 			l.cite(kindVMIM, m.name, "status.phase", string(m.phase), m.since)
@@ -255,6 +258,12 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 	var deadline time.Time
 	var since time.Time
 	switch {
+	case m.phase == kubevirtv1.MigrationPending || m.phase == kubevirtv1.MigrationPhaseUnset:
+		// A Pending migration is often queued behind KubeVirt's
+		// parallel-migration limits during a drain; KubeVirt times out only
+		// its target pod (kv:pkg/virt-controller/watch/migration/
+		// migration.go handlePendingPodTimeout), which the node layer
+		// judges (TargetPodUnschedulable). No deadline here.
 	case m.phase == kubevirtv1.MigrationRunning:
 		// Memory transfer may take long; KubeVirt's progressTimeout and
 		// completionTimeoutPerGiB abort a transfer that stalls. Running is
@@ -299,6 +308,9 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 	} else {
 		e.deadline(deadline)
 		msg := label + " is in phase " + phase
+		if m.phase == kubevirtv1.MigrationPending || m.phase == kubevirtv1.MigrationPhaseUnset {
+			msg = label + " is queued (phase " + phase + "): KubeVirt starts it when the parallel-migration limits allow"
+		}
 		if m.state != nil && m.state.TargetNode != "" {
 			msg += ", from " + orUnknown(m.state.SourceNode) + " to " + m.state.TargetNode
 		}

@@ -23,11 +23,16 @@ func (e *engine) nodeLayer() {
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; nothing runs on a node", time.Time{})
 	case lcStarting:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VM has no VMI yet, so no node", time.Time{})
+	case lcVMIUnseen:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
+			"the VM says its VMI exists but the VMI is not in the input, so its node and launcher are unknown", time.Time{})
 	case lcSucceeded:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down; nothing runs on a node", f.phaseSince)
 	case lcUnknown:
+		e.domainSync(l)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether anything runs on a node", time.Time{})
 	case lcPreRunning:
+		e.domainSync(l)
 		if f.vmi.Status.NodeName == "" {
 			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VMI is not scheduled to a node yet", f.phaseSince)
 			if f.active != nil {
@@ -37,21 +42,28 @@ func (e *engine) nodeLayer() {
 		}
 		e.judgeNode(l)
 		e.judgeFinishedPod(l)
-		if l.nf == 0 {
-			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
-				"the launcher pod is on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
-		}
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
+			"the launcher pod is on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
 	case lcFailed:
+		if f.vmi.Status.Reason == nodeUnresponsiveReason {
+			// virt-controller's node controller fails the VMIs of a node
+			// whose heartbeat is stale (or that is gone) once no live
+			// launcher remains there (kv:pkg/virt-controller/watch/node/
+			// node.go): a statement about the node.
+			l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive,
+				"virt-controller found node "+orUnknown(f.vmi.Status.NodeName)+
+					" unresponsive (virt-handler's heartbeat stale or the node gone, no live launcher pod) and failed the VMI", f.phaseSince)
+			l.cite(kindVMI, f.vmi.Name, "status.reason", f.vmi.Status.Reason, f.phaseSince)
+		}
+		e.domainSync(l)
 		if f.nodeName == "" {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI failed before it reached a node", f.phaseSince)
 			return
 		}
 		e.judgeNode(l)
 		e.judgeFinishedPod(l)
-		if l.nf == 0 {
-			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning,
-				"the VMI is Failed; nothing runs on "+f.nodeName+" (the node itself looks fine)", f.phaseSince)
-		}
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning,
+			"the VMI is Failed; nothing runs on "+f.nodeName+" (the node itself looks fine)", f.phaseSince)
 	case lcRunning:
 		e.judgeNode(l)
 		e.judgeRunningPod(l)
@@ -65,11 +77,63 @@ func (e *engine) nodeLayer() {
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError, msg, since)
 			l.cite(kindVMI, f.vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
 		}
-		if l.nf == 0 {
-			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
-				"launcher pod "+activeName(f)+" runs on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
+		e.domainSync(l)
+		// A node that cannot report explains its pods' state: the node
+		// lifecycle controller marks them not Ready and evicts them, and a
+		// kubelet that does not report cannot say they finished. The
+		// node's finding is the cause; these stay in the message.
+		if f.nodeNotReady() || f.hbStale() {
+			l.explainedBy(v1alpha1.ReasonLauncherPodNotReady, v1alpha1.ReasonLauncherPodTerminating,
+				v1alpha1.ReasonLauncherPodMissing, v1alpha1.ReasonStatusLagging)
 		}
+		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
+			"launcher pod "+activeName(f)+" runs on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
 	}
+}
+
+// domainSync reads the Synchronized=False that virt-handler wrote: libvirt
+// or QEMU refused the domain (kv:pkg/virt-handler/vm.go handleSyncError,
+// the message is theirs: no /dev/kvm, a disk image that cannot be opened,
+// a host disk that cannot be chowned, an invalid device).
+func (e *engine) domainSync(l *layer) {
+	f := &e.f
+	c, byHandler := f.syncCondition()
+	if c == nil || !byHandler {
+		return
+	}
+	msg := "virt-handler cannot synchronize the domain on " + orUnknown(f.vmi.Status.NodeName)
+	if c.Message != "" {
+		msg += ": " + c.Message
+	}
+	since := mt(c.LastTransitionTime)
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonDomainSyncFailed, msg, since)
+	l.cite(kindVMI, f.vmi.Name, "status.conditions[Synchronized].reason", c.Reason, since)
+	if c.Message != "" {
+		l.cite(kindVMI, f.vmi.Name, "status.conditions[Synchronized].message", c.Message, since)
+	}
+}
+
+// contradiction adds a finding that rests on objects disagreeing with each
+// other since a known instant. Status lags reality by design: at a
+// migration's handoff the source launcher completes before the VMI names the
+// target node; a pod is ready before the VMI's condition follows. Within
+// Policy.LagGrace of since the layer keeps its previous verdict for the
+// same VMI, or says Progressing; the verdict comes at since + LagGrace.
+func (e *engine) contradiction(l *layer, since time.Time, v v1alpha1.Verdict, reason, msg string) {
+	f := &e.f
+	end := ceilSec(since.Add(f.pol.LagGrace))
+	if since.IsZero() || f.future(since) || crossed(f.now, end) {
+		l.add(v, reason, msg, since)
+		return
+	}
+	e.deadline(end)
+	l.stale(end)
+	if p := l.prev; p != nil && p.Verdict != "" && p.Reason != "" && p.Verdict.Severity() < v.Severity() {
+		l.add(p.Verdict, p.Reason, p.Message, mtp(p.LastTransitionTime))
+		return
+	}
+	l.add(v1alpha1.VerdictProgressing, reason,
+		msg+" (the objects disagree since "+rfc(since)+"; status lags, so this is judged at "+rfc(end)+")", since)
 }
 
 // judgeNode reads the Node: its existence, Ready condition, virt-handler's
@@ -143,7 +207,7 @@ func (e *engine) judgeNode(l *layer) {
 	// heartbeat is stale (then NodeAgentStale says more). VMs already
 	// running are not affected, so this is a note.
 	if v, ok := n.Labels[kubevirtv1.NodeSchedulable]; ok && v == "false" {
-		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonNodeNotSchedulable,
+		l.note(v1alpha1.ReasonNodeNotSchedulable,
 			"Node "+n.Name+" takes no new VMs (kubevirt.io/schedulable=false); this VM keeps running", time.Time{})
 		l.cite(kindNode, n.Name, "metadata.labels[kubevirt.io/schedulable]", v, time.Time{})
 	}
@@ -171,14 +235,7 @@ func (e *engine) judgeRunningPod(l *layer) {
 	f := &e.f
 	p := f.active
 	if p == nil {
-		msg := "the VMI says Running on " + orUnknown(f.nodeName) + " but no launcher pod on that node is known"
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonLauncherPodMissing, msg, time.Time{})
-		l.cite(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
-		for uid, node := range f.vmi.Status.ActivePods {
-			if node == f.nodeName && len(f.vmi.Status.ActivePods) == 1 {
-				l.cite(kindVMI, f.vmi.Name, "status.activePods["+string(uid)+"]", node+" (pod not found)", time.Time{})
-			}
-		}
+		e.launcherFromReady(l)
 		return
 	}
 	cs := computeStatus(p)
@@ -202,8 +259,8 @@ func (e *engine) judgeRunningPod(l *layer) {
 		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
 	case p.Status.Phase == corev1.PodSucceeded:
 		t := podEnd(p, term)
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStatusLagging,
-			"launcher pod "+p.Name+" has Succeeded but the VMI still says Running: the VMI status trails the pod", t)
+		e.contradiction(l, t, v1alpha1.VerdictDegraded, v1alpha1.ReasonStatusLagging,
+			"launcher pod "+p.Name+" has Succeeded but the VMI still says Running: the VMI status trails the pod")
 		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
 	case term != nil:
 		t := mt(term.FinishedAt)
@@ -225,20 +282,71 @@ func (e *engine) judgeRunningPod(l *layer) {
 		}
 		// The pod's readiness follows the VM's readiness gate (paused) and
 		// the VMI's readiness probe, which the guest layer judges.
-		// A pod on a node whose kubelet is not Ready is marked not Ready by
-		// the node lifecycle controller: a symptom, and the node's own
-		// finding above is the cause to name.
-		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil && !f.nodeNotReady() {
+		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil {
 			status := "absent"
 			if ready != nil {
 				status = string(ready.Status)
 			}
-			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
-				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready", readyT)
+			e.contradiction(l, readyT, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
+				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready")
 			l.cite(kindPod, p.Name, "status.conditions[Ready].status", status, readyT)
 			return
 		}
 		l.context(kindPod, p.Name, "status.phase", string(p.Status.Phase), readyT)
+	}
+}
+
+// launcherFromReady judges a Running VMI whose launcher pod is not in the
+// input. The VMI's Ready condition is virt-controller's copy of the pod's
+// readiness (kv:pkg/virt-controller/watch/vmi/lifecycle.go
+// syncReadyConditionFromPod): PodNotExists and PodTerminating describe the
+// pod, ContainersNotReady its compute container (unless a readiness probe,
+// which the guest layer judges, explains it), ReadinessGatesNotReady the
+// unpause gate (Paused says more).
+func (e *engine) launcherFromReady(l *layer) {
+	f := &e.f
+	vmi := f.vmi
+	const readyField = "status.conditions[Ready].reason"
+	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionFalse {
+		since := mt(c.LastTransitionTime)
+		switch {
+		case c.Reason == kubevirtv1.PodNotExistsReason:
+			e.contradiction(l, since, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodMissing,
+				"the VMI says Running on "+orUnknown(f.nodeName)+" but its Ready condition says the launcher pod does not exist")
+			l.cite(kindVMI, vmi.Name, readyField, c.Reason, since)
+			return
+		case c.Reason == kubevirtv1.PodTerminatingReason:
+			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonLauncherPodTerminating,
+				"the VMI's Ready condition says its launcher pod is going down", since)
+			l.cite(kindVMI, vmi.Name, readyField, c.Reason, since)
+			return
+		case c.Reason == kubevirtv1.GuestNotRunningReason, c.Reason == "ReadinessGatesNotReady", f.paused() != nil,
+			vmi.Spec.ReadinessProbe != nil:
+			// A phase the condition has not caught up with, the unpause
+			// gate, or the readiness probe: not the launcher's fault.
+		default:
+			msg := "the VMI's Ready condition says its launcher pod is not ready"
+			if c.Reason != "" {
+				msg += " (" + c.Reason + ")"
+			}
+			e.contradiction(l, since, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady, msg)
+			l.cite(kindVMI, vmi.Name, readyField, c.Reason, since)
+			return
+		}
+	}
+	msg := "the VMI says Running on " + orUnknown(f.nodeName) + " but no launcher pod on that node is known"
+	// At a migration's handoff the source launcher exits before the VMI
+	// names the target node: measured from the migration's end.
+	var since time.Time
+	if m := &f.mig; m.present && (m.succeeded || (m.state != nil && m.state.Completed)) {
+		since = m.endTime()
+	}
+	e.contradiction(l, since, v1alpha1.VerdictUnknown, v1alpha1.ReasonLauncherPodMissing, msg)
+	l.cite(kindVMI, vmi.Name, "status.phase", string(f.phase), f.phaseSince)
+	for uid, node := range vmi.Status.ActivePods {
+		if node == f.nodeName && len(vmi.Status.ActivePods) == 1 {
+			l.cite(kindVMI, vmi.Name, "status.activePods["+string(uid)+"]", node+" (pod not found)", time.Time{})
+		}
 	}
 }
 

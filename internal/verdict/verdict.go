@@ -35,6 +35,9 @@ type Policy struct {
 	StalledAfter time.Duration
 	// GuestAgentExpected: a missing agent is Degraded rather than a note.
 	GuestAgentExpected bool
+	// LagGrace: how long objects may contradict each other (status lags
+	// reality by design) before the contradiction becomes a verdict.
+	LagGrace time.Duration
 	// MigrationFailureTTL: how long a failed migration keeps the VM
 	// Degraded when nothing requires the VMI to move (no eviction, no
 	// MigrationRequired); after it the failure is a note
@@ -53,6 +56,7 @@ func DefaultPolicy() Policy {
 		StalledAfter:          15 * time.Minute,
 		GuestAgentExpected:    false,
 		MigrationFailureTTL:   time.Hour,
+		LagGrace:              10 * time.Second,
 	}
 }
 
@@ -67,6 +71,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.GuestDataMaxAge, &d.GuestDataMaxAge},
 		{&p.StalledAfter, &d.StalledAfter},
 		{&p.MigrationFailureTTL, &d.MigrationFailureTTL},
+		{&p.LagGrace, &d.LagGrace},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -99,6 +104,9 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 	}
 	if o.StalledAfter != nil {
 		set(&p.StalledAfter, o.StalledAfter.Duration, true)
+	}
+	if o.LagGrace != nil {
+		set(&p.LagGrace, o.LagGrace.Duration, true)
 	}
 	if o.GuestAgentExpected != nil {
 		p.GuestAgentExpected = *o.GuestAgentExpected
