@@ -56,8 +56,8 @@ type facts struct {
 	// carries none (a partial paste, a stale cache); empty otherwise.
 	inferredFrom string
 	phaseSince   time.Time
-	created    time.Time
-	lc         lifecycle
+	created      time.Time
+	lc           lifecycle
 
 	pods  []*corev1.Pod // launcher pods of the VMI, by name
 	roles []v1alpha1.LauncherPodRole

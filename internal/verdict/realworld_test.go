@@ -102,8 +102,8 @@ func partialStatusSituations() []situation {
 	}
 	return []situation{
 		{
-			name: "no phase, Ready=True: Running is inferred and said so",
-			in:   input(func(in *Input) { in.VMI = runningVMI(noStatusPhase) }),
+			name:    "no phase, Ready=True: Running is inferred and said so",
+			in:      input(func(in *Input) { in.VMI = runningVMI(noStatusPhase) }),
 			overall: "Healthy/Running", cp: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				for _, e := range r.Status.Layers.ControlPlane.Evidence {
@@ -153,8 +153,8 @@ func partialStatusSituations() []situation {
 			overall: "Progressing/Scheduling", cp: "Progressing/Scheduling",
 		},
 		{
-			name: "the VM says its VMI exists and is Running, the VMI is not in the input",
-			in:   input(func(in *Input) { in.VMI, in.Pods = nil, nil }),
+			name:    "the VM says its VMI exists and is Running, the VMI is not in the input",
+			in:      input(func(in *Input) { in.VMI, in.Pods = nil, nil }),
 			overall: "Unknown/VMINotObserved", cp: "Healthy/Running", node: "Unknown/VMINotObserved", guest: "Unknown/VMINotObserved",
 		},
 		{
@@ -189,7 +189,9 @@ func partialStatusSituations() []situation {
 		{
 			name: "Pending VMI with the VM's ErrorPvcNotFound as its only cause",
 			in: input(func(in *Input) {
-				in.VM = vm(func(v *kubevirtv1.VirtualMachine) { v.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusPvcNotFound })
+				in.VM = vm(func(v *kubevirtv1.VirtualMachine) {
+					v.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusPvcNotFound
+				})
 				in.VMI = pendingVMI(kubevirtv1.Pending, time.Minute)
 				in.Pods = nil
 			}),
@@ -343,19 +345,23 @@ func kubevirtRuleSituations() []situation {
 	}
 	return []situation{
 		{
-			name:    "External strategy marks and never migrates: Progressing",
-			in:      input(func(in *Input) { in.VMI = runningVMI(strategy(kubevirtv1.EvictionStrategyExternal), evacuating(nodeA), notMigratable) }),
+			name: "External strategy marks and never migrates: Progressing",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(strategy(kubevirtv1.EvictionStrategyExternal), evacuating(nodeA), notMigratable)
+			}),
 			overall: "Progressing/EvictionExternal", cp: "Progressing/EvictionExternal",
 		},
 		{
 			name:    "LiveMigrate and not migratable, no mark: the drain will be refused (a note)",
 			in:      input(func(in *Input) { in.VMI = runningVMI(strategy(kubevirtv1.EvictionStrategyLiveMigrate), notMigratable) }),
 			overall: "Healthy/Running", cp: "Healthy/Running",
-			check:   wantNote(layerCP, v1alpha1.ReasonNotEvictable),
+			check: wantNote(layerCP, v1alpha1.ReasonNotEvictable),
 		},
 		{
-			name:    "marked under LiveMigrate, migratability lost after the mark: blocked",
-			in:      input(func(in *Input) { in.VMI = runningVMI(strategy(kubevirtv1.EvictionStrategyLiveMigrate), evacuating(nodeA), notMigratable) }),
+			name: "marked under LiveMigrate, migratability lost after the mark: blocked",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(strategy(kubevirtv1.EvictionStrategyLiveMigrate), evacuating(nodeA), notMigratable)
+			}),
 			overall: "Degraded/EvictionBlocked",
 		},
 		{

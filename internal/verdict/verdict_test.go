@@ -648,7 +648,7 @@ func migrationSituations() []situation {
 			}),
 			// A note: the layer reads Running, the message keeps it.
 			overall: "Healthy/Running", cp: "Healthy/Running",
-			check:   wantNote(layerCP, v1alpha1.ReasonLastMigrationFailed),
+			check: wantNote(layerCP, v1alpha1.ReasonLastMigrationFailed),
 		},
 		{
 			name: "failed two hours ago, eviction still requested",
@@ -872,8 +872,8 @@ func launcherPodSituations() []situation {
 			overall: "Failed/LauncherPodFailed", cp: "Healthy/Running", node: "Failed/LauncherPodFailed",
 		},
 		{
-			name:    "launcher pod gone while the VMI says Running",
-			in:      input(func(in *Input) { in.Pods = nil }),
+			name: "launcher pod gone while the VMI says Running",
+			in:   input(func(in *Input) { in.Pods = nil }),
 			// The agent's condition is a leftover nothing refreshes.
 			overall: "Unknown/LauncherPodMissing", node: "Unknown/LauncherPodMissing", guest: "Unknown/EvidenceStale",
 			check: func(t *testing.T, r Result) {
@@ -966,7 +966,7 @@ func nodeSituations() []situation {
 			}),
 			// Notes do not outrank a plain finding: all layers are Healthy.
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
-			check:   wantNote(layerNode, v1alpha1.ReasonNodeNotSchedulable),
+			check: wantNote(layerNode, v1alpha1.ReasonNodeNotSchedulable),
 		},
 		{
 			name:    "node NotReady",
@@ -1229,7 +1229,7 @@ func badInputSituations() []situation {
 			}),
 			// KubeVirt ignores it too: a note, only the secondary IPs are lost.
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantNote(layerGuest, v1alpha1.ReasonMalformedNetworkStatus),
+			check: wantNote(layerGuest, v1alpha1.ReasonMalformedNetworkStatus),
 		},
 		{
 			name: "malformed heartbeat",
