@@ -75,7 +75,8 @@ const (
 
 	// ReasonNodeUnresponsive: the VMI is Failed with status.reason
 	// NodeUnresponsive: virt-controller gave up on a node whose virt-handler
-	// stopped beating and whose launcher pod is gone.
+	// stopped beating and whose launcher pod is gone (control plane and
+	// node layer).
 	ReasonNodeUnresponsive = "NodeUnresponsive"
 
 	// ReasonStopping: the VMI or VM is being deleted, or the VM is Halted
@@ -213,7 +214,8 @@ const (
 	ReasonGuestAgentConnected = "GuestAgentConnected"
 
 	// ReasonNoGuestAgent: no guest agent has connected after the grace
-	// period and none is expected; a note.
+	// period and none is expected: Healthy when the launcher says the
+	// domain runs (Ready), Unknown when nothing does.
 	ReasonNoGuestAgent = "NoGuestAgent"
 
 	// ReasonAgentConnecting: the guest runs and the agent has not connected
@@ -242,7 +244,7 @@ const (
 
 	// ReasonMalformedNetworkStatus: the launcher pod's
 	// k8s.v1.cni.cncf.io/network-status annotation is not valid JSON of the
-	// expected shape.
+	// expected shape; a note, as KubeVirt ignores it too.
 	ReasonMalformedNetworkStatus = "MalformedNetworkStatus"
 
 	// ReasonGuestStarting: the guest does not run yet (the VMI is not
@@ -258,8 +260,9 @@ const (
 	// Unknown).
 	ReasonGuestPaused = "GuestPaused"
 
-	// ReasonEvidenceStale: the node's heartbeat is stale, so what the VMI
-	// says about the guest can no longer be trusted.
+	// ReasonEvidenceStale: the node's heartbeat is stale, or the node layer
+	// says the path that refreshes guest data (launcher, domain) is broken,
+	// so what the VMI says about the guest can no longer be trusted.
 	ReasonEvidenceStale = "EvidenceStale"
 
 	// ReasonGuestNotReady: the VMI's readiness probe fails (Ready=False on a
@@ -307,6 +310,11 @@ const (
 	// External: KubeVirt marks the VMI and leaves it to an external
 	// controller, which is expected to stop or replace the VM.
 	ReasonEvictionExternal = "EvictionExternal"
+
+	// ReasonMigrationBlocked: the migration object says it cannot proceed
+	// until something else changes (rejected by a resource quota, blocked
+	// by utility volumes or a decentralized migration).
+	ReasonMigrationBlocked = "MigrationBlocked"
 
 	// ReasonNotEvictable: a note: evictionStrategy LiveMigrate on a VMI that
 	// cannot be live-migrated, so a drain of its node will be refused
@@ -392,4 +400,5 @@ var AllReasons = []string{
 	ReasonAccessCredentialsFailed,
 	ReasonEvictionExternal,
 	ReasonNotEvictable,
+	ReasonMigrationBlocked,
 }

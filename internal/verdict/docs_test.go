@@ -103,8 +103,8 @@ func documentedReasons(t *testing.T) []docRow {
 			continue
 		}
 		cells := strings.Split(line, "|")
-		if len(cells) != 8 {
-			t.Fatalf("row with %d cells, want 6 columns: %s", len(cells)-2, line)
+		if len(cells) != 9 {
+			t.Fatalf("row with %d cells, want 7 columns: %s", len(cells)-2, line)
 		}
 		rows = append(rows, docRow{
 			reason:  strings.Trim(strings.TrimSpace(cells[1]), "`"),

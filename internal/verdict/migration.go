@@ -1,8 +1,10 @@
 package verdict
 
 import (
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -245,11 +247,45 @@ func (e *engine) migrationRules(l *layer) {
 		}
 
 	case m.inProgress:
+		if e.migrationBlocked(l, label) {
+			return
+		}
 		e.migrationInProgress(l, label)
 
 	case m.succeeded && m.vmim != nil:
 		l.context(kindVMIM, m.name, "status.phase", string(m.phase), m.since)
 	}
+}
+
+// blockingMigrationConditions are the VMIM conditions with which
+// virt-controller's migration controller says a migration cannot proceed
+// until something else changes (api:core/v1/types.go).
+var blockingMigrationConditions = [...]kubevirtv1.VirtualMachineInstanceMigrationConditionType{
+	kubevirtv1.VirtualMachineInstanceMigrationRejectedByResourceQuota,
+	kubevirtv1.VirtualMachineInstanceMigrationBlockedByUtilityVolumes,
+	kubevirtv1.VirtualMachineInstanceDecentralizedMigrationBlocked,
+}
+
+// migrationBlocked reads the migration object's own conditions.
+func (e *engine) migrationBlocked(l *layer, label string) bool {
+	m := &e.f.mig
+	if m.vmim == nil {
+		return false
+	}
+	for i := range m.vmim.Status.Conditions {
+		c := &m.vmim.Status.Conditions[i]
+		if c.Status != corev1.ConditionTrue || !slices.Contains(blockingMigrationConditions[:], c.Type) {
+			continue
+		}
+		msg := label + " is blocked (" + string(c.Type) + ")"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationBlocked, msg, mt(c.LastTransitionTime))
+		l.cite(kindVMIM, m.name, "status.conditions["+string(c.Type)+"].status", string(c.Status), mt(c.LastTransitionTime))
+		return true
+	}
+	return false
 }
 
 func (e *engine) migrationInProgress(l *layer, label string) {

@@ -410,6 +410,18 @@ func kubevirtRuleSituations() []situation {
 			},
 		},
 		{
+			name: "a migration rejected by a resource quota is blocked",
+			in: input(func(in *Input) {
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimIn(kubevirtv1.MigrationPending, -time.Minute),
+					func(m *kubevirtv1.VirtualMachineInstanceMigration) {
+						m.Status.Conditions = []kubevirtv1.VirtualMachineInstanceMigrationCondition{{
+							Type: kubevirtv1.VirtualMachineInstanceMigrationRejectedByResourceQuota, Status: corev1.ConditionTrue,
+							Message: "exceeded quota: mem-quota, requested: requests.memory=2Gi"}}
+					})}
+			}),
+			overall: "Degraded/MigrationBlocked", cp: "Degraded/MigrationBlocked",
+		},
+		{
 			name: "a Pending migration queued for an hour is not stuck",
 			in: input(func(in *Input) {
 				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimIn(kubevirtv1.MigrationPending, -time.Hour))}

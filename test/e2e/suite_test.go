@@ -244,3 +244,55 @@ func nodeLost(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// recordVerdicts watches the VMObservation from now on and returns a func
+// that stops the watch and lists every distinct status it saw, as
+// "overall controlPlane node guest" verdict/reason quadruples: what every
+// watcher (Argo CD, Flux, kube-state-metrics) saw, transient ones included.
+func recordVerdicts(ns, name string) func() []string {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &v1alpha1.VMObservationList{}, client.InNamespace(ns))
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			o, ok := ev.Object.(*v1alpha1.VMObservation)
+			if !ok || o.Name != name || o.Status.Layers == nil {
+				continue
+			}
+			l := o.Status.Layers
+			v := fmt.Sprintf("%s/%s %s/%s %s/%s %s/%s", o.Status.Verdict, o.Status.Reason,
+				l.ControlPlane.Verdict, l.ControlPlane.Reason, l.Node.Verdict, l.Node.Reason, l.Guest.Verdict, l.Guest.Reason)
+			mu.Lock()
+			if len(seen) == 0 || seen[len(seen)-1] != v {
+				seen = append(seen, v)
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() []string {
+		w.Stop()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		GinkgoWriter.Printf("VERDICTS %s/%s: %v\n", ns, name, seen)
+		return seen
+	}
+}
+
+// warningEvents lists the Warning Events vmobs recorded in ns.
+func warningEvents(ns string) []string {
+	var evs corev1.EventList
+	Expect(k8s.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "VMObservation" {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
