@@ -527,6 +527,16 @@ func (e *engine) cpVMIUnseen(l *layer) {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStarting, "the VM is starting (printableStatus Starting)", since)
 	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VM is stopping (printableStatus "+string(ps)+")", since)
+	case kubevirtv1.VirtualMachineStatusStopped:
+		if f.runStrat != kubevirtv1.RunStrategyAlways {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
+				"the VM says its VMI exists (status.created) and is Stopped, but the VMI is not in the input", since)
+			break
+		}
+		// Run strategy Always replaces a final VMI: its deletion and the
+		// new VMI's creation are one sync apart.
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonRestarting,
+			"the VM's last VMI stopped and run strategy Always starts a new one", since)
 	case kubevirtv1.VirtualMachineStatusMigrating:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating, "the VM is migrating (printableStatus Migrating)", since)
 	case kubevirtv1.VirtualMachineStatusRunning:

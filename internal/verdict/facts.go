@@ -153,10 +153,13 @@ func (f *facts) lifecycle() lifecycle {
 			return lcMissing
 		case !f.runStratOK:
 			return lcInvalid
-		case f.vm.Status.Created:
+		case f.vm.Status.Created && !(f.runStrat == kubevirtv1.RunStrategyHalted &&
+			f.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped):
 			// virt-controller sets created from the VMI it sees
 			// (kv:pkg/virt-controller/watch/vm/vm.go updateStatus): the VMI
-			// exists and the input lacks it.
+			// exists and the input lacks it. A Halted VM whose status says
+			// Stopped is stopped: created lags the deletion of its final VMI
+			// by one sync.
 			return lcVMIUnseen
 		case f.vmShouldRun():
 			return lcStarting

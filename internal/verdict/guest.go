@@ -72,8 +72,14 @@ func (e *engine) guestCeiling(l *layer) bool {
 	case v1alpha1.ReasonLauncherPodFailed, v1alpha1.ReasonComputeContainerOOMKilled,
 		v1alpha1.ReasonComputeContainerTerminated, v1alpha1.ReasonStatusLagging:
 		reason, what = v1alpha1.ReasonNotRunning, "the guest does not run any more"
-	case v1alpha1.ReasonLauncherPodMissing, v1alpha1.ReasonLauncherPodNotReady, v1alpha1.ReasonDomainSyncFailed,
-		v1alpha1.ReasonNodeNotReady:
+	case v1alpha1.ReasonLauncherPodMissing:
+		// Not in the input while the VMI's Ready=True says virt-controller
+		// saw it ready at its last sync: not captured, not gone (a pod that
+		// is gone turns Ready to PodNotExists on the next sync).
+		if nf.verdict == v1alpha1.VerdictUnknown && e.f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceReady) != nil {
+			return false
+		}
+	case v1alpha1.ReasonLauncherPodNotReady, v1alpha1.ReasonDomainSyncFailed, v1alpha1.ReasonNodeNotReady:
 	case v1alpha1.ReasonNodeAgentStale:
 		// guestFreshness says it with the heartbeat as evidence.
 		return false

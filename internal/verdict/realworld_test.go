@@ -179,6 +179,24 @@ func partialStatusSituations() []situation {
 			overall: "Degraded/DataVolumeError", cp: "Degraded/DataVolumeError",
 		},
 		{
+			name: "a Halted VM whose status says Stopped is stopped, though created lags by one sync",
+			in: input(func(in *Input) {
+				in.VM = vm(withRunStrategy(kubevirtv1.RunStrategyHalted), func(v *kubevirtv1.VirtualMachine) {
+					v.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
+				})
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Suspended/Stopped",
+		},
+		{
+			name: "an Always VM between its final VMI and the next: restarting",
+			in: input(func(in *Input) {
+				in.VM = vm(func(v *kubevirtv1.VirtualMachine) { v.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped })
+				in.VMI, in.Pods = nil, nil
+			}),
+			cp: "Progressing/Restarting",
+		},
+		{
 			name: "created=true, printableStatus Paused: the VMI's layers are unknown",
 			in: input(func(in *Input) {
 				in.VM = vm(func(v *kubevirtv1.VirtualMachine) { v.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusPaused })
@@ -238,6 +256,14 @@ func evidenceSituations() []situation {
 				in.Pods = nil
 			}),
 			overall: "Degraded/LauncherPodMissing", node: "Degraded/LauncherPodMissing", guest: "Unknown/EvidenceStale",
+		},
+		{
+			name: "no launcher pod in the input and Ready=False without a reason: the agent's condition is a leftover",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(readyFalse(""))
+				in.Pods = nil
+			}),
+			node: "Degraded/LauncherPodNotReady", guest: "Unknown/EvidenceStale",
 		},
 		{
 			name: "Ready=False PodTerminating, pod not in the input",

@@ -874,8 +874,9 @@ func launcherPodSituations() []situation {
 		{
 			name: "launcher pod gone while the VMI says Running",
 			in:   input(func(in *Input) { in.Pods = nil }),
-			// The agent's condition is a leftover nothing refreshes.
-			overall: "Unknown/LauncherPodMissing", node: "Unknown/LauncherPodMissing", guest: "Unknown/EvidenceStale",
+			// The VMI's Ready=True says virt-controller saw the pod ready at
+			// its last sync: the pod was not captured, the agent's word stands.
+			overall: "Unknown/LauncherPodMissing", node: "Unknown/LauncherPodMissing", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				if !hasEvidence(r.Status.Layers.Node, kindVMI, vmName, "status.activePods[") {
 					t.Errorf("evidence %+v", r.Status.Layers.Node.Evidence)
