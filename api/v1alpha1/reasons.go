@@ -311,6 +311,12 @@ const (
 	// controller, which is expected to stop or replace the VM.
 	ReasonEvictionExternal = "EvictionExternal"
 
+	// ReasonNotInInput: the input carries nothing this layer can be judged
+	// on (vmobs analyze on a paste without the launcher pod and the Node,
+	// or a VMI whose conditions were cut). The layer is Unknown and the
+	// overall verdict is taken from the layers that have a basis.
+	ReasonNotInInput = "NotInInput"
+
 	// ReasonMigrationBlocked: the migration object says it cannot proceed
 	// until something else changes (rejected by a resource quota, blocked
 	// by utility volumes or a decentralized migration).
@@ -401,4 +407,5 @@ var AllReasons = []string{
 	ReasonEvictionExternal,
 	ReasonNotEvictable,
 	ReasonMigrationBlocked,
+	ReasonNotInInput,
 }

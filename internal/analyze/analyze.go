@@ -67,6 +67,7 @@ func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMO
 		Migrations: g.Migrations,
 		Pods:       g.Pods,
 		Nodes:      g.Nodes,
+		Uncaptured: g.Uncaptured,
 		Policy:     policy,
 		Now:        now,
 	}

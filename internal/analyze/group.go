@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // Pod labels KubeVirt sets on virt-launcher pods.
@@ -38,6 +39,9 @@ type VMGroup struct {
 	// Observation is the VMObservation the input declares for this VM,
 	// if any: its spec.policy overrides apply.
 	Observation *v1alpha1.VMObservation
+	// Uncaptured names the kinds the whole input holds none of: there an
+	// absent pod or Node was not captured, rather than gone.
+	Uncaptured verdict.Uncaptured
 }
 
 // Note is something the grouping or the engine run left out, and why.
@@ -64,7 +68,8 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 		k := nsName{ns, name}
 		g := groups[k]
 		if g == nil {
-			g = &VMGroup{Namespace: ns, Name: name, Nodes: map[string]*corev1.Node{}}
+			g = &VMGroup{Namespace: ns, Name: name, Nodes: map[string]*corev1.Node{},
+				Uncaptured: verdict.Uncaptured{VMIs: len(objs.VMIs) == 0, Pods: len(objs.Pods) == 0, Nodes: len(objs.Nodes) == 0}}
 			groups[k] = g
 		}
 		return g

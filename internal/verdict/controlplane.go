@@ -21,6 +21,7 @@ const (
 	syncImagePullBackOff   = "ImagePullBackOff"
 	syncFailedPvcNotFound  = "FailedPvcNotFound"
 	syncFailedCreate       = "FailedCreate"
+	syncInvalidImageName   = "InvalidImageName"
 	nodeUnresponsiveReason = "NodeUnresponsive" // kv:pkg/virt-controller/watch/node/node.go
 	// syncDomainFailed is the reason virt-handler gives every
 	// Synchronized=False it writes (kv:pkg/virt-handler/vm.go
@@ -96,6 +97,7 @@ func (e *engine) controlPlane() {
 		}
 		l.cite(kindVMI, f.vmi.Name, "status.phase", string(f.phase), f.phaseSince)
 	case lcUnknown:
+		e.syncFailure(l)
 		if f.phase == kubevirtv1.VmPhaseUnset {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonStatusMissing,
 				"the VMI has no status.phase since "+rfc(f.created)+", longer than "+f.pol.SchedulingTimeout.String()+
@@ -123,8 +125,17 @@ func (e *engine) controlPlane() {
 		}
 		e.vmiRuntimeRules(l)
 	}
-	if f.vmi != nil {
+	if f.vm != nil {
 		e.vmFailure(l)
+	}
+	if f.lc == lcRunning && f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil && l.severest() <= v1alpha1.VerdictHealthy.Severity() {
+		// virt-controller writes Ready on every sync of every VMI
+		// (kv:pkg/virt-controller/watch/vmi/lifecycle.go updateStatus →
+		// syncReadyConditionFromPod): without it the status is partial, and
+		// a layer with nothing else to say is not Healthy on it.
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonReadyConditionMissing,
+			"the VMI says Running but has no Ready condition, which virt-controller writes on every sync: its status is partial", time.Time{})
+		l.cite(kindVMI, f.vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
 	}
 	if f.vmi != nil && (f.future(f.phaseSince) || f.future(f.created)) {
 		t := f.phaseSince
@@ -224,6 +235,22 @@ func (e *engine) timedProgress(l *layer, start time.Time, timeout time.Duration,
 func (e *engine) cpPreRunning(l *layer) {
 	f := &e.f
 	vmi := f.vmi
+	if f.phase == kubevirtv1.WaitingForSync {
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonWaitingForSync,
+			"the VMI waits for the source of a decentralized migration", f.phaseSince)
+		return
+	}
+	e.syncFailure(l)
+	defer e.vmPrintableCause(l)
+	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil &&
+		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		msg := "the launcher pod cannot be scheduled"
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
+		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
+	}
 	if f.phase == kubevirtv1.VmPhaseUnset {
 		// KubeVirt counts an unprocessed VMI as starting; past the
 		// scheduling deadline its status counts as missing.
@@ -235,25 +262,8 @@ func (e *engine) cpPreRunning(l *layer) {
 		}
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonScheduling, msg, f.created)
 		l.cite(kindVMI, vmi.Name, "status.phase", "", f.created)
-		e.vmPrintableCause(l)
 		return
 	}
-	if f.phase == kubevirtv1.WaitingForSync {
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonWaitingForSync,
-			"the VMI waits for the source of a decentralized migration", f.phaseSince)
-		return
-	}
-	e.syncFailure(l)
-	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil &&
-		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-		msg := "the launcher pod cannot be scheduled"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
-		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
-	}
-	e.vmPrintableCause(l)
 	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceProvisioning); c != nil {
 		// DataVolume imports take as long as the data does: no timeout.
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning,
@@ -309,7 +319,7 @@ func (f *facts) syncCondition() (c *kubevirtv1.VirtualMachineInstanceCondition, 
 	switch c.Reason {
 	case syncDomainFailed:
 		return c, true
-	case syncErrImagePull, syncImagePullBackOff, syncFailedPvcNotFound, syncFailedCreate:
+	case syncErrImagePull, syncImagePullBackOff, syncInvalidImageName, syncFailedPvcNotFound, syncFailedCreate:
 		return c, false
 	}
 	return c, f.phase == kubevirtv1.Scheduled || f.phase == kubevirtv1.Running
@@ -325,7 +335,7 @@ func (e *engine) syncFailure(l *layer) {
 	}
 	var reason, what string
 	switch c.Reason {
-	case syncErrImagePull, syncImagePullBackOff:
+	case syncErrImagePull, syncImagePullBackOff, syncInvalidImageName:
 		reason, what = v1alpha1.ReasonImagePullFailed, "an image of the launcher pod cannot be pulled"
 	case syncFailedPvcNotFound:
 		reason, what = v1alpha1.ReasonPVCNotFound, "a PersistentVolumeClaim the VMI uses does not exist"
@@ -364,14 +374,6 @@ func (e *engine) cpRunning(l *layer) {
 		l.cite(kindVMI, vmi.Name, "status.conditions[Paused].reason", c.Reason, mt(c.LastTransitionTime))
 	}
 	e.syncFailure(l)
-	if f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil {
-		// virt-controller writes Ready on every sync of every VMI
-		// (kv:pkg/virt-controller/watch/vmi/lifecycle.go updateStatus →
-		// syncReadyConditionFromPod): without it the status is partial.
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonReadyConditionMissing,
-			"the VMI says Running but has no Ready condition, which virt-controller writes on every sync: its status is partial", time.Time{})
-		l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
-	}
 	e.activePodsRules(l)
 	// Always added: notes never outrank it, worse findings always do.
 	l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "the VMI runs on "+orUnknown(vmi.Status.NodeName), f.phaseSince)
@@ -467,7 +469,9 @@ func (e *engine) vmFailure(l *layer) {
 		if c.Message != "" {
 			msg += " (" + c.Message + ")"
 		}
-		l.add(v1alpha1.VerdictDegraded, reason, msg, mt(c.LastTransitionTime))
+		// virt-controller retries and clears the condition: a failure
+		// counts once it outlives the lag grace (kubevirt#7339).
+		e.contradiction(l, mt(c.LastTransitionTime), v1alpha1.VerdictDegraded, reason, msg)
 		l.cite(kindVM, f.vm.Name, "status.conditions[Failure].reason", c.Reason, mt(c.LastTransitionTime))
 	}
 }
@@ -495,7 +499,7 @@ func printableCause(ps kubevirtv1.VirtualMachinePrintableStatus) (string, string
 // that has not started, when the VMI has no cause of its own.
 func (e *engine) vmPrintableCause(l *layer) {
 	f := &e.f
-	if f.vm == nil || l.worse() {
+	if f.vm == nil || l.severest() >= v1alpha1.VerdictDegraded.Severity() {
 		return
 	}
 	reason, what := printableCause(f.vm.Status.PrintableStatus)
@@ -514,7 +518,13 @@ func (e *engine) cpVMIUnseen(l *layer) {
 	vm := f.vm
 	ps := vm.Status.PrintableStatus
 	since := vmConditionSince(vm)
-	l.context(kindVM, vm.Name, "status.created", "true", time.Time{})
+	l.context(kindVM, vm.Name, "status.created", strconv.FormatBool(vm.Status.Created), time.Time{})
+	if f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted && !isVMErrorStatus(ps) {
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping,
+			"the VM is Halted and its VMI, not in the input, is shutting down", since)
+		l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
+		return
+	}
 	if reason, what := printableCause(ps); reason != "" {
 		l.add(v1alpha1.VerdictDegraded, reason, what+" (the VM's printableStatus is "+string(ps)+")", since)
 		l.cite(kindVM, vm.Name, "status.printableStatus", string(ps), since)
@@ -552,6 +562,11 @@ func (e *engine) cpVMIUnseen(l *layer) {
 			"the VM says its VMI exists (status.created) but the VMI is not in the input; printableStatus is "+orUnknown(string(ps)), since)
 	}
 	l.cite(kindVM, vm.Name, "status.printableStatus", string(ps), since)
+}
+
+func isVMErrorStatus(ps kubevirtv1.VirtualMachinePrintableStatus) bool {
+	r, _ := printableCause(ps)
+	return r != ""
 }
 
 func vmCond(vm *kubevirtv1.VirtualMachine, t kubevirtv1.VirtualMachineConditionType) *kubevirtv1.VirtualMachineCondition {

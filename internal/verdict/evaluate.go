@@ -57,15 +57,23 @@ func Evaluate(in Input) Result {
 	if prev != nil {
 		layers[0].prev, layers[1].prev, layers[2].prev = &prev.ControlPlane, &prev.Node, &prev.Guest
 	}
-	worst := 0
+	worst := -1
 	for i := range layers {
 		win := e.build(layers[i].b, layers[i].out)
 		e.transition(layers[i].out, layers[i].prev, win.since)
-		// Ties go to the first layer: the control plane explains the
-		// others more often than the reverse.
-		if layers[i].out.Verdict.Severity() > layers[worst].out.Verdict.Severity() {
+		// A layer the input says nothing about does not decide the
+		// overall verdict (unless no layer has a basis). Ties go to the
+		// first layer: the control plane explains the others more often
+		// than the reverse.
+		if win.noBasis {
+			continue
+		}
+		if worst < 0 || layers[i].out.Verdict.Severity() > layers[worst].out.Verdict.Severity() {
 			worst = i
 		}
+	}
+	if worst < 0 {
+		worst = 0
 	}
 	w := layers[worst].out
 	st.Verdict, st.Reason = w.Verdict, w.Reason

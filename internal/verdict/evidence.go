@@ -46,6 +46,10 @@ type finding struct {
 	// node that cannot report): it stays in the message and never wins
 	// over its cause.
 	consequence bool
+	// noBasis says the input carries nothing the layer can be judged on:
+	// the layer is Unknown, and the overall verdict is taken from the
+	// layers that have a basis.
+	noBasis bool
 }
 
 type evidenceItem struct {
@@ -90,6 +94,15 @@ func (l *layer) note(reason, msg string, since time.Time) {
 	}
 }
 
+// nothingToJudge records that the input carries nothing this layer can be
+// judged on.
+func (l *layer) nothingToJudge(msg string) {
+	l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotInInput, msg, time.Time{})
+	if l.cur >= 0 {
+		l.findings[l.cur].noBasis = true
+	}
+}
+
 // explainedBy marks the findings with one of the given reasons as
 // consequences of another finding: they lose to every other finding.
 func (l *layer) explainedBy(reasons ...string) {
@@ -110,6 +123,15 @@ func (l *layer) worse() bool {
 		}
 	}
 	return false
+}
+
+// severest is the highest severity among the findings, -1 with none.
+func (l *layer) severest() int {
+	s := -1
+	for i := 0; i < l.nf; i++ {
+		s = max(s, l.findings[i].verdict.Severity())
+	}
+	return s
 }
 
 // has says whether the layer has a finding with this reason.

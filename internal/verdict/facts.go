@@ -153,8 +153,8 @@ func (f *facts) lifecycle() lifecycle {
 			return lcMissing
 		case !f.runStratOK:
 			return lcInvalid
-		case f.vm.Status.Created && !(f.runStrat == kubevirtv1.RunStrategyHalted &&
-			f.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped):
+		case (f.vm.Status.Created || printableImpliesVMI(f.vm.Status.PrintableStatus) || failedDelete(f.vm)) &&
+			!(f.runStrat == kubevirtv1.RunStrategyHalted && f.vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStopped):
 			// virt-controller sets created from the VMI it sees
 			// (kv:pkg/virt-controller/watch/vm/vm.go updateStatus): the VMI
 			// exists and the input lacks it. A Halted VM whose status says
@@ -245,6 +245,13 @@ func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 			return kubevirtv1.Running, "status.interfaces[" + vmi.Status.Interfaces[i].Name + "].infoSource"
 		}
 	}
+	// Volumes are hotplugged only into a running VMI
+	// (kv:pkg/virt-controller/watch/vmi/storage.go).
+	for i := range vmi.Status.VolumeStatus {
+		if vmi.Status.VolumeStatus[i].HotplugVolume != nil {
+			return kubevirtv1.Running, "status.volumeStatus[" + vmi.Status.VolumeStatus[i].Name + "].hotplugVolume"
+		}
+	}
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceSynchronized); c != nil && c.Status == corev1.ConditionFalse && c.Reason == syncDomainFailed {
 		return kubevirtv1.Scheduled, "status.conditions[Synchronized].reason"
 	}
@@ -282,9 +289,36 @@ func (f *facts) vmShouldRun() bool {
 			return true
 		}
 	}
-	switch vm.Status.PrintableStatus {
-	case kubevirtv1.VirtualMachineStatusStarting, kubevirtv1.VirtualMachineStatusProvisioning,
-		kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
+	// Provisioning and WaitingForVolumeBinding come before Stopped in
+	// setPrintableStatus's precedence and are computed from the
+	// DataVolumes and PVCs, so a stopped VM shows them too
+	// (kv:pkg/virt-controller/watch/vm/vm.go, kubevirt#12544): only
+	// Starting says a start is under way.
+	return vm.Status.PrintableStatus == kubevirtv1.VirtualMachineStatusStarting
+}
+
+// failedDelete says virt-controller failed to delete the VM's VMI
+// (the VM-only Failure condition, reason FailedDelete): the VMI exists.
+func failedDelete(vm *kubevirtv1.VirtualMachine) bool {
+	for i := range vm.Status.Conditions {
+		c := &vm.Status.Conditions[i]
+		if string(c.Type) == "Failure" && c.Status == corev1.ConditionTrue && c.Reason == "FailedDelete" {
+			return true
+		}
+	}
+	return false
+}
+
+// printableImpliesVMI says whether virt-controller computes this
+// printableStatus only from an existing VMI or its pod
+// (kv:pkg/virt-controller/watch/vm/vm.go setPrintableStatus): a paste that
+// lost status.created (or the spec) still shows that a VMI exists.
+func printableImpliesVMI(ps kubevirtv1.VirtualMachinePrintableStatus) bool {
+	switch ps {
+	case kubevirtv1.VirtualMachineStatusRunning, kubevirtv1.VirtualMachineStatusPaused,
+		kubevirtv1.VirtualMachineStatusMigrating, kubevirtv1.VirtualMachineStatusStopping,
+		kubevirtv1.VirtualMachineStatusUnschedulable, kubevirtv1.VirtualMachineStatusErrImagePull,
+		kubevirtv1.VirtualMachineStatusImagePullBackOff:
 		return true
 	}
 	return false

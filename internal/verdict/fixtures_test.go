@@ -354,6 +354,13 @@ func targetPod(mods ...podMod) *corev1.Pod {
 	return p
 }
 
+// guestIP sets the IPs the status reports on the primary interface.
+func guestIP(ips ...string) vmiMod {
+	return func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Status.Interfaces[0].IP, v.Status.Interfaces[0].IPs = ips[0], ips
+	}
+}
+
 // onTarget is a VMI after its migration to node-b: virt-handler on the
 // target wrote the target pod's IPs into the primary interface.
 func onTarget(v *kubevirtv1.VirtualMachineInstance) {

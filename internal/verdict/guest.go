@@ -31,6 +31,14 @@ func (e *engine) guestLayer() {
 	case lcStopped:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; the guest does not run", time.Time{})
 	case lcStarting, lcPreRunning:
+		if f.vmi != nil {
+			if c, byHandler := f.syncCondition(); c != nil && byHandler {
+				l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning,
+					"the guest cannot start while virt-handler cannot synchronize the domain", mt(c.LastTransitionTime))
+				l.cite(kindVMI, f.vmi.Name, "status.conditions[Synchronized].reason", c.Reason, mt(c.LastTransitionTime))
+				return
+			}
+		}
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonGuestStarting, "the guest does not run yet", f.phaseSince)
 	case lcSucceeded:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down", f.phaseSince)
@@ -39,8 +47,7 @@ func (e *engine) guestLayer() {
 	case lcUnknown:
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether the guest runs", time.Time{})
 	case lcVMIUnseen:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
-			"the VM says its VMI exists but the VMI is not in the input, so nothing reports on the guest", time.Time{})
+		e.unseenVMILayer(l, "guest", v1alpha1.ReasonGuestStarting, "the guest")
 	case lcRunning:
 		if e.guestCeiling(l) {
 			return
@@ -213,6 +220,14 @@ func (e *engine) agentAbsent(l *layer) {
 	f := &e.f
 	vmi := f.vmi
 	const acField = "status.conditions[AgentConnected]"
+	if f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil {
+		// A status without the Ready condition virt-controller writes on
+		// every sync lost its conditions (a partial paste): the absence of
+		// AgentConnected says nothing.
+		l.nothingToJudge("the VMI's conditions are partial (no Ready condition), so whether the guest agent is connected cannot be told")
+		l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
+		return
+	}
 	if hint, field, value := e.agentHint(); hint {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected,
 			"the guest agent was connected before and is not now"+osSuffix(vmi), time.Time{})
@@ -231,7 +246,9 @@ func (e *engine) agentAbsent(l *layer) {
 	case running.IsZero():
 		// No clock to measure the grace period by: judge as if it ended.
 		graceEnd = time.Time{}
-	case !crossed(f.now, graceEnd):
+	case !crossed(f.now, graceEnd) && (f.pol.GuestAgentExpected || !f.domainRunning()):
+		// Without an agent to wait for, a guest whose domain runs is
+		// judged at once (below).
 		l.stale(graceEnd)
 		e.deadline(graceEnd)
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting,
@@ -275,6 +292,11 @@ func (f *facts) domainRuns() (kind, name, field string, t time.Time) {
 	return "", "", "", time.Time{}
 }
 
+func (f *facts) domainRunning() bool {
+	_, _, field, _ := f.domainRuns()
+	return field != ""
+}
+
 // agentHint says whether an agent was connected to this VMI before, and
 // which field shows it.
 func (e *engine) agentHint() (bool, string, string) {
@@ -312,7 +334,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	if !settled {
 		e.deadline(graceEnd)
 	}
-	var missing, mismatch []int
+	var missing, mismatch, noIP []int
 	var missingBuf, mismatchBuf [8]int
 	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
 	var order [8]int
@@ -329,6 +351,13 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			if settled && ifc.LinkState != "down" && ifc.MAC != "" && hasInfoSource(ifc.InfoSource, infoSourceDomain) {
 				missing = append(missing, i)
 			}
+		} else if ifc.LinkState != "down" && ifc.IP == "" && len(ifc.IPs) == 0 && f.isPrimary(i) {
+			// The primary interface always has an address: virt-handler
+			// writes the pod's from its cache before the agent speaks
+			// (kv:pkg/network/setup/netstat.go), so an entry the agent
+			// reported with none lost it (kubevirt#7508). Secondary
+			// networks may carry none by design (L2 without IPAM).
+			noIP = append(noIP, i)
 		}
 		if f.ipMismatch(i) {
 			mismatch = append(mismatch, i)
@@ -355,6 +384,12 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 				l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]["+ns.Interface+"].ips", joinSorted(ns.IPs), time.Time{})
 			}
 		}
+	}
+	if len(noIP) > 0 {
+		name := ifcs[noIP[0]].Name
+		e.contradiction(l, connected, v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
+			"the guest agent reported the primary interface "+name+" without any IP address")
+		l.cite(kindVMI, vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
 	}
 	if len(missing) > 0 {
 		var b strings.Builder

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -255,6 +256,9 @@ func (f *facts) ipMismatch(i int) bool {
 		if !primary {
 			return false
 		}
+		if spec.Masquerade != nil && f.natAddress(ifc) {
+			return true
+		}
 		ns = nil
 	case spec.Bridge != nil || spec.SRIOV != nil:
 		if !hasInfoSource(ifc.InfoSource, infoSourceGuestAgent) {
@@ -299,6 +303,46 @@ func (f *facts) ipMismatch(i int) bool {
 		podIPs += len(ns.IPs)
 	}
 	return guestIPs > 0 && podIPs > 0 && !overlap
+}
+
+// Masquerade's VM-side networks: the guest is .2 behind the NAT
+// (kv:pkg/network/... masquerade defaults, api:core/v1/schema.go
+// PodNetwork.VMNetworkCIDR / VMIPv6NetworkCIDR).
+var (
+	defaultVMNetwork     = netip.MustParsePrefix("10.0.2.0/24")
+	defaultVMIPv6Network = netip.MustParsePrefix("fd10:0:2::/120")
+)
+
+// natAddress says whether a masquerade interface's status shows an address
+// of the VM-side network behind the NAT: virt-handler must report the pod's
+// address there (kubevirt#18760), so this is wrong whatever the pod says.
+func (f *facts) natAddress(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterface) bool {
+	v4, v6 := defaultVMNetwork, defaultVMIPv6Network
+	for j := range f.vmi.Spec.Networks {
+		n := &f.vmi.Spec.Networks[j]
+		if n.Name != ifc.Name || n.Pod == nil {
+			continue
+		}
+		if p, err := netip.ParsePrefix(n.Pod.VMNetworkCIDR); err == nil {
+			v4 = p
+		}
+		if p, err := netip.ParsePrefix(n.Pod.VMIPv6NetworkCIDR); err == nil {
+			v6 = p
+		}
+	}
+	in := func(ip string) bool {
+		a, err := netip.ParseAddr(ip)
+		return err == nil && (v4.Contains(a) || v6.Contains(a))
+	}
+	if in(ifc.IP) {
+		return true
+	}
+	for _, ip := range ifc.IPs {
+		if in(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // interfaceOrder is the indexes of the first n status interfaces in the

@@ -24,8 +24,7 @@ func (e *engine) nodeLayer() {
 	case lcStarting:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VM has no VMI yet, so no node", time.Time{})
 	case lcVMIUnseen:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
-			"the VM says its VMI exists but the VMI is not in the input, so its node and launcher are unknown", time.Time{})
+		e.unseenVMILayer(l, "node", v1alpha1.ReasonNotScheduled, "its launcher pod")
 	case lcSucceeded:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down; nothing runs on a node", f.phaseSince)
 	case lcUnknown:
@@ -42,8 +41,13 @@ func (e *engine) nodeLayer() {
 		}
 		e.judgeNode(l)
 		e.judgeFinishedPod(l)
+		if f.node == nil && f.active == nil && f.in.Uncaptured.Nodes {
+			// A dump with neither the Node nor the pod: nothing to judge.
+			l.nothingToJudge("neither Node " + f.nodeName + " nor the launcher pod is in the input")
+			return
+		}
 		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
-			"the launcher pod is on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
+			"the launcher pod is on "+f.nodeName+f.nodeSuffix(), f.phaseSince)
 	case lcFailed:
 		if f.vmi.Status.Reason == nodeUnresponsiveReason {
 			// virt-controller's node controller fails the VMIs of a node
@@ -87,8 +91,46 @@ func (e *engine) nodeLayer() {
 				v1alpha1.ReasonLauncherPodMissing, v1alpha1.ReasonStatusLagging)
 		}
 		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning,
-			"launcher pod "+activeName(f)+" runs on "+f.nodeName+", a Ready node with a fresh virt-handler heartbeat", f.phaseSince)
+			"launcher pod "+activeName(f)+" runs on "+orUnknown(f.nodeName)+f.nodeSuffix(), f.phaseSince)
 	}
+}
+
+// unseenVMILayer judges the node or guest layer of a VM whose VMI is not in
+// the input. When the input holds no VMI at all (a pasted VM), the VM's
+// status is virt-controller's copy of the VMI's: Ready=True with
+// printableStatus Running is the launcher's readiness passed up twice, and
+// a VM that is starting has nothing running yet. Otherwise (the controller,
+// whose cache has every VMI) the VMI was just deleted or not seen yet.
+func (e *engine) unseenVMILayer(l *layer, name, progressReason, what string) {
+	f := &e.f
+	vm := f.vm
+	ps := vm.Status.PrintableStatus
+	switch {
+	case f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted && !isVMErrorStatus(ps):
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VM is Halted and its VMI is shutting down", time.Time{})
+	case ps == kubevirtv1.VirtualMachineStatusProvisioning || ps == kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding ||
+		ps == kubevirtv1.VirtualMachineStatusStarting:
+		l.add(v1alpha1.VerdictProgressing, progressReason, "the VM is starting (printableStatus "+string(ps)+")", time.Time{})
+	case f.in.Uncaptured.VMIs && ps == kubevirtv1.VirtualMachineStatusRunning:
+		if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c != nil && c.Status == corev1.ConditionTrue {
+			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonVMINotObserved,
+				"the input holds no VMI; the VM's Ready=True is virt-controller's copy of its launcher's readiness", mt(c.LastTransitionTime))
+			l.cite(kindVM, vm.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+			return
+		}
+		fallthrough
+	default:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
+			"the VM says its VMI exists but the VMI is not in the input, so "+what+" cannot be judged", time.Time{})
+	}
+}
+
+// nodeSuffix says what the node layer knows of the node itself.
+func (f *facts) nodeSuffix() string {
+	if f.node == nil && f.in.Uncaptured.Nodes {
+		return " (the Node is not in the input: its readiness and virt-handler's heartbeat are not judged)"
+	}
+	return ", a Ready node with a fresh virt-handler heartbeat"
 }
 
 // domainSync reads the Synchronized=False that virt-handler wrote: libvirt
@@ -141,6 +183,9 @@ func (e *engine) contradiction(l *layer, since time.Time, v v1alpha1.Verdict, re
 // kubevirt.io/schedulable label (kv:pkg/virt-controller/watch/node/node.go).
 func (e *engine) judgeNode(l *layer) {
 	f := &e.f
+	if f.nodeName == "" && f.in.Uncaptured.Nodes {
+		return
+	}
 	if f.nodeName == "" {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeMissing,
 			"the VMI is "+string(f.phase)+" but names no node and no launcher pod tells one", time.Time{})
@@ -151,6 +196,15 @@ func (e *engine) judgeNode(l *layer) {
 		l.context(kindPod, f.active.Name, "spec.nodeName", f.nodeName, time.Time{})
 	}
 	n := f.node
+	if n == nil && f.in.Uncaptured.Nodes {
+		if f.nodeName == "" {
+			return
+		}
+		// A dump without Nodes: the node's own signals have no basis here;
+		// the launcher pod and the VMI still speak for the node layer.
+		l.context(kindNode, f.nodeName, "metadata.name", "not in the input", time.Time{})
+		return
+	}
 	if n == nil {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeMissing,
 			"Node "+f.nodeName+" does not exist (or was not captured): its health and virt-handler's heartbeat are unknown", time.Time{})
@@ -179,8 +233,11 @@ func (e *engine) judgeNode(l *layer) {
 	const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
 	switch {
 	case !hb.present:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonHeartbeatMissing,
-			"Node "+n.Name+" has no kubevirt.io/heartbeat annotation: virt-handler's liveness is unknown", time.Time{})
+		// virt-controller counts a node without the annotation as
+		// responsive (kv:pkg/virt-controller/watch/node/node.go
+		// isNodeUnresponsive): a note, the kubelet's Ready stands.
+		l.note(v1alpha1.ReasonHeartbeatMissing,
+			"Node "+n.Name+" has no kubevirt.io/heartbeat annotation: virt-handler's liveness is not known", time.Time{})
 		l.cite(kindNode, n.Name, hbField, "absent", time.Time{})
 	case hb.err != nil:
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonMalformedHeartbeat,
@@ -220,11 +277,29 @@ func (e *engine) judgeFinishedPod(l *layer) {
 	if p == nil || !podFinished(p) {
 		return
 	}
-	if cs := computeStatus(p); cs != nil && cs.State.Terminated != nil && cs.State.Terminated.Reason == "OOMKilled" {
-		t := mt(cs.State.Terminated.FinishedAt)
+	cs := computeStatus(p)
+	var term *corev1.ContainerStateTerminated
+	if cs != nil {
+		term = cs.State.Terminated
+	}
+	switch {
+	case term != nil && term.Reason == "OOMKilled":
+		t := mt(term.FinishedAt)
 		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
 			"the compute container of "+p.Name+" was OOM-killed", t)
 		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", "OOMKilled", t)
+	case p.Status.Phase == corev1.PodFailed && e.f.lc == lcFailed && p.Status.Reason != "":
+		// The kubelet or the node lifecycle controller failed the launcher
+		// (Evicted, NodeShutdown, Terminated, NodeLost): the node's doing,
+		// and nothing restarts it. A Failed pod without a reason cannot be
+		// told from the end of a guest that crashed.
+		t := podEnd(p, term)
+		msg := "launcher pod " + p.Name + " is Failed"
+		if p.Status.Reason != "" {
+			msg += " (" + p.Status.Reason + ")"
+		}
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonLauncherPodFailed, msg+": the VM process is gone", t)
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
 	}
 }
 
@@ -333,6 +408,18 @@ func (e *engine) launcherFromReady(l *layer) {
 			l.cite(kindVMI, vmi.Name, readyField, c.Reason, since)
 			return
 		}
+	}
+	if f.in.Uncaptured.Pods {
+		// A dump without pods: the VMI's Ready condition is virt-controller's
+		// copy of the pod's readiness at its last sync.
+		if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceReady); c != nil {
+			l.context(kindVMI, vmi.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+			return
+		}
+		if f.node == nil {
+			l.nothingToJudge("the input holds neither the launcher pod nor the Node, and the VMI has no Ready condition to say whether a launcher runs")
+		}
+		return
 	}
 	msg := "the VMI says Running on " + orUnknown(f.nodeName) + " but no launcher pod on that node is known"
 	// At a migration's handoff the source launcher exits before the VMI

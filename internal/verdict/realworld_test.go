@@ -84,6 +84,16 @@ func attributionSituations() []situation {
 			overall: "Degraded/LauncherCreateFailed", cp: "Degraded/LauncherCreateFailed", node: "Progressing/NotScheduled",
 		},
 		{
+			name: "a Failed VMI whose launcher the node shut down",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(vmiPhase(kubevirtv1.Failed, -time.Minute))
+				in.Pods = []*corev1.Pod{launcherPod(podPhase(corev1.PodFailed), func(p *corev1.Pod) {
+					p.Status.Reason, p.Status.Message = "Terminated", "Pod was terminated in response to imminent node shutdown."
+				})}
+			}),
+			overall: "Failed/VMIFailed", node: "Failed/LauncherPodFailed",
+		},
+		{
 			name: "a Failed VMI whose domain could not be synced names the node's cause",
 			in: input(func(in *Input) {
 				in.VMI = runningVMI(vmiPhase(kubevirtv1.Failed, -time.Minute), handlerSync("virt-launcher crashed due to a network error"))
@@ -453,6 +463,97 @@ func kubevirtRuleSituations() []situation {
 				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimIn(kubevirtv1.MigrationPending, -time.Hour))}
 			}),
 			overall: "Progressing/Migrating", cp: "Progressing/Migrating",
+		},
+		{
+			name: "masquerade with the NAT address and no launcher pod in the input",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(guestIP("10.0.2.2"))
+				in.Pods = nil
+				in.Uncaptured.Pods = true
+			}),
+			guest: "Degraded/GuestIPMismatch", node: "Healthy/LauncherRunning",
+		},
+		{
+			name: "the agent reported the primary interface without any IP (kubevirt#7508)",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status.Interfaces[0].IP, v.Status.Interfaces[0].IPs = "", nil
+				})
+			}),
+			guest: "Degraded/GuestInterfaceDataMissing",
+		},
+		{
+			name: "a dump without Nodes or pods: the node layer rests on the VMI's Ready",
+			in: input(func(in *Input) {
+				in.Pods, in.Nodes = nil, nil
+				in.Uncaptured = Uncaptured{Pods: true, Nodes: true}
+			}),
+			overall: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
+		},
+		{
+			name: "a paste of a migrating VMI without conditions, pod or Node: only the control plane has a basis",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status = kubevirtv1.VirtualMachineInstanceStatus{}
+				})
+				in.Pods, in.Nodes = nil, nil
+				in.Uncaptured = Uncaptured{Pods: true, Nodes: true}
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim()}
+			}),
+			overall: "Progressing/Migrating", cp: "Progressing/Migrating", node: "Unknown/NotInInput", guest: "Unknown/NotInInput",
+		},
+		{
+			name: "a VM paste with neither VMI nor pods nor Nodes: Running and Ready passed up from the launcher",
+			in: input(func(in *Input) {
+				in.VMI, in.Pods, in.Nodes = nil, nil, nil
+				in.Uncaptured = Uncaptured{VMIs: true, Pods: true, Nodes: true}
+			}),
+			overall: "Healthy/Running", node: "Healthy/VMINotObserved", guest: "Healthy/VMINotObserved",
+		},
+		{
+			name: "a Halted VM whose VMI could not be deleted a second ago is stopping (kubevirt#7339)",
+			in: input(func(in *Input) {
+				in.VM = vm(withRunStrategy(kubevirtv1.RunStrategyHalted), func(v *kubevirtv1.VirtualMachine) {
+					v.Status = kubevirtv1.VirtualMachineStatus{Conditions: []kubevirtv1.VirtualMachineCondition{{
+						Type: vmFailureCondition, Status: corev1.ConditionTrue, Reason: "FailedDelete",
+						Message: "Failure attempting to delete VMI: <nil>", LastTransitionTime: at(-time.Second)}}}
+				})
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Progressing/Stopping", cp: "Progressing/Stopping", node: "Progressing/Stopping",
+		},
+		{
+			name: "a VM pasted without spec or created, printableStatus ErrorUnschedulable: a VMI exists",
+			in: input(func(in *Input) {
+				in.VM = vm(func(v *kubevirtv1.VirtualMachine) {
+					v.Spec = kubevirtv1.VirtualMachineSpec{}
+					v.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusUnschedulable}
+				})
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Degraded/Unschedulable",
+		},
+		{
+			name: "a stopped RerunOnFailure VM whose DataVolume waits for binding is stopped (kubevirt#12544)",
+			in: input(func(in *Input) {
+				in.VM = vm(withRunStrategy(kubevirtv1.RunStrategyRerunOnFailure), func(v *kubevirtv1.VirtualMachine) {
+					v.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding}
+				})
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Suspended/Stopped",
+		},
+		{
+			name: "a VMI without phase whose only condition is an invalid image name",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status = kubevirtv1.VirtualMachineInstanceStatus{Conditions: []kubevirtv1.VirtualMachineInstanceCondition{{
+						Type: kubevirtv1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse, Reason: "InvalidImageName",
+						Message: "couldn't parse image name"}}}
+				})
+				in.Pods = nil
+			}),
+			cp: "Degraded/ImagePullFailed",
 		},
 		{
 			name: "an empty network-status annotation is absent, not malformed",

@@ -127,8 +127,15 @@ type Input struct {
 	// Pods are the virt-launcher pods whose controller is the VMI, in any order.
 	Pods []*corev1.Pod
 	// Nodes by name: the nodes the pods and the VMI name. A missing entry
-	// means the Node object does not exist.
+	// means the Node object does not exist, unless Uncaptured says the
+	// input holds no Node at all.
 	Nodes map[string]*corev1.Node
+	// Uncaptured names the kinds the input holds none of: a dump that left
+	// them out (vmobs analyze on a pasted VMI). There an absent launcher
+	// pod or Node is not evidence of anything, and the node layer rests on
+	// what the VMI says of them. The controller's cache holds every kind:
+	// it leaves this zero.
+	Uncaptured Uncaptured
 	// Policy holds the thresholds.
 	Policy Policy
 	// Previous is the status stored before, if any; it keeps
@@ -136,6 +143,11 @@ type Input struct {
 	Previous *v1alpha1.VMObservationStatus
 	// Now is the evaluation time.
 	Now time.Time
+}
+
+// Uncaptured names the kinds of object the input does not carry at all.
+type Uncaptured struct {
+	VMIs, Pods, Nodes bool
 }
 
 // Result is the computed status and when to look again.
