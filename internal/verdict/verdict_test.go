@@ -999,7 +999,7 @@ func nodeSituations() []situation {
 			}),
 			// virt-controller counts such a node as responsive: a note.
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
-			check:   wantNote(layerNode, v1alpha1.ReasonHeartbeatMissing),
+			check: wantNote(layerNode, v1alpha1.ReasonHeartbeatMissing),
 		},
 	}
 }
