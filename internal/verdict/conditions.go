@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -99,10 +98,7 @@ func (e *engine) launcherPods() []v1alpha1.LauncherPod {
 		out = make([]v1alpha1.LauncherPod, 0, n)
 	}
 	for i, p := range f.pods[:n] {
-		ready := false
-		if c := podCond(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
-			ready = true
-		}
+		ready, _, _, _ := podReadiness(p)
 		out = append(out, v1alpha1.LauncherPod{
 			Name: p.Name, UID: p.UID, Node: p.Spec.NodeName, Phase: bound(string(p.Status.Phase), maxPhase),
 			Ready: ready, Role: f.roles[i], Restarts: podRestarts(p),

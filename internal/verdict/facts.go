@@ -545,6 +545,24 @@ func podCond(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	return nil
 }
 
+// podReadiness is the launcher pod's readiness and the field it was read
+// from. The kubelet writes the Ready condition with the container statuses;
+// a pod that carries container statuses and no condition at all lost them
+// in a paste (a `kubectl get pods` row), so the compute container's own
+// ready flag stands in. known is false when neither is there.
+func podReadiness(p *corev1.Pod) (ready, known bool, field string, t time.Time) {
+	if c := podCond(p, corev1.PodReady); c != nil {
+		return c.Status == corev1.ConditionTrue, true, "status.conditions[Ready].status", mt(c.LastTransitionTime)
+	}
+	if len(p.Status.Conditions) == 0 {
+		if cs := computeStatus(p); cs != nil {
+			return cs.Ready, true, "status.containerStatuses[compute].ready", time.Time{}
+		}
+		return false, false, "", time.Time{}
+	}
+	return false, true, "status.conditions[Ready].status", time.Time{}
+}
+
 func nodeCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == t {

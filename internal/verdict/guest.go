@@ -285,8 +285,8 @@ func (f *facts) domainRuns() (kind, name, field string, t time.Time) {
 		return kindVMI, f.vmi.Name, "status.conditions[Ready].status", mt(c.LastTransitionTime)
 	}
 	if p := f.active; p != nil && !podFinished(p) {
-		if c := podCond(p, corev1.PodReady); c != nil && c.Status == corev1.ConditionTrue {
-			return kindPod, p.Name, "status.conditions[Ready].status", mt(c.LastTransitionTime)
+		if ready, _, field, t := podReadiness(p); ready {
+			return kindPod, p.Name, field, t
 		}
 	}
 	return "", "", "", time.Time{}

@@ -350,21 +350,19 @@ func (e *engine) judgeRunningPod(l *layer) {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonLauncherPodTerminating, "launcher pod "+p.Name+" is being deleted", t)
 		l.cite(kindPod, p.Name, "metadata.deletionTimestamp", rfc(t), t)
 	default:
-		ready := podCond(p, corev1.PodReady)
-		var readyT time.Time
-		if ready != nil {
-			readyT = mt(ready.LastTransitionTime)
-		}
+		ready, known, field, readyT := podReadiness(p)
 		// The pod's readiness follows the VM's readiness gate (paused) and
 		// the VMI's readiness probe, which the guest layer judges.
-		if (ready == nil || ready.Status != corev1.ConditionTrue) && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil {
+		if known && !ready && f.paused() == nil && f.vmi.Spec.ReadinessProbe == nil {
 			status := "absent"
-			if ready != nil {
-				status = string(ready.Status)
+			if c := podCond(p, corev1.PodReady); c != nil {
+				status = string(c.Status)
+			} else if field != "status.conditions[Ready].status" {
+				status = "false"
 			}
 			e.contradiction(l, readyT, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
 				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready")
-			l.cite(kindPod, p.Name, "status.conditions[Ready].status", status, readyT)
+			l.cite(kindPod, p.Name, field, status, readyT)
 			return
 		}
 		l.context(kindPod, p.Name, "status.phase", string(p.Status.Phase), readyT)

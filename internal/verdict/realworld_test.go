@@ -491,6 +491,13 @@ func kubevirtRuleSituations() []situation {
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
 		},
 		{
+			name: "a launcher pod pasted as a table row (container statuses, no conditions): the compute container's ready flag stands in",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Status.Conditions = nil })}
+			}),
+			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
+		},
+		{
 			name: "a paste of a migrating VMI without conditions, pod or Node: only the control plane has a basis",
 			in: input(func(in *Input) {
 				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
