@@ -143,18 +143,12 @@ type transition struct {
 func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
 	var out []transition
 	layer := func(s *v1alpha1.VMObservationStatus, name string) v1alpha1.LayerStatus {
-		if s.Layers == nil {
-			return v1alpha1.LayerStatus{}
+		if l := s.Layers.Get(name); l != nil {
+			return *l
 		}
-		switch name {
-		case "controlPlane":
-			return s.Layers.ControlPlane
-		case "node":
-			return s.Layers.Node
-		}
-		return s.Layers.Guest
+		return v1alpha1.LayerStatus{}
 	}
-	for _, name := range []string{"controlPlane", "node", "guest"} {
+	for _, name := range v1alpha1.LayerNames {
 		p, n := layer(prev, name), layer(next, name)
 		if p.Verdict != n.Verdict && n.Verdict != "" {
 			out = append(out, transition{layer: name, from: p.Verdict, to: n.Verdict, reason: n.Reason, message: n.Message})

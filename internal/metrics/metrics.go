@@ -67,25 +67,22 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if o.Status.Layers == nil {
 			continue
 		}
-		for _, l := range []struct {
-			name string
-			s    *v1alpha1.LayerStatus
-		}{{"controlPlane", &o.Status.Layers.ControlPlane}, {"node", &o.Status.Layers.Node}, {"guest", &o.Status.Layers.Guest}} {
+		for name, l := range o.Status.Layers.All() {
 			for _, v := range Verdicts {
 				val := 0.0
-				if l.s.Verdict == v {
+				if l.Verdict == v {
 					val = 1
 				}
-				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, o.Namespace, o.Name, l.name, string(v))
+				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, o.Namespace, o.Name, name, string(v))
 			}
-			if l.s.Reason != "" {
-				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, o.Namespace, o.Name, l.name, l.s.Reason)
+			if l.Reason != "" {
+				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, o.Namespace, o.Name, name, l.Reason)
 			}
-			if l.s.EvidenceTime != nil {
-				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(l.s.EvidenceTime.Unix()), o.Namespace, o.Name, l.name)
+			if l.EvidenceTime != nil {
+				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(l.EvidenceTime.Unix()), o.Namespace, o.Name, name)
 			}
-			if l.s.StaleAt != nil {
-				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(l.s.StaleAt.Unix()), o.Namespace, o.Name, l.name)
+			if l.StaleAt != nil {
+				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(l.StaleAt.Unix()), o.Namespace, o.Name, name)
 			}
 		}
 	}

@@ -27,7 +27,8 @@ type engine struct {
 func Evaluate(in Input) Result {
 	e := &engine{a: new(arena)}
 	e.f.init(&in)
-	e.cp.label, e.node.label, e.guest.label = "control plane", "node", "guest"
+	// The labels prefix the overall message: words, not the field names.
+	e.cp.label, e.node.label, e.guest.label = "control plane", v1alpha1.LayerNode, v1alpha1.LayerGuest
 	e.lm = e.liveMigratable()
 	if p := in.Previous; p != nil && p.Layers != nil && p.VMI != nil && in.VMI != nil &&
 		in.VMI.UID != "" && p.VMI.UID == in.VMI.UID {
