@@ -3,7 +3,6 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -94,9 +93,4 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 	// managedFields (see lastStatusWrite).
 	set(obs, cachetrim.Observation)
 	return opts
-}
-
-func schemaGroup(apiVersion string) (string, error) {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	return gv.Group, err
 }

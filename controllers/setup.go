@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Index names. Each maps a secondary object to the VM key it affects, so an
@@ -59,34 +59,15 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		if !ok {
 			return nil
 		}
-		return dedupe(vmiNodeNames(vmi))
+		return membership.NodeNames(vmi, nil)
 	})
 }
 
-func dedupe(in []string) []string {
-	if len(in) < 2 {
-		return in
-	}
-	seen := make(map[string]struct{}, len(in))
-	out := in[:0]
-	for _, s := range in {
-		if _, ok := seen[s]; !ok {
-			seen[s] = struct{}{}
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// controllingVMI is the name of the VMI that controls a pod, or "".
+// controllingVMI is the name of the VMI that controls a launcher pod, or
+// "" (the index needs a name; a pod known only by its created-by label has
+// none).
 func controllingVMI(o client.Object) string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "VirtualMachineInstance" {
-		return ""
-	}
-	if gv, err := schemaGroup(ref.APIVersion); err != nil || gv != kubevirtv1.GroupVersion.Group {
-		return ""
-	}
+	ref, _ := membership.LauncherRef(o)
 	return ref.Name
 }
 
@@ -227,7 +208,7 @@ func observationChanged() predicate.Predicate {
 	// Our own status writes keep the generation: they must not come back as
 	// work. Spec edits and owner changes (a recreated VM) do.
 	return updateOnly(func(o, n *v1alpha1.VMObservation) bool {
-		return o.Generation != n.Generation || o.Labels[ManagedByLabel] != n.Labels[ManagedByLabel]
+		return o.Generation != n.Generation || o.Labels[membership.ManagedByLabel] != n.Labels[membership.ManagedByLabel]
 	})
 }
 

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -156,46 +153,6 @@ func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
 	}
 	if prev.Verdict != next.Verdict && next.Verdict != "" {
 		out = append(out, transition{layer: "overall", from: prev.Verdict, to: next.Verdict, reason: next.Reason, message: next.Message})
-	}
-	return out
-}
-
-// nodeNamesOf lists the nodes the VMI and its pods name, sorted: the node
-// it runs on, the migration's source and target, and the pods' nodes.
-func nodeNamesOf(vmi *kubevirtv1.VirtualMachineInstance, pods []*corev1.Pod) []string {
-	set := map[string]struct{}{}
-	for _, n := range vmiNodeNames(vmi) {
-		set[n] = struct{}{}
-	}
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			set[p.Spec.NodeName] = struct{}{}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// vmiNodeNames are the node names a VMI's status carries.
-func vmiNodeNames(vmi *kubevirtv1.VirtualMachineInstance) []string {
-	var out []string
-	add := func(n string) {
-		if n != "" {
-			out = append(out, n)
-		}
-	}
-	add(vmi.Status.NodeName)
-	add(vmi.Status.EvacuationNodeName)
-	if ms := vmi.Status.MigrationState; ms != nil {
-		add(ms.SourceNode)
-		add(ms.TargetNode)
-	}
-	for _, n := range vmi.Status.ActivePods {
-		add(n)
 	}
 	return out
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -125,24 +124,6 @@ func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
 	if p.Spec.NodeName != "node-a" || p.Annotations[NetworkStatusAnnotation] == "" || p.Annotations["kubevirt.io/domain"] != "vm1" ||
 		p.Status.Phase != corev1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.PodIPs[0].IP != "10.244.0.17" {
 		t.Fatalf("trimPod dropped what the engine reads: %+v", p)
-	}
-}
-
-func TestNodeNamesOf(t *testing.T) {
-	vmi := &kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{
-		NodeName:       "node-a",
-		MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-a", TargetNode: "node-b"},
-		ActivePods:     map[types.UID]string{"p1": "node-a", "p2": "node-c"},
-	}}
-	got := nodeNamesOf(vmi, []*corev1.Pod{{Spec: corev1.PodSpec{NodeName: "node-d"}}})
-	want := []string{"node-a", "node-b", "node-c", "node-d"}
-	if len(got) != len(want) {
-		t.Fatalf("nodeNamesOf = %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("nodeNamesOf = %v, want %v", got, want)
-		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/cachetrim"
+	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -29,13 +30,6 @@ import (
 const (
 	// FieldOwner is the field manager of every write vmobs makes.
 	FieldOwner = cachetrim.StatusFieldOwner
-
-	// ManagedByLabel marks VMObservations the controller created, so it
-	// deletes only those when their VM and VMI are gone; one a user declared
-	// (say, in Git) is left alone.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// ManagedByValue is the value of ManagedByLabel.
-	ManagedByValue = "vmobs"
 )
 
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations,verbs=get;list;watch;create;update;patch;delete
@@ -92,7 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if in.VM == nil && in.VMI == nil {
-		if obs == nil || obs.Labels[ManagedByLabel] == ManagedByValue {
+		if obs == nil || obs.Labels[membership.ManagedByLabel] == membership.ManagedByValue {
 			return ctrl.Result{}, r.deleteOrphan(ctx, obs)
 		}
 		// A user declared this one (say, in Git, before the VM exists): it
@@ -224,13 +218,13 @@ func (r *Reconciler) gather(ctx context.Context, key types.NamespacedName) (verd
 	for i := range pods.Items {
 		// A pod that names this VMI but carries another UID belongs to an
 		// earlier VMI of the same name: it says nothing about this one.
-		if ref := metav1.GetControllerOf(&pods.Items[i]); ref != nil && ref.UID == vmi.UID {
+		if membership.IsLauncherOf(&pods.Items[i], vmi) {
 			in.Pods = append(in.Pods, &pods.Items[i])
 		}
 	}
 
 	in.Nodes = map[string]*corev1.Node{}
-	for _, name := range nodeNamesOf(vmi, in.Pods) {
+	for _, name := range membership.NodeNames(vmi, in.Pods) {
 		node := &corev1.Node{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
 			in.Nodes[name] = node
@@ -241,20 +235,10 @@ func (r *Reconciler) gather(ctx context.Context, key types.NamespacedName) (verd
 	return in, obs, nil
 }
 
-// owner is the object a VMObservation hangs from: the VM when there is one
-// (so it outlives VM restarts and can say "stopped as declared"), else the
-// VMI (so it is collected with it).
+// owner is the object a VMObservation hangs from (membership.Owner).
 func owner(in verdict.Input) metav1.OwnerReference {
-	if in.VM != nil {
-		return metav1.OwnerReference{
-			APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
-			Name: in.VM.Name, UID: in.VM.UID,
-		}
-	}
-	return metav1.OwnerReference{
-		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachineInstance",
-		Name: in.VMI.Name, UID: in.VMI.UID,
-	}
+	ref, _ := membership.Owner(in.VM, in.VMI)
+	return ref
 }
 
 func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VMObservation, error) {
@@ -262,7 +246,7 @@ func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VM
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       in.Namespace,
 			Name:            in.Name,
-			Labels:          map[string]string{ManagedByLabel: ManagedByValue},
+			Labels:          map[string]string{membership.ManagedByLabel: membership.ManagedByValue},
 			OwnerReferences: []metav1.OwnerReference{owner(in)},
 		},
 		Spec: v1alpha1.VMObservationSpec{VMName: in.Name},
@@ -287,7 +271,7 @@ func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in 
 	refs := make([]metav1.OwnerReference, 0, len(obs.OwnerReferences)+1)
 	found := false
 	for _, ref := range obs.OwnerReferences {
-		if ref.APIVersion == want.APIVersion && (ref.Kind == "VirtualMachine" || ref.Kind == "VirtualMachineInstance") {
+		if membership.IsOwnerKind(ref) {
 			if ref.Kind == want.Kind && ref.Name == want.Name && ref.UID == want.UID && !found {
 				found = true
 				refs = append(refs, ref)
@@ -315,7 +299,7 @@ func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in 
 // its VM nor its VMI exists. The garbage collector would do it in a cluster
 // that runs one, but may lag, and envtest runs none.
 func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservation) error {
-	if obs == nil || obs.Labels[ManagedByLabel] != ManagedByValue || obs.DeletionTimestamp != nil {
+	if obs == nil || obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue || obs.DeletionTimestamp != nil {
 		return nil
 	}
 	r.writes.forget(client.ObjectKeyFromObject(obs))

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -97,25 +96,14 @@ func newObservation(g *VMGroup, status v1alpha1.VMObservationStatus) v1alpha1.VM
 			obs.Spec.Policy = d.Spec.Policy.DeepCopy()
 		}
 		obs.Status.ObservedGeneration = d.Generation
+	} else {
+		// What the controller would create.
+		obs.Labels = map[string]string{membership.ManagedByLabel: membership.ManagedByValue}
 	}
-	// Owned by the VM when there is one, else by the VMI (design §3).
-	switch {
-	case g.VM != nil && g.VM.UID != "":
-		obs.OwnerReferences = []metav1.OwnerReference{controllerRef("VirtualMachine", g.VM.Name, string(g.VM.UID))}
-	case g.VMI != nil && g.VMI.UID != "":
-		obs.OwnerReferences = []metav1.OwnerReference{controllerRef("VirtualMachineInstance", g.VMI.Name, string(g.VMI.UID))}
+	// The owner the controller gives it; a pasted object without a UID
+	// cannot be an owner.
+	if ref, ok := membership.Owner(g.VM, g.VMI); ok && ref.UID != "" {
+		obs.OwnerReferences = []metav1.OwnerReference{ref}
 	}
 	return obs
-}
-
-func controllerRef(kind, name, uid string) metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{
-		APIVersion:         kubevirtv1.SchemeGroupVersion.String(),
-		Kind:               kind,
-		Name:               name,
-		UID:                types.UID(uid),
-		Controller:         &yes,
-		BlockOwnerDeletion: &yes,
-	}
 }

@@ -366,7 +366,9 @@ func checkList(t *testing.T, jsonOut, yamlOut []byte, res Result, tc goldenCase)
 		if len(o.OwnerReferences) == 1 {
 			r := o.OwnerReferences[0]
 			owner = r.Kind + "/" + string(r.UID)
-			if r.APIVersion != "kubevirt.io/v1" || r.Controller == nil || !*r.Controller {
+			// The controller's owner reference (membership.Owner): not a
+			// controller reference.
+			if r.APIVersion != "kubevirt.io/v1" || r.Controller != nil || r.BlockOwnerDeletion != nil {
 				t.Errorf("%s: owner reference %+v", k, r)
 			}
 		}

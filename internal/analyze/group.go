@@ -5,20 +5,14 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-// Pod labels KubeVirt sets on virt-launcher pods.
-const (
-	labelApp       = "kubevirt.io"            // "virt-launcher"
-	labelCreatedBy = "kubevirt.io/created-by" // the VMI's UID
-)
 
 // VMGroup is everything the verdict engine reads about one VM, gathered
 // from the loaded objects as the controller's watches would gather it.
@@ -135,7 +129,7 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 			return a.Name < b.Name
 		})
 		sort.Slice(g.Pods, func(i, j int) bool { return g.Pods[i].Name < g.Pods[j].Name })
-		for _, name := range nodeNames(g) {
+		for _, name := range membership.NodeNames(g.VMI, g.Pods) {
 			if n := nodes[name]; n != nil {
 				g.Nodes[name] = n
 			} else {
@@ -156,14 +150,15 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 
 // launcherOf finds the VMI a pod is the virt-launcher pod of. It returns a
 // note when the pod is a launcher pod that cannot be attached.
+// Which pod is whose is membership's to decide, as in the controller.
 func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID]*kubevirtv1.VirtualMachineInstance) (*kubevirtv1.VirtualMachineInstance, string) {
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		if ref.Kind != "VirtualMachineInstance" || gv.Group != "kubevirt.io" {
-			// Controlled by something else: not a launcher pod (a hotplug
-			// attachment pod is controlled by the launcher pod).
-			return nil, ""
-		}
+	ref, ok := membership.LauncherRef(pod)
+	if !ok {
+		// Controlled by something else (a hotplug attachment pod is
+		// controlled by the launcher pod), or claims no VMI.
+		return nil, ""
+	}
+	if ref.Name != "" {
 		var vmi *kubevirtv1.VirtualMachineInstance
 		if g := groups[nsName{pod.Namespace, ref.Name}]; g != nil {
 			vmi = g.VMI
@@ -171,45 +166,18 @@ func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID
 		switch {
 		case vmi == nil:
 			return nil, fmt.Sprintf("its controller VirtualMachineInstance %q (uid %s) is not in the input; pod not analysed", ref.Name, ref.UID)
-		case vmi.UID != "" && ref.UID != "" && vmi.UID != ref.UID:
+		case !membership.IsLauncherOf(pod, vmi):
 			return nil, fmt.Sprintf("its controller is VirtualMachineInstance %q with uid %s, but the VMI in the input has uid %s (a previous VMI of the same name); pod not analysed", ref.Name, ref.UID, vmi.UID)
 		}
 		return vmi, ""
 	}
-	uid := types.UID(pod.Labels[labelCreatedBy])
-	if uid == "" {
-		return nil, ""
-	}
-	if vmi := byUID[uid]; vmi != nil && vmi.Namespace == pod.Namespace {
+	if vmi := byUID[ref.UID]; vmi != nil && vmi.Namespace == pod.Namespace {
 		return vmi, ""
 	}
-	if pod.Labels[labelApp] == "virt-launcher" {
-		return nil, fmt.Sprintf("no controller ownerReference, and the VirtualMachineInstance with uid %s (label %s) is not in the input; pod not analysed", uid, labelCreatedBy)
+	if pod.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
+		return nil, fmt.Sprintf("no controller ownerReference, and the VirtualMachineInstance with uid %s (label %s) is not in the input; pod not analysed", ref.UID, kubevirtv1.CreatedByLabel)
 	}
 	return nil, ""
 }
 
-// nodeNames lists the nodes the VMI and its pods name, sorted.
-func nodeNames(g *VMGroup) []string {
-	set := map[string]bool{}
-	if vmi := g.VMI; vmi != nil {
-		set[vmi.Status.NodeName] = true
-		if ms := vmi.Status.MigrationState; ms != nil {
-			set[ms.SourceNode] = true
-			set[ms.TargetNode] = true
-		}
-		for _, node := range vmi.Status.ActivePods {
-			set[node] = true
-		}
-	}
-	for _, p := range g.Pods {
-		set[p.Spec.NodeName] = true
-	}
-	delete(set, "")
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+

@@ -52,14 +52,14 @@ func TestGroupPods(t *testing.T) {
 		Pods: []*corev1.Pod{
 			testPod("prod", "by-owner", "node-a", vmiRef("vm1", "uid-1"), nil),
 			testPod("prod", "old-incarnation", "node-c", vmiRef("vm1", "uid-0"), nil),
-			testPod("prod", "by-label", "node-a", nil, map[string]string{labelCreatedBy: "uid-1"}),
+			testPod("prod", "by-label", "node-a", nil, map[string]string{kubevirtv1.CreatedByLabel: "uid-1"}),
 			testPod("prod", "owner-without-uid", "node-b", vmiRef("vm2", ""), nil),
 			testPod("prod", "vmi-without-uid", "node-b", vmiRef("vm2", "uid-2"), nil),
-			testPod("prod", "replicaset", "node-a", rsRef, map[string]string{labelCreatedBy: "uid-1"}),
+			testPod("prod", "replicaset", "node-a", rsRef, map[string]string{kubevirtv1.CreatedByLabel: "uid-1"}),
 			testPod("prod", "not-a-controller", "node-a", notController, nil),
 			testPod("prod", "orphan", "node-a", vmiRef("gone", "uid-g"), nil),
-			testPod("prod", "orphan-label", "node-a", nil, map[string]string{labelApp: "virt-launcher", labelCreatedBy: "uid-x"}),
-			testPod("other", "other-namespace-label", "node-a", nil, map[string]string{labelCreatedBy: "uid-1"}),
+			testPod("prod", "orphan-label", "node-a", nil, map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: "uid-x"}),
+			testPod("other", "other-namespace-label", "node-a", nil, map[string]string{kubevirtv1.CreatedByLabel: "uid-1"}),
 		},
 		Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}},
 	}

@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Paused condition reasons virt-handler writes (kv:pkg/virt-handler/vm.go:
@@ -384,25 +385,7 @@ func (f *facts) collectPods() {
 }
 
 func (f *facts) ownPod(p *corev1.Pod) bool {
-	if p == nil {
-		return false
-	}
-	if p.Labels[kubevirtv1.AppLabel] == "hotplug-disk" || p.Annotations[kubevirtv1.EphemeralProvisioningObject] == "true" {
-		return false
-	}
-	if f.vmi == nil || f.vmi.UID == "" {
-		return true
-	}
-	for i := range p.OwnerReferences {
-		o := &p.OwnerReferences[i]
-		if o.Controller != nil && *o.Controller && o.Kind == "VirtualMachineInstance" {
-			return o.UID == f.vmi.UID
-		}
-	}
-	if v, ok := p.Labels[kubevirtv1.CreatedByLabel]; ok {
-		return v == string(f.vmi.UID)
-	}
-	return true
+	return membership.IsLauncherOf(p, f.vmi)
 }
 
 // podFinished says the pod runs nothing any more: its phase is final, or
