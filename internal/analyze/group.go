@@ -13,7 +13,6 @@ import (
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-
 // VMGroup is everything the verdict engine reads about one VM, gathered
 // from the loaded objects as the controller's watches would gather it.
 type VMGroup struct {
@@ -179,5 +178,3 @@ func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID
 	}
 	return nil, ""
 }
-
-
