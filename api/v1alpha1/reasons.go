@@ -311,6 +311,11 @@ const (
 	// controller, which is expected to stop or replace the VM.
 	ReasonEvictionExternal = "EvictionExternal"
 
+	// ReasonLauncherContainerError: the kubelet cannot create or start the
+	// launcher's compute container (CreateContainerError, RunContainerError,
+	// ...): a node-side fault no KubeVirt condition reports.
+	ReasonLauncherContainerError = "LauncherContainerError"
+
 	// ReasonNotInInput: the input carries nothing this layer can be judged
 	// on (vmobs analyze on a paste without the launcher pod and the Node,
 	// or a VMI whose conditions were cut). The layer is Unknown and the
@@ -408,4 +413,5 @@ var AllReasons = []string{
 	ReasonNotEvictable,
 	ReasonMigrationBlocked,
 	ReasonNotInInput,
+	ReasonLauncherContainerError,
 }

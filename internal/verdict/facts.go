@@ -233,6 +233,15 @@ func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 			return kubevirtv1.Running, "status.conditions[" + string(t) + "]"
 		}
 	}
+	// virt-handler computes LiveMigratable and StorageLiveMigratable from
+	// the running domain (kv:pkg/virt-handler/vm.go).
+	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
+		kubevirtv1.VirtualMachineInstanceIsMigratable, kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable,
+	} {
+		if f.vmiCond(t) != nil {
+			return kubevirtv1.Running, "status.conditions[" + string(t) + "]"
+		}
+	}
 	if vmi.Status.MigrationState != nil {
 		return kubevirtv1.Running, "status.migrationState"
 	}

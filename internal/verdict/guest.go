@@ -31,11 +31,17 @@ func (e *engine) guestLayer() {
 	case lcStopped:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; the guest does not run", time.Time{})
 	case lcStarting, lcPreRunning:
-		if f.vmi != nil {
-			if c, byHandler := f.syncCondition(); c != nil && byHandler {
-				l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning,
-					"the guest cannot start while virt-handler cannot synchronize the domain", mt(c.LastTransitionTime))
-				l.cite(kindVMI, f.vmi.Name, "status.conditions[Synchronized].reason", c.Reason, mt(c.LastTransitionTime))
+		if f.vmi == nil && crashLooping(f.vm, f.runStrat) {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VM's VMIs keep failing and virt-controller backs off: the guest does not run", time.Time{})
+			return
+		}
+		// A node layer that says the domain or its launcher cannot start
+		// (DomainSyncFailed, LauncherContainerError) means the guest is not
+		// on its way.
+		if n := &e.node; f.vmi != nil && n.nf > 0 {
+			if w := n.winner(); n.findings[w].verdict.Severity() >= v1alpha1.VerdictDegraded.Severity() {
+				nf := &n.findings[w]
+				l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the guest cannot start: node: "+nf.message, nf.since)
 				return
 			}
 		}

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,10 @@ func (e *engine) nodeLayer() {
 	case lcStopped:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; nothing runs on a node", time.Time{})
 	case lcStarting:
+		if crashLooping(f.vm, f.runStrat) {
+			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VM's VMIs keep failing and virt-controller backs off: nothing runs on a node", time.Time{})
+			return
+		}
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VM has no VMI yet, so no node", time.Time{})
 	case lcVMIUnseen:
 		e.unseenVMILayer(l, "node", v1alpha1.ReasonNotScheduled, "its launcher pod")
@@ -29,9 +34,11 @@ func (e *engine) nodeLayer() {
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down; nothing runs on a node", f.phaseSince)
 	case lcUnknown:
 		e.domainSync(l)
+		e.launcherContainerError(l)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether anything runs on a node", time.Time{})
 	case lcPreRunning:
 		e.domainSync(l)
+		e.launcherContainerError(l)
 		if f.vmi.Status.NodeName == "" {
 			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VMI is not scheduled to a node yet", f.phaseSince)
 			if f.active != nil {
@@ -131,6 +138,34 @@ func (f *facts) nodeSuffix() string {
 		return " (the Node is not in the input: its readiness and virt-handler's heartbeat are not judged)"
 	}
 	return ", a Ready node with a fresh virt-handler heartbeat"
+}
+
+// containerErrorReasons are the kubelet's waiting reasons of a container
+// that cannot be created or started on the node (image pulls are
+// virt-controller's to report: ImagePullFailed).
+var containerErrorReasons = [...]string{"CreateContainerError", "CreateContainerConfigError", "RunContainerError", "StartError", "CrashLoopBackOff"}
+
+// launcherContainerError reads a compute container the kubelet cannot
+// create or start (a device file that is not a device node after a
+// reboot, a mount that fails): the VMI stays before Running and nothing of
+// KubeVirt's reports it.
+func (e *engine) launcherContainerError(l *layer) {
+	f := &e.f
+	p := f.active
+	if p == nil || podFinished(p) {
+		return
+	}
+	cs := computeStatus(p)
+	if cs == nil || cs.State.Waiting == nil || !slices.Contains(containerErrorReasons[:], cs.State.Waiting.Reason) {
+		return
+	}
+	w := cs.State.Waiting
+	msg := "the kubelet cannot start the compute container of " + p.Name + ": " + w.Reason
+	if w.Message != "" {
+		msg += " (" + w.Message + ")"
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherContainerError, msg, time.Time{})
+	l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.waiting.reason", w.Reason, time.Time{})
 }
 
 // domainSync reads the Synchronized=False that virt-handler wrote: libvirt

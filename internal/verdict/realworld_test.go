@@ -530,6 +530,31 @@ func kubevirtRuleSituations() []situation {
 			overall: "Progressing/Stopping", cp: "Progressing/Stopping", node: "Progressing/Stopping",
 		},
 		{
+			name: "a launcher whose compute container the kubelet cannot create, before scheduling shows in the VMI",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status = kubevirtv1.VirtualMachineInstanceStatus{}
+					v.CreationTimestamp = at(-10 * time.Second)
+				})
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
+					p.Status.Phase = corev1.PodPending
+					p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+						Reason: "CreateContainerError", Message: "failed to generate spec: not a device node"}}
+				})}
+			}),
+			node: "Degraded/LauncherContainerError",
+		},
+		{
+			name: "a crash-looping VM: nothing runs on the node layers",
+			in: input(func(in *Input) {
+				in.VM = vm(func(v *kubevirtv1.VirtualMachine) {
+					v.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusCrashLoopBackOff}
+				})
+				in.VMI, in.Pods = nil, nil
+			}),
+			overall: "Degraded/CrashLoopBackOff", node: "Unknown/NotRunning", guest: "Unknown/NotRunning",
+		},
+		{
 			name: "a VM pasted without spec or created, printableStatus ErrorUnschedulable: a VMI exists",
 			in: input(func(in *Input) {
 				in.VM = vm(func(v *kubevirtv1.VirtualMachine) {
