@@ -213,9 +213,9 @@ func ensureControlPlane(opts Options) error {
 	return testenv.CheckAssets()
 }
 
-// startControlPlane runs testenv.Start, which cannot be cancelled; when ctx
-// ends first the control plane is stopped as soon as it is up.
-func startControlPlane(ctx context.Context) (*testenv.Env, error) {
+// startTestenv runs testenv.Start, which cannot be cancelled; when ctx ends
+// first the control plane is stopped as soon as it is up.
+func startTestenv(ctx context.Context) (*testenv.Env, error) {
 	type result struct {
 		env *testenv.Env
 		err error
@@ -242,18 +242,9 @@ func startControlPlane(ctx context.Context) (*testenv.Env, error) {
 // it started, removes its temporary files and prints the summary.
 func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	start := time.Now()
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Err == nil {
-		opts.Err = io.Discard
-	}
+	opts = opts.withDefaultWriters()
 	if err := opts.Validate(); err != nil {
 		return nil, err
-	}
-	pace := DemoPace()
-	if opts.Fast {
-		pace = FastPace()
 	}
 	if err := ensureControlPlane(opts); err != nil {
 		return nil, err
@@ -261,223 +252,371 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-
-	tmp, err := os.MkdirTemp("", "vmobs-demo-")
-	if err != nil {
+	s := &session{opts: opts, pace: opts.pace(), start: start}
+	defer func() { _ = s.removeTempDir() }()
+	if err := s.logToTempDir(); err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-
-	// The manager, client-go and the simulator log to a file in the
-	// temporary directory: their lines would tear the live view.
-	logFile, err := os.Create(filepath.Join(tmp, "controller.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	// Goroutines of client-go (the event broadcaster) may still log after
-	// Run returns; they write into a writer that is switched off rather than
-	// racing with a logger swap.
-	logSink := &switchableWriter{w: logFile}
-	defer logSink.off()
-	logger := zap.New(zap.WriteTo(logSink), zap.UseDevMode(false))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger.WithName("klog"))
-
-	interactive := !opts.NonInteractive && isTerminal(opts.Out)
-	fd := -1
-	if f, ok := opts.Out.(*os.File); ok {
-		fd = int(f.Fd())
-	}
-	// The director, the watch and this function all write.
 	// When the output goes away (a closed pipe), the demo stops as if
 	// interrupted rather than play on for no one.
 	ctx, outGone := context.WithCancel(ctx)
 	defer outGone()
-	out := &syncWriter{w: opts.Out, onErr: outGone}
-	opts.Out = out
-	if !opts.NonInteractive && !interactive {
-		fmt.Fprintln(opts.Out, "vmobs demo: standard output is not a terminal: printing plain lines (as --non-interactive)")
-	}
-	say := func(format string, a ...any) {
-		fmt.Fprintf(opts.Out, "%s %s\n", stamp(start, time.Now()), fmt.Sprintf(format, a...))
-	}
-	say("starting kube-apiserver %s and etcd from %s", testenv.KubernetesVersion, displayPath(testenv.AssetsDir()))
-	env, err := startControlPlane(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stopped := false
-	stopEnv := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		return env.Stop()
-	}
+	s.setOutput(outGone)
+
 	defer func() {
-		if serr := stopEnv(); serr != nil && err == nil {
+		if serr := s.stopControlPlane(); serr != nil && err == nil {
 			err = fmt.Errorf("stopping the control plane: %w", serr)
 		}
 	}()
-	cpUp := time.Since(start)
-	say("control plane up at %s in %s, CRDs installed (VMObservation and KubeVirt's)", env.Config.Host, cpUp.Round(100*time.Millisecond))
-
-	kubeconfig := opts.KubeconfigOut
-	if kubeconfig == "" {
-		kubeconfig = filepath.Join(tmp, "kubeconfig")
-	} else if abs, aerr := filepath.Abs(kubeconfig); aerr == nil {
-		kubeconfig = abs
-	}
-	if err := env.Kubeconfig(kubeconfig); err != nil {
-		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	hints := kubectlHints(kubeconfig)
-
-	k8s, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
+	if err := s.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
-
 	// Everything below stops when runCtx ends; the control plane last.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
-	tr := newTracker(start)
-	watchDone, err := watchObservations(runCtx, env.Config, tr)
-	if err != nil {
+	if err := s.startManager(runCtx); err != nil {
 		return nil, err
 	}
+	s.playFleet(runCtx)
+	stop := s.waitForStop(ctx)
+	cancel()
+	return s.stopAndSummarize(stop)
+}
 
-	mopts := app.Defaults()
-	mopts.MetricsAddr, mopts.ProbeAddr, mopts.SecureMetrics = "0", "0", false
-	mopts.SkipNameValidation = true
-	mopts.Registry = prometheus.NewRegistry()
-	mopts.Policy = pace.Policy
-	mopts.EvidenceRefreshInterval = pace.Refresh
-	mgr, err := app.NewManager(env.Config, mopts)
+// withDefaultWriters sends a missing Out or Err to io.Discard.
+func (o Options) withDefaultWriters() Options {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Err == nil {
+		o.Err = io.Discard
+	}
+	return o
+}
+
+// pace is FastPace with Fast, else DemoPace.
+func (o Options) pace() Pace {
+	if o.Fast {
+		return FastPace()
+	}
+	return DemoPace()
+}
+
+// session is what one Run starts, kept for the phase that stops it.
+type session struct {
+	opts  Options
+	pace  Pace
+	start time.Time
+
+	// The temporary directory and the log file in it.
+	tmp     string
+	logFile *os.File
+	logSink *switchableWriter
+
+	// out is opts.Out serialised; interactive says the live view draws on
+	// it (terminal fd).
+	out         *syncWriter
+	interactive bool
+	fd          int
+
+	env        *testenv.Env
+	envStopped bool
+	cpUp       time.Duration
+	kubeconfig string
+	hints      []hint
+	k8s        client.Client
+
+	tr        *tracker
+	playStart time.Time
+	// Closed or sent to when the watch, the manager, the director and the
+	// live view (nil without one) have returned.
+	watchDone, directorDone, viewDone <-chan struct{}
+	mgrDone                           chan error
+}
+
+// stopInfo is why and when the fleet stopped playing.
+type stopInfo struct {
+	reason string
+	played time.Duration
+	end    time.Time
+}
+
+// say prints a timestamped line.
+func (s *session) say(format string, a ...any) {
+	fmt.Fprintf(s.opts.Out, "%s %s\n", stamp(s.start, time.Now()), fmt.Sprintf(format, a...))
+}
+
+// logToTempDir makes the demo's temporary directory and sends the logs of
+// the manager, client-go and the simulator to a file in it: their lines
+// would tear the live view.
+func (s *session) logToTempDir() error {
+	tmp, err := os.MkdirTemp("", "vmobs-demo-")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(runCtx) }()
-
-	say("vmobs manager running in-process: %s", pace.Thresholds())
-	for _, h := range hints {
-		say("%s: %s", h.what, h.cmd)
+	s.tmp = tmp
+	logFile, err := os.Create(filepath.Join(tmp, "controller.log"))
+	if err != nil {
+		return err
 	}
+	s.logFile = logFile
+	// Goroutines of client-go (the event broadcaster) may still log after
+	// Run returns; they write into a writer that is switched off rather than
+	// racing with a logger swap.
+	s.logSink = &switchableWriter{w: logFile}
+	logger := zap.New(zap.WriteTo(s.logSink), zap.UseDevMode(false))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("klog"))
+	return nil
+}
 
-	sim := simulator.New(k8s, simulator.WithSeed(opts.Seed))
-	d := newDirector(sim, tr, pace, opts)
+// removeTempDir switches the log off, closes its file and removes the
+// temporary directory. Run calls it at the end and again when it returns
+// (then it does nothing), so it runs on every error path too.
+func (s *session) removeTempDir() error {
+	if s.logSink != nil {
+		s.logSink.off()
+	}
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
+	return os.RemoveAll(s.tmp)
+}
 
+// setOutput serialises opts.Out, which the director, the watch and Run all
+// write, calling outGone when a write fails; and decides between the live
+// view and plain lines.
+func (s *session) setOutput(outGone func()) {
+	s.interactive = !s.opts.NonInteractive && isTerminal(s.opts.Out)
+	s.fd = -1
+	if f, ok := s.opts.Out.(*os.File); ok {
+		s.fd = int(f.Fd())
+	}
+	s.out = &syncWriter{w: s.opts.Out, onErr: outGone}
+	s.opts.Out = s.out
+	if !s.opts.NonInteractive && !s.interactive {
+		fmt.Fprintln(s.opts.Out, "vmobs demo: standard output is not a terminal: printing plain lines (as --non-interactive)")
+	}
+}
+
+// startControlPlane starts kube-apiserver and etcd, writes their admin
+// kubeconfig (to KubeconfigOut, else into the temporary directory) and
+// makes the client the simulator writes with.
+func (s *session) startControlPlane(ctx context.Context) error {
+	s.say("starting kube-apiserver %s and etcd from %s", testenv.KubernetesVersion, displayPath(testenv.AssetsDir()))
+	env, err := startTestenv(ctx)
+	if err != nil {
+		return err
+	}
+	s.env = env
+	s.cpUp = time.Since(s.start)
+	s.say("control plane up at %s in %s, CRDs installed (VMObservation and KubeVirt's)", env.Config.Host, s.cpUp.Round(100*time.Millisecond))
+
+	s.kubeconfig = s.opts.KubeconfigOut
+	if s.kubeconfig == "" {
+		s.kubeconfig = filepath.Join(s.tmp, "kubeconfig")
+	} else if abs, aerr := filepath.Abs(s.kubeconfig); aerr == nil {
+		s.kubeconfig = abs
+	}
+	if err := env.Kubeconfig(s.kubeconfig); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	s.hints = kubectlHints(s.kubeconfig)
+	s.k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	return err
+}
+
+// stopControlPlane stops the control plane once; later calls, and a call
+// before it started, do nothing.
+func (s *session) stopControlPlane() error {
+	if s.env == nil || s.envStopped {
+		return nil
+	}
+	s.envStopped = true
+	return s.env.Stop()
+}
+
+// startManager starts the watch that feeds the tracker, then the vmobs
+// manager in-process at the demo's pace, until ctx ends.
+func (s *session) startManager(ctx context.Context) error {
+	s.tr = newTracker(s.start)
+	watchDone, err := watchObservations(ctx, s.env.Config, s.tr)
+	if err != nil {
+		return err
+	}
+	s.watchDone = watchDone
+	mgr, err := app.NewManager(s.env.Config, managerOptions(s.pace))
+	if err != nil {
+		return err
+	}
+	s.mgrDone = make(chan error, 1)
+	go func() { s.mgrDone <- mgr.Start(ctx) }()
+
+	s.say("vmobs manager running in-process: %s", s.pace.Thresholds())
+	for _, h := range s.hints {
+		s.say("%s: %s", h.what, h.cmd)
+	}
+	return nil
+}
+
+// managerOptions are the manager's defaults with the pace's thresholds and
+// refresh interval, and nothing that listens or registers process-wide: the
+// metrics and probe servers are off, the metrics go to a registry of their
+// own and controller names may repeat, so the demo can share its process
+// with other managers (tests).
+func managerOptions(pace Pace) app.Options {
+	o := app.Defaults()
+	o.MetricsAddr, o.ProbeAddr, o.SecureMetrics = "0", "0", false
+	o.SkipNameValidation = true
+	o.Registry = prometheus.NewRegistry()
+	o.Policy = pace.Policy
+	o.EvidenceRefreshInterval = pace.Refresh
+	return o
+}
+
+// playFleet starts the director, which plays the healthy fleet and the
+// scenarios through the simulator, and the live view or the plain lines
+// that show them, until ctx ends.
+func (s *session) playFleet(ctx context.Context) {
+	sim := simulator.New(s.k8s, simulator.WithSeed(s.opts.Seed))
+	d := newDirector(sim, s.tr, s.pace, s.opts)
 	var view *liveView
-	if interactive {
-		view = newLiveView(opts.Out, fd, tr, pace, opts, hints, start)
+	if s.interactive {
+		view = newLiveView(s.opts.Out, s.fd, s.tr, s.pace, s.opts, s.hints, s.start)
 	} else {
-		tr.setOutput(
-			func(c Change) { fmt.Fprintln(opts.Out, c.Line(start)) },
-			func(at time.Time, msg string) { fmt.Fprintf(opts.Out, "%s %s\n", stamp(start, at), msg) })
+		s.tr.setOutput(
+			func(c Change) { fmt.Fprintln(s.opts.Out, c.Line(s.start)) },
+			func(at time.Time, msg string) { fmt.Fprintf(s.opts.Out, "%s %s\n", stamp(s.start, at), msg) })
 	}
+	s.playStart = time.Now()
+	s.directorDone = goDone(func() { d.run(ctx) })
+	if view != nil {
+		s.viewDone = goDone(func() { view.run(ctx) })
+	}
+}
 
-	playStart := time.Now()
-	var stopReason string
+// goDone runs f in a goroutine; the returned channel closes when f returns.
+func goDone(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
+}
+
+// waitForStop waits until ctx ends (an interrupt, or the output closed),
+// Duration passes, every scenario is settled (with UntilSettled) or the
+// manager stops, and says which and when.
+func (s *session) waitForStop(ctx context.Context) stopInfo {
 	var deadline <-chan time.Time
-	if opts.Duration > 0 {
-		t := time.NewTimer(opts.Duration)
+	if s.opts.Duration > 0 {
+		t := time.NewTimer(s.opts.Duration)
 		defer t.Stop()
 		deadline = t.C
 	}
-	directorDone := make(chan struct{})
-	go func() {
-		defer close(directorDone)
-		d.run(runCtx)
-	}()
-	var viewDone chan struct{}
-	if view != nil {
-		viewDone = make(chan struct{})
-		go func() {
-			defer close(viewDone)
-			view.run(runCtx)
-		}()
-	}
 	var settle <-chan time.Time
-	if opts.UntilSettled {
+	if s.opts.UntilSettled {
 		tk := time.NewTicker(250 * time.Millisecond)
 		defer tk.Stop()
 		settle = tk.C
 	}
-wait:
+	reason := s.stopReason(ctx, deadline, settle)
+	return stopInfo{reason: reason, played: time.Since(s.playStart), end: time.Now()}
+}
+
+// stopReason blocks until the first reason to stop and says it.
+func (s *session) stopReason(ctx context.Context, deadline, settle <-chan time.Time) string {
 	for {
 		select {
 		case <-ctx.Done():
-			stopReason = "interrupted"
-			if out.failed() {
-				stopReason = "the output was closed"
+			if s.out.failed() {
+				return "the output was closed"
 			}
-			break wait
+			return "interrupted"
 		case <-deadline:
-			stopReason = fmt.Sprintf("--duration %s reached", opts.Duration)
-			break wait
+			return fmt.Sprintf("--duration %s reached", s.opts.Duration)
 		case now := <-settle:
-			if done, allSeen := tr.settled(now); done {
-				stopReason = "every scripted scenario diagnosed as built"
+			if done, allSeen := s.tr.settled(now); done {
 				if !allSeen {
-					stopReason = "every scripted scenario diagnosed as built or past its deadline"
+					return "every scripted scenario diagnosed as built or past its deadline"
 				}
-				break wait
+				return "every scripted scenario diagnosed as built"
 			}
-		case err := <-mgrDone:
-			stopReason = fmt.Sprintf("the manager stopped: %v", err)
-			mgrDone <- err
-			break wait
+		case err := <-s.mgrDone:
+			// Put it back for waitForShutdown.
+			s.mgrDone <- err
+			return fmt.Sprintf("the manager stopped: %v", err)
 		}
 	}
-	played := time.Since(playStart)
-	end := time.Now()
-	cancel()
-	if viewDone != nil {
-		<-viewDone
-	}
-	if !interactive {
-		say("stopping (%s): simulator, manager, control plane", stopReason)
-	} else {
-		fmt.Fprintf(opts.Out, "\nvmobs demo: stopping (%s): simulator, manager, control plane…\n", stopReason)
-	}
-	<-directorDone
-	mgrErr := <-mgrDone
-	<-watchDone
-	res = tr.result(end)
-	res.TempDir = tmp
-	res.ControlPlaneUp = cpUp
-	res.Played = played
-	res.StopReason = stopReason
-	res.Seed = opts.Seed
-	var nodes corev1.NodeList
-	lctx, lcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if err := k8s.List(lctx, &nodes); err == nil {
-		res.Nodes = len(nodes.Items)
-	}
-	lcancel()
-	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
-		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
-	}
-	cpErr := stopEnv()
-	logSink.off()
-	_ = logFile.Close()
-	rmErr := os.RemoveAll(tmp)
-	res.Elapsed = time.Since(start)
+}
+
+// stopAndSummarize, once Run cancelled the fleet's context, waits for the
+// view, the director, the manager and the watch, stops the control plane,
+// removes the temporary directory and prints the summary.
+func (s *session) stopAndSummarize(stop stopInfo) (*Result, error) {
+	mgrErr := s.waitForShutdown(stop.reason)
+	res := s.result(stop, mgrErr)
+	cpErr := s.stopControlPlane()
+	rmErr := s.removeTempDir()
+	res.Elapsed = time.Since(s.start)
 	kept := ""
-	if opts.KubeconfigOut != "" {
-		kept = kubeconfig
+	if s.opts.KubeconfigOut != "" {
+		kept = s.kubeconfig
 	}
-	writeSummary(opts.Out, res, pace, hints, kept)
+	writeSummary(s.opts.Out, res, s.pace, s.hints, kept)
 	if cpErr != nil {
 		return res, fmt.Errorf("stopping the control plane: %w", cpErr)
 	}
 	if rmErr != nil {
-		return res, fmt.Errorf("removing %s: %w", tmp, rmErr)
+		return res, fmt.Errorf("removing %s: %w", s.tmp, rmErr)
 	}
 	return res, nil
+}
+
+// waitForShutdown says the demo is stopping and waits for the goroutines
+// that the fleet's context ends; it returns the manager's error.
+func (s *session) waitForShutdown(reason string) error {
+	if s.viewDone != nil {
+		<-s.viewDone
+	}
+	if !s.interactive {
+		s.say("stopping (%s): simulator, manager, control plane", reason)
+	} else {
+		fmt.Fprintf(s.opts.Out, "\nvmobs demo: stopping (%s): simulator, manager, control plane…\n", reason)
+	}
+	<-s.directorDone
+	mgrErr := <-s.mgrDone
+	<-s.watchDone
+	return mgrErr
+}
+
+// result is the tracker's result with what the session knows: the run's
+// timing and stop reason, the number of Nodes and the manager's error.
+func (s *session) result(stop stopInfo, mgrErr error) *Result {
+	res := s.tr.result(stop.end)
+	res.TempDir = s.tmp
+	res.ControlPlaneUp = s.cpUp
+	res.Played = stop.played
+	res.StopReason = stop.reason
+	res.Seed = s.opts.Seed
+	res.Nodes = s.countNodes()
+	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
+		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
+	}
+	return res
+}
+
+// countNodes counts the Nodes, zero when they cannot be listed; it has a
+// context of its own, as the demo's has ended.
+func (s *session) countNodes() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := s.k8s.List(ctx, &nodes); err != nil {
+		return 0
+	}
+	return len(nodes.Items)
 }
 
 // syncWriter serialises writes, and calls onErr once when one fails.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -114,7 +115,7 @@ func TestRenderViewFits(t *testing.T) {
 	}
 	start := time.Now()
 	for i := range 30 {
-		s.Recent = append(s.Recent, Change{At: start.Add(time.Duration(i) * time.Second), Namespace: "prod", Name: "web-1", Layer: "controlPlane",
+		s.Recent = append(s.Recent, Change{At: start.Add(time.Duration(i) * time.Second), Namespace: "prod", Name: "web-1", Layer: v1alpha1.LayerControlPlane,
 			From: state{"Progressing", "Migrating"}, To: state{"Healthy", "Running"}, Overall: state{"Healthy", "Running"}})
 	}
 	for _, size := range [][2]int{{80, 24}, {120, 40}, {200, 60}, {40, 10}} {
@@ -135,6 +136,24 @@ func TestRenderViewFits(t *testing.T) {
 	}
 	if got := colorize("a Degraded/MigrationFailed → Healthy/Running b"); !strings.Contains(got, "\x1b[33mDegraded\x1b[0m/MigrationFailed") || !strings.Contains(got, "\x1b[32mHealthy\x1b[0m/Running") {
 		t.Errorf("colorize: %q", got)
+	}
+}
+
+// TestVerdictOrder keeps the view's order of verdicts that of
+// Verdict.Severity, worst first, with every verdict once.
+func TestVerdictOrder(t *testing.T) {
+	seen := map[string]bool{}
+	for i, v := range verdictOrder {
+		seen[v] = true
+		if i > 0 && v1alpha1.Verdict(verdictOrder[i-1]).Severity() <= v1alpha1.Verdict(v).Severity() {
+			t.Errorf("%s is listed before %s but is not worse", verdictOrder[i-1], v)
+		}
+	}
+	for _, v := range []v1alpha1.Verdict{v1alpha1.VerdictHealthy, v1alpha1.VerdictProgressing, v1alpha1.VerdictSuspended,
+		v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown} {
+		if !seen[string(v)] {
+			t.Errorf("%s is not in verdictOrder", v)
+		}
 	}
 }
 

@@ -16,12 +16,12 @@ import (
 	"github.com/vmobs/vmobs/internal/scheme"
 )
 
-// Layers in the order status.layers lists them.
-var layerNames = [3]string{"controlPlane", "node", "guest"}
-
 // verdictOrder is the order the view and the summary list verdicts in:
-// worst first.
-var verdictOrder = []string{"Failed", "Degraded", "Unknown", "Progressing", "Suspended", "Healthy"}
+// worst first, as Verdict.Severity ranks them.
+var verdictOrder = []string{
+	string(v1alpha1.VerdictFailed), string(v1alpha1.VerdictDegraded), string(v1alpha1.VerdictUnknown),
+	string(v1alpha1.VerdictProgressing), string(v1alpha1.VerdictSuspended), string(v1alpha1.VerdictHealthy),
+}
 
 // state is a verdict and its reason.
 type state struct{ Verdict, Reason string }
@@ -42,19 +42,31 @@ type vmState struct {
 	// HasStatus is false until the controller has written the layers.
 	HasStatus bool
 	Overall   state
-	Layers    [3]state
+	// Layers are in the order of v1alpha1.LayerNames.
+	Layers [len(v1alpha1.LayerNames)]state
 	// Scenario names the scripted scenario the VM plays, if any.
 	Scenario string
 }
 
 func (v *vmState) key() string { return v.Namespace + "/" + v.Name }
 
+// layer is the state of the layer called name, false for a name that is
+// not a layer.
+func (v *vmState) layer(name string) (state, bool) {
+	for i, n := range v1alpha1.LayerNames {
+		if n == name {
+			return v.Layers[i], true
+		}
+	}
+	return state{}, false
+}
+
 // Change is one line of the demo's story: a layer's verdict or reason
 // changed, a VMObservation appeared or went away, or a note (Note set).
 type Change struct {
 	At              time.Time
 	Namespace, Name string
-	// Layer is controlPlane, node or guest; "vm" when the VMObservation
+	// Layer is a layer's name (v1alpha1.LayerNames); "vm" when the VMObservation
 	// got its first status or went away.
 	Layer    string
 	From, To state
@@ -234,7 +246,7 @@ func (t *tracker) setPlan(plan []plannedScenario, pace Pace, playStart time.Time
 		r := &ScenarioResult{
 			Name: p.sc.Name, Description: p.sc.Description,
 			Namespace: p.ns, VM: p.vm,
-			Layer: p.sc.Layer, Verdict: p.sc.Verdict, Reason: p.sc.Reason,
+			Layer: p.sc.Layer, Verdict: string(p.sc.Verdict), Reason: p.sc.Reason,
 			Wait:   time.Duration(float64(p.sc.Wait) * scale).Round(time.Second),
 			PlayAt: playStart.Add(p.at).Sub(t.start),
 		}
@@ -320,11 +332,10 @@ func (t *tracker) observe(o *v1alpha1.VMObservation) {
 	if o.Status.Layers == nil {
 		return
 	}
-	l := o.Status.Layers
-	next := [3]state{
-		{string(l.ControlPlane.Verdict), l.ControlPlane.Reason},
-		{string(l.Node.Verdict), l.Node.Reason},
-		{string(l.Guest.Verdict), l.Guest.Reason},
+	var next [len(v1alpha1.LayerNames)]state
+	for i, n := range v1alpha1.LayerNames {
+		l := o.Status.Layers.Get(n)
+		next[i] = state{string(l.Verdict), l.Reason}
 	}
 	overall := state{string(o.Status.Verdict), o.Status.Reason}
 	var cs []Change
@@ -333,7 +344,7 @@ func (t *tracker) observe(o *v1alpha1.VMObservation) {
 	} else {
 		for i := range next {
 			if next[i] != v.Layers[i] {
-				cs = append(cs, Change{At: now, Namespace: v.Namespace, Name: v.Name, Layer: layerNames[i], From: v.Layers[i], To: next[i], Overall: overall})
+				cs = append(cs, Change{At: now, Namespace: v.Namespace, Name: v.Name, Layer: v1alpha1.LayerNames[i], From: v.Layers[i], To: next[i], Overall: overall})
 			}
 		}
 	}
@@ -384,13 +395,11 @@ func (t *tracker) checkLocked(v *vmState, at time.Time) string {
 	if r == nil || !r.Played || r.PlayErr != "" || r.Seen || !v.HasStatus {
 		return ""
 	}
-	for i, n := range layerNames {
-		if n == r.Layer && v.Layers[i] == (state{r.Verdict, r.Reason}) {
-			r.Seen, r.SeenAt = true, at.Sub(t.start)
-			return r.Name
-		}
+	if now, ok := v.layer(r.Layer); !ok || now != (state{r.Verdict, r.Reason}) {
+		return ""
 	}
-	return ""
+	r.Seen, r.SeenAt = true, at.Sub(t.start)
+	return r.Name
 }
 
 // settled says whether every scenario is decided at now: diagnosed as
@@ -474,10 +483,8 @@ func (t *tracker) result(end time.Time) *Result {
 		s := *r
 		if v := t.vms[s.Namespace+"/"+s.VM]; v != nil && v.HasStatus {
 			s.Overall = v.Overall
-			for i, n := range layerNames {
-				if n == s.Layer {
-					s.Now = v.Layers[i]
-				}
+			if now, ok := v.layer(s.Layer); ok {
+				s.Now = now
 			}
 		}
 		switch {

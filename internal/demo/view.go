@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -180,7 +181,7 @@ func renderView(head []string, s snapshot, start time.Time, width, height int) [
 	var blocks []*block
 	for _, g := range groups(s.VMs) {
 		b := &block{header: fmt.Sprintf("%s (%d)", g.verdict, len(g.vms))}
-		if g.verdict == "Healthy" || g.verdict == "(no status yet)" {
+		if g.verdict == string(v1alpha1.VerdictHealthy) || g.verdict == "(no status yet)" {
 			line := " "
 			for _, v := range g.vms {
 				if len(line)+1+len(v.key()) > width-1 && line != " " {
@@ -249,14 +250,14 @@ func truncate(s string, width int) string {
 }
 
 var verdictColors = map[string]string{
-	"Healthy":     "\x1b[32m",
-	"Progressing": "\x1b[36m",
-	"Suspended":   "\x1b[34m",
-	"Unknown":     "\x1b[35m",
-	"Degraded":    "\x1b[33m",
-	"Failed":      "\x1b[31m",
-	"✓":           "\x1b[32m",
-	"✗":           "\x1b[31m",
+	string(v1alpha1.VerdictHealthy):     "\x1b[32m",
+	string(v1alpha1.VerdictProgressing): "\x1b[36m",
+	string(v1alpha1.VerdictSuspended):   "\x1b[34m",
+	string(v1alpha1.VerdictUnknown):     "\x1b[35m",
+	string(v1alpha1.VerdictDegraded):    "\x1b[33m",
+	string(v1alpha1.VerdictFailed):      "\x1b[31m",
+	"✓":                                 "\x1b[32m",
+	"✗":                                 "\x1b[31m",
 }
 
 // colorize colours the verdict words of a line (whole words, or the

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // Info sources of VMI interfaces (kv:pkg/network/vmispec/infosource.go),
@@ -65,11 +67,8 @@ func (s *Simulator) Boot(ctx context.Context, ns, name, node string) error {
 // kubevirt.io/domain), sets its readiness gate, and moves the VMI to
 // Scheduling with the pod in activePods (on node "").
 func (s *Simulator) CreateLauncherPod(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, err := s.vmiInPhase(ctx, ns, name, "CreateLauncherPod", "", kubevirtv1.Pending)
 	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "CreateLauncherPod", "", kubevirtv1.Pending); err != nil {
 		return err
 	}
 	if _, err := s.createLauncherPod(ctx, vmi, nil); err != nil {
@@ -113,11 +112,8 @@ func (s *Simulator) pendingLauncher(ctx context.Context, vmi *kubevirtv1.Virtual
 // activePods, qosClass, launcher image, and the Multus interfaces (info
 // source multus-status); the pod gets the kubevirt.io/nodeName label too.
 func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, err := s.vmiInPhase(ctx, ns, name, "StartLauncherPod", kubevirtv1.Scheduling)
 	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "StartLauncherPod", kubevirtv1.Scheduling); err != nil {
 		return err
 	}
 	pod, err := s.pendingLauncher(ctx, vmi)
@@ -175,18 +171,10 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 // one), machine type, CPU topology, memory and volume targets; then
 // virt-controller copies the pod's Ready=True into the VMI.
 func (s *Simulator) StartDomain(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, pod, err := s.vmiAndLauncher(ctx, ns, name, "StartDomain", kubevirtv1.Scheduled)
 	if err != nil {
 		return err
 	}
-	if err := requirePhase(vmi, "StartDomain", kubevirtv1.Scheduled); err != nil {
-		return err
-	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return err
-	}
-	pod := currentPod(vmi, pods)
 	if pod == nil {
 		return fmt.Errorf("StartDomain: VMI %s/%s has no launcher pod on %s", ns, name, vmi.Status.NodeName)
 	}
@@ -223,18 +211,10 @@ func (s *Simulator) StartDomain(ctx context.Context, ns, name string) error {
 // masquerade interface keeps the pod IP, as KubeVirt keeps an address
 // family the status already has.
 func (s *Simulator) ConnectAgent(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	_, pod, err := s.vmiAndLauncher(ctx, ns, name, "ConnectAgent", kubevirtv1.Running)
 	if err != nil {
 		return err
 	}
-	if err := requirePhase(vmi, "ConnectAgent", kubevirtv1.Running); err != nil {
-		return err
-	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return err
-	}
-	pod := currentPod(vmi, pods)
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
@@ -256,15 +236,10 @@ func (s *Simulator) ConnectAgent(ctx context.Context, ns, name string) error {
 // AgentConnected (it is never set False) and the agent's interface data;
 // guestOSInfo stays, as KubeVirt never clears it.
 func (s *Simulator) DisconnectAgent(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	_, pod, err := s.vmiAndLauncher(ctx, ns, name, "DisconnectAgent")
 	if err != nil {
 		return err
 	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return err
-	}
-	pod := currentPod(vmi, pods)
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		removeVMICond(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected)
 		vmi.Status.Interfaces = mergeInterfaces(vmi, pod, vmi.Status.Phase == kubevirtv1.Running, false)
@@ -285,7 +260,7 @@ func mergeInterfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, do
 	var podIPs []string
 	if pod != nil {
 		var st []NetworkStatus
-		if raw := pod.Annotations[NetworkStatusAnnotation]; raw != "" {
+		if raw := pod.Annotations[verdict.NetworkStatusAnnotation]; raw != "" {
 			_ = json.Unmarshal([]byte(raw), &st)
 		}
 		for _, n := range st {

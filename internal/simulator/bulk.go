@@ -118,8 +118,8 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 			return fmt.Errorf("creating VM %s/%s: %w", ns, name, err)
 		}
 		addFinalizer(vm, kubevirtv1.VirtualMachineControllerFinalizer)
-		setAnnotation(vm, "kubevirt.io/latest-observed-api-version", "v1")
-		setAnnotation(vm, "kubevirt.io/storage-observed-api-version", "v1")
+		setAnnotation(vm, kubevirtv1.ControllerAPILatestVersionObservedAnnotation, "v1")
+		setAnnotation(vm, kubevirtv1.ControllerAPIStorageVersionObservedAnnotation, "v1")
 		if err := s.Client.Update(ctx, vm, client.FieldOwner(managerVirtController)); err != nil {
 			return fmt.Errorf("updating VM %s/%s as %s: %w", ns, name, managerVirtController, err)
 		}
@@ -127,9 +127,9 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 		// (createVMIFromVM, acceptVMI).
 		vmiCreator = managerVirtController
 		vmi.Annotations = map[string]string{
-			"kubevirt.io/latest-observed-api-version":  "v1",
-			"kubevirt.io/storage-observed-api-version": "v1",
-			"kubevirt.io/vm-generation":                fmt.Sprint(vm.Generation),
+			kubevirtv1.ControllerAPILatestVersionObservedAnnotation:  "v1",
+			kubevirtv1.ControllerAPIStorageVersionObservedAnnotation: "v1",
+			kubevirtv1.VirtualMachineGenerationAnnotation:            fmt.Sprint(vm.Generation),
 		}
 		vmi.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine",

@@ -34,11 +34,8 @@ func (s *Simulator) Pause(ctx context.Context, ns, name, reason string) error {
 	if !ok {
 		return fmt.Errorf("Pause: reason %q is not one virt-handler writes (%s, %s, %s)", reason, PausedByUser, PausedIOError, PausedByMigrationMonitor)
 	}
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, err := s.vmiInPhase(ctx, ns, name, "Pause", kubevirtv1.Running)
 	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "Pause", kubevirtv1.Running); err != nil {
 		return err
 	}
 	now := s.now()
@@ -69,16 +66,15 @@ func (s *Simulator) Unpause(ctx context.Context, ns, name string) error {
 // setUnpausedGate is virt-controller's syncPausedConditionToPod, then the
 // kubelet's Ready, then virt-controller's VMI sync.
 func (s *Simulator) setUnpausedGate(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, unpaused bool) error {
-	pods, err := s.launcherPods(ctx, vmi)
+	pod, err := s.currentLauncher(ctx, vmi)
 	if err != nil {
 		return err
 	}
-	pod := currentPod(vmi, pods)
 	if pod == nil {
 		return fmt.Errorf("VMI %s/%s has no launcher pod on %s", vmi.Namespace, vmi.Name, vmi.Status.NodeName)
 	}
 	now := s.now()
-	gate := corev1.PodCondition{Type: UnpausedGate, Status: corev1.ConditionTrue, Reason: "NotPaused"}
+	gate := corev1.PodCondition{Type: kubevirtv1.VirtualMachineUnpaused, Status: corev1.ConditionTrue, Reason: "NotPaused"}
 	if !unpaused {
 		gate.Status, gate.Reason = corev1.ConditionFalse, "Paused"
 	}
@@ -120,15 +116,10 @@ func (s *Simulator) CrashLauncher(ctx context.Context, ns, name, reason string) 
 	default:
 		return fmt.Errorf("CrashLauncher: reason %q, want %s or %s", reason, CrashOOMKilled, CrashError)
 	}
-	vmi, err := s.getVMI(ctx, ns, name)
+	_, pod, err := s.vmiAndLauncher(ctx, ns, name, "CrashLauncher")
 	if err != nil {
 		return err
 	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return err
-	}
-	pod := currentPod(vmi, pods)
 	if pod == nil || pod.Spec.NodeName == "" {
 		return fmt.Errorf("CrashLauncher: VMI %s/%s has no running launcher pod", ns, name)
 	}
@@ -184,11 +175,8 @@ const (
 //     virt-controller sets Synchronized=False with that reason on the
 //     Pending VMI.
 func (s *Simulator) FailScheduling(ctx context.Context, ns, name, reason string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, err := s.vmiInPhase(ctx, ns, name, "FailScheduling", "", kubevirtv1.Pending, kubevirtv1.Scheduling)
 	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "FailScheduling", "", kubevirtv1.Pending, kubevirtv1.Scheduling); err != nil {
 		return err
 	}
 	now := s.now()
@@ -372,11 +360,8 @@ func (s *Simulator) imagePullFails(ctx context.Context, ns, pod, podIP, hostIP, 
 // heartbeat is older than 5 minutes: advance the clock after LoseNode first
 // for a coherent timeline.
 func (s *Simulator) NodeUnresponsive(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, err := s.vmiInPhase(ctx, ns, name, "NodeUnresponsive", kubevirtv1.Scheduled, kubevirtv1.Running)
 	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "NodeUnresponsive", kubevirtv1.Scheduled, kubevirtv1.Running); err != nil {
 		return err
 	}
 	node := vmi.Status.NodeName
@@ -413,11 +398,7 @@ func (s *Simulator) NodeUnresponsive(ctx context.Context, ns, name string) error
 // migration for a live-migratable VMI: call StartMigration with
 // Evacuation set for that.
 func (s *Simulator) Evict(ctx context.Context, ns, name string) error {
-	vmi, err := s.getVMI(ctx, ns, name)
-	if err != nil {
-		return err
-	}
-	if err := requirePhase(vmi, "Evict", kubevirtv1.Scheduled, kubevirtv1.Running); err != nil {
+	if _, err := s.vmiInPhase(ctx, ns, name, "Evict", kubevirtv1.Scheduled, kubevirtv1.Running); err != nil {
 		return err
 	}
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtAPI, func(vmi *kubevirtv1.VirtualMachineInstance) error {

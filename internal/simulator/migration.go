@@ -108,11 +108,8 @@ func (s *Simulator) Migrate(ctx context.Context, ns, name, targetNode string, ou
 // until the first Step. Like virt-api's admission webhook it refuses a VMI
 // whose LiveMigratable condition is False.
 func (s *Simulator) StartMigration(ctx context.Context, ns, name string, opts MigrationOptions) (*Migration, error) {
-	vmi, err := s.getVMI(ctx, ns, name)
+	vmi, src, err := s.vmiAndLauncher(ctx, ns, name, "StartMigration", kubevirtv1.Running)
 	if err != nil {
-		return nil, err
-	}
-	if err := requirePhase(vmi, "StartMigration", kubevirtv1.Running); err != nil {
 		return nil, err
 	}
 	if c := vmiCond(vmi, kubevirtv1.VirtualMachineInstanceIsMigratable); c != nil && c.Status == corev1.ConditionFalse {
@@ -129,11 +126,6 @@ func (s *Simulator) StartMigration(ctx context.Context, ns, name string, opts Mi
 	if opts.FailureReason == "" {
 		opts.FailureReason = DefaultFailureReason
 	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return nil, err
-	}
-	src := currentPod(vmi, pods)
 	if src == nil {
 		return nil, fmt.Errorf("StartMigration: VMI %s/%s has no launcher pod on %s", ns, name, vmi.Status.NodeName)
 	}
@@ -386,7 +378,7 @@ func (m *Migration) toSucceeded(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.updatePod(ctx, ns, m.TargetPod, managerVirtController, func(p *corev1.Pod) error {
-		setAnnotation(p, "kubevirt.io/migration-target-ready-timestamp", now.String())
+		setAnnotation(p, kubevirtv1.MigrationTargetReadyTimestamp, now.String())
 		return nil
 	}); err != nil {
 		return err

@@ -19,15 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// HeartbeatAnnotation is the Node annotation virt-handler refreshes about
-// once a minute (kubevirtv1.VirtHandlerHeartbeat).
-const HeartbeatAnnotation = kubevirtv1.VirtHandlerHeartbeat
-
-// SchedulableLabel is the Node label that virt-handler sets "true" and
-// virt-controller sets "false" when the heartbeat stops
-// (kubevirtv1.NodeSchedulable).
-const SchedulableLabel = kubevirtv1.NodeSchedulable
-
 // AddNode registers a Node as the kubelet would, with virt-handler already
 // running on it and the node lifecycle controller's not-ready taint lifted:
 // Ready=True (and the pressure conditions False), addresses,
@@ -52,15 +43,15 @@ func (s *Simulator) AddNode(ctx context.Context, name string) error {
 				"beta.kubernetes.io/os":                               "linux",
 				"beta.kubernetes.io/arch":                             "amd64",
 				"node-role.kubernetes.io/worker":                      "",
-				SchedulableLabel:                                      "true",
+				kubevirtv1.NodeSchedulable:                            "true",
 				"cpumanager":                                          "false",
-				"kubevirt.io/ksm-enabled":                             "false",
+				kubevirtv1.KSMEnabledLabel:                            "false",
 				"cpu-model.node.kubevirt.io/Skylake-Client-IBRS":      "true",
 				"host-model-cpu.node.kubevirt.io/Skylake-Client-IBRS": "true",
 				"machine-type.node.kubevirt.io/pc-q35-rhel9.6.0":      "true",
 			},
 			Annotations: map[string]string{
-				HeartbeatAnnotation:                                      heartbeatValue(now),
+				kubevirtv1.VirtHandlerHeartbeat:                          heartbeatValue(now),
 				"node.alpha.kubernetes.io/ttl":                           "0",
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 			},
@@ -158,7 +149,7 @@ func heartbeatValue(t metav1.Time) string {
 // labels and the kubelet's conditions alone.
 func (s *Simulator) Heartbeat(ctx context.Context, node string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		HeartbeatAnnotation: heartbeatValue(s.now()),
+		kubevirtv1.VirtHandlerHeartbeat: heartbeatValue(s.now()),
 	}}})
 	if err != nil {
 		return err
@@ -339,7 +330,7 @@ func (s *Simulator) SetNodeSchedulable(ctx context.Context, node string, ok bool
 		manager = managerVirtController
 	}
 	_, err := s.updateNode(ctx, node, manager, func(n *corev1.Node) error {
-		setLabel(n, SchedulableLabel, strconv.FormatBool(ok))
+		setLabel(n, kubevirtv1.NodeSchedulable, strconv.FormatBool(ok))
 		return nil
 	})
 	return err
@@ -452,7 +443,7 @@ func (s *Simulator) firstReadyNode(ctx context.Context, not ...string) (string, 
 		if slices.Contains(not, n.Name) {
 			continue
 		}
-		if c := nodeCond(&n, corev1.NodeReady); c != nil && c.Status == corev1.ConditionTrue && n.Labels[SchedulableLabel] == "true" {
+		if c := nodeCond(&n, corev1.NodeReady); c != nil && c.Status == corev1.ConditionTrue && n.Labels[kubevirtv1.NodeSchedulable] == "true" {
 			return n.Name, nil
 		}
 	}

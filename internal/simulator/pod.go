@@ -17,11 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// UnpausedGate is the readiness gate of every launcher pod; virt-controller
-// sets it False (reason Paused) while the VMI is paused.
-const UnpausedGate corev1.PodConditionType = "kubevirt.io/virtual-machine-unpaused"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
 
 // ComputeContainer is the launcher container virt-controller inspects.
 const ComputeContainer = "compute"
@@ -72,14 +70,14 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 
 	annotations := map[string]string{}
 	for k, v := range vmi.Annotations {
-		if strings.HasPrefix(k, "kubectl.kubernetes.io") || k == "kubevirt.io/storage-observed-api-version" || k == "kubevirt.io/latest-observed-api-version" {
+		if strings.HasPrefix(k, "kubectl.kubernetes.io") || k == kubevirtv1.ControllerAPIStorageVersionObservedAnnotation || k == kubevirtv1.ControllerAPILatestVersionObservedAnnotation {
 			continue
 		}
 		annotations[k] = v
 	}
 	annotations[kubevirtv1.DomainAnnotation] = vmi.Name
 	annotations["kubectl.kubernetes.io/default-container"] = ComputeContainer
-	annotations["kubevirt.io/migrationTransportUnix"] = "true"
+	annotations[kubevirtv1.MigrationTransportUnixAnnotation] = "true"
 	annotations["descheduler.alpha.kubernetes.io/request-evict-only"] = ""
 	if req := multusRequest(vmi); req != "" {
 		annotations[networksAnnotation] = req
@@ -116,10 +114,12 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](210),
 			NodeSelector: map[string]string{
-				SchedulableLabel:     "true",
-				"kubernetes.io/arch": "amd64",
+				kubevirtv1.NodeSchedulable: "true",
+				"kubernetes.io/arch":       "amd64",
 			},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: UnpausedGate}},
+			// virt-controller sets the gate False (reason Paused) while the VMI is
+			// paused.
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: kubevirtv1.VirtualMachineUnpaused}},
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsUser: ptr.To[int64](107), RunAsGroup: ptr.To[int64](107), FSGroup: ptr.To[int64](107),
 				RunAsNonRoot:   ptr.To(true),
@@ -244,7 +244,7 @@ func (s *Simulator) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtu
 	}
 	now := s.now()
 	return s.updatePodStatus(ctx, pod.Namespace, pod.Name, managerVirtController, func(p *corev1.Pod) error {
-		setPodCond(p, corev1.PodCondition{Type: UnpausedGate, Status: corev1.ConditionTrue, Reason: "NotPaused"}, now)
+		setPodCond(p, corev1.PodCondition{Type: kubevirtv1.VirtualMachineUnpaused, Status: corev1.ConditionTrue, Reason: "NotPaused"}, now)
 		return nil
 	})
 }
@@ -308,7 +308,7 @@ func (s *Simulator) wirePod(ctx context.Context, ns, name, node string, vmi *kub
 		return "", "", err
 	}
 	_, err = s.updatePod(ctx, ns, name, managerMultus, func(p *corev1.Pod) error {
-		setAnnotation(p, NetworkStatusAnnotation, string(raw))
+		setAnnotation(p, verdict.NetworkStatusAnnotation, string(raw))
 		return nil
 	})
 	return podIP, hostIP, err
@@ -489,6 +489,33 @@ func currentPod(vmi *kubevirtv1.VirtualMachineInstance, pods []corev1.Pod) *core
 		cur = p
 	}
 	return cur
+}
+
+// currentLauncher is the VMI's current launcher pod (currentPod of its
+// launcher pods), nil when it has none.
+func (s *Simulator) currentLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	pods, err := s.launcherPods(ctx, vmi)
+	if err != nil {
+		return nil, err
+	}
+	return currentPod(vmi, pods), nil
+}
+
+// vmiAndLauncher is the prelude of the steps that act through the VMI's
+// launcher pod: it reads the VMI, requires one of phases (none allows
+// any; vmiInPhase) and finds its current launcher pod. The pod is nil when
+// there is none; whether that is an error is the step's to say, as some
+// steps tolerate it and others word it their own way.
+func (s *Simulator) vmiAndLauncher(ctx context.Context, ns, name, step string, phases ...kubevirtv1.VirtualMachineInstancePhase) (*kubevirtv1.VirtualMachineInstance, *corev1.Pod, error) {
+	vmi, err := s.vmiInPhase(ctx, ns, name, step, phases...)
+	if err != nil {
+		return nil, nil, err
+	}
+	pod, err := s.currentLauncher(ctx, vmi)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vmi, pod, nil
 }
 
 // controllerSync is virt-controller's periodic VMI sync: activePods

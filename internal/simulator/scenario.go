@@ -6,23 +6,8 @@ import (
 	"time"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
-)
 
-// Layers of a VMObservation, as status.layers names them.
-const (
-	LayerControlPlane = "controlPlane"
-	LayerNode         = "node"
-	LayerGuest        = "guest"
-)
-
-// Verdicts a scenario is built to produce (the VMObservation vocabulary).
-const (
-	VerdictHealthy     = "Healthy"
-	VerdictProgressing = "Progressing"
-	VerdictSuspended   = "Suspended"
-	VerdictDegraded    = "Degraded"
-	VerdictFailed      = "Failed"
-	VerdictUnknown     = "Unknown"
+	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
 // ScenarioNodes are the shared nodes scenarios boot and migrate VMs on;
@@ -41,13 +26,13 @@ type Scenario struct {
 	Name string
 	// Description says what happens to the VM.
 	Description string
-	// Layer is the VMObservation layer (LayerControlPlane, LayerNode or
-	// LayerGuest) that carries the verdict.
+	// Layer is the VMObservation layer that carries the verdict, one of
+	// v1alpha1.LayerNames.
 	Layer string
-	// Verdict and Reason are what that layer should say. The reason names
-	// follow api/v1alpha1/reasons.go; they are plain strings here so this
-	// package does not depend on the verdict vocabulary while it settles.
-	Verdict, Reason string
+	// Verdict and Reason (one of the v1alpha1.Reason constants) are what
+	// that layer should say.
+	Verdict v1alpha1.Verdict
+	Reason  string
 	// Wait is how far the clock must move past the end of Play before the
 	// verdict holds (a deadline such as the scheduling timeout or the
 	// heartbeat timeout); zero means at once.
@@ -64,7 +49,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
 		Description: "A VM with a guest agent and a Multus interface runs on node-a; all three layers are Healthy.",
-		Layer:       LayerControlPlane, Verdict: VerdictHealthy, Reason: "Running", // ReasonRunning
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonRunning,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, Interfaces: 2}, ScenarioNodes[0])
 		},
@@ -72,7 +57,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "stuck-scheduling",
 		Description: "The launcher pod is created but never scheduled, and stays Pending past the scheduling timeout.",
-		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "StuckScheduling", // ReasonStuckScheduling
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonStuckScheduling,
 		Wait: 11 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
@@ -84,7 +69,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "unschedulable",
 		Description: "kube-scheduler finds no node for the launcher pod (PodScheduled=False, Unschedulable); the VM says ErrorUnschedulable.",
-		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "Unschedulable", // ReasonUnschedulable
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonUnschedulable,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
 				return err
@@ -95,7 +80,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "image-pull-failed",
 		Description: "The launcher pod lands on node-a but its containerDisk image cannot be pulled (Synchronized=False, ErrImagePull).",
-		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "ImagePullFailed", // ReasonImagePullFailed
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonImagePullFailed,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.createScenarioVM(ctx, ns, VMSpec{Name: vm}); err != nil {
 				return err
@@ -106,7 +91,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "migration-in-progress",
 		Description: "The VM live-migrates from node-a to node-b and the migration is Running: two launcher pods, migrationState started, the VM says Migrating.",
-		Layer:       LayerControlPlane, Verdict: VerdictProgressing, Reason: "Migrating", // ReasonMigrating
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictProgressing, Reason: v1alpha1.ReasonMigrating,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -121,7 +106,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "migration-failed",
 		Description: "A migration from node-a to node-b fails while Running: the target pod goes down, the VMIM is Failed, the VM stays on node-a.",
-		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "MigrationFailed", // ReasonMigrationFailed
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonMigrationFailed,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -133,7 +118,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "migration-target-unschedulable",
 		Description: "A migration's target pod cannot be scheduled (PodScheduled=False, Unschedulable); the VMIM waits in Scheduling.",
-		Layer:       LayerNode, Verdict: VerdictDegraded, Reason: "TargetPodUnschedulable", // ReasonTargetPodUnschedulable
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonTargetPodUnschedulable,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -145,7 +130,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "node-lost",
 		Description: "The VM's node goes dark (Ready=Unknown, heartbeats stop, its pods marked not Ready): the node layer names the node rather than the pod's readiness; once the heartbeat is older than 5 minutes NodeAgentStale is added to it.",
-		Layer:       LayerNode, Verdict: VerdictUnknown, Reason: "NodeNotReady", // ReasonNodeNotReady
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonNodeNotReady,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			node := ScenarioNode(ns, vm)
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {
@@ -157,7 +142,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "node-unresponsive",
 		Description: "After node-lost, the launcher pod is force-deleted and virt-controller marks the VMI Failed with reason NodeUnresponsive.",
-		Layer:       LayerControlPlane, Verdict: VerdictFailed, Reason: "NodeUnresponsive", // ReasonNodeUnresponsive
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictFailed, Reason: v1alpha1.ReasonNodeUnresponsive,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			node := ScenarioNode(ns, vm)
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {
@@ -172,7 +157,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "no-guest-agent",
 		Description: "The VM runs without a guest agent; after the agent grace period the guest layer notes that none connected.",
-		Layer:       LayerGuest, Verdict: VerdictHealthy, Reason: "NoGuestAgent", // ReasonNoGuestAgent
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonNoGuestAgent,
 		Wait: 6 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm}, ScenarioNodes[0])
@@ -181,7 +166,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "agent-disconnected",
 		Description: "The guest agent connected, then went away (AgentConnected removed; guestOSInfo stays).",
-		Layer:       LayerGuest, Verdict: VerdictDegraded, Reason: "AgentDisconnected", // ReasonAgentDisconnected
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonAgentDisconnected,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -192,7 +177,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "paused-io-error",
 		Description: "libvirt pauses the domain on an I/O error (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
-		Layer:       LayerNode, Verdict: VerdictDegraded, Reason: "PausedIOError", // ReasonPausedIOError
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonPausedIOError,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -203,7 +188,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "paused-by-user",
 		Description: "The user pauses the VM (virtctl pause): Paused=True, PausedByUser; the VM says Paused.",
-		Layer:       LayerControlPlane, Verdict: VerdictSuspended, Reason: "PausedByUser", // ReasonPausedByUser
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictSuspended, Reason: v1alpha1.ReasonPausedByUser,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -214,7 +199,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "stopped",
 		Description: "The VM ran, then was stopped (runStrategy Halted): no VMI, no pod, the VM says Stopped.",
-		Layer:       LayerControlPlane, Verdict: VerdictSuspended, Reason: "Stopped", // ReasonStopped
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictSuspended, Reason: v1alpha1.ReasonStopped,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm}, ScenarioNodes[0]); err != nil {
 				return err
@@ -225,7 +210,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "evicted-not-migratable",
 		Description: "A VM with a PCI host device (LiveMigratable=False, HostDeviceNotLiveMigratable) is evicted by a drain: EvictionRequested, evacuationNodeName set, no migration possible.",
-		Layer:       LayerControlPlane, Verdict: VerdictDegraded, Reason: "EvictionBlocked", // ReasonEvictionBlocked
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonEvictionBlocked,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, HostDevice: true}, ScenarioNodes[0]); err != nil {
 				return err
@@ -236,7 +221,7 @@ var Scenarios = []Scenario{
 	{
 		Name:        "launcher-crashed",
 		Description: "The launcher's compute container is OOM-killed and the pod is Failed while the VMI still says Running (status lag).",
-		Layer:       LayerNode, Verdict: VerdictFailed, Reason: "ComputeContainerOOMKilled", // ReasonComputeContainerOOMKilled
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictFailed, Reason: v1alpha1.ReasonComputeContainerOOMKilled,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +20,10 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // The control plane is started once, by the first test that needs it, and
@@ -165,8 +168,8 @@ func TestBootStepByStep(t *testing.T) {
 	must(t, s.AddNode(ctx, nodeA))
 
 	node := getNode(t, s, nodeA)
-	wantEqual(t, "node heartbeat", node.Annotations[HeartbeatAnnotation], "2026-11-30T12:00:00Z")
-	wantEqual(t, "node schedulable label", node.Labels[SchedulableLabel], "true")
+	wantEqual(t, "node heartbeat", node.Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:00:00Z")
+	wantEqual(t, "node schedulable label", node.Labels[kubevirtv1.NodeSchedulable], "true")
 	if c := nodeCond(node, corev1.NodeReady); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "KubeletReady" {
 		t.Errorf("node Ready = %+v, want True KubeletReady", c)
 	}
@@ -229,7 +232,7 @@ func TestBootStepByStep(t *testing.T) {
 	pod = *getPod(t, s, ns, pod.Name)
 	wantEqual(t, "pod nodeName", pod.Spec.NodeName, nodeA)
 	wantEqual(t, "pod phase", pod.Status.Phase, corev1.PodRunning)
-	for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady, UnpausedGate} {
+	for _, ct := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady, kubevirtv1.VirtualMachineUnpaused} {
 		wantEqual(t, "pod condition "+string(ct), podCondition(&pod, ct).Status, corev1.ConditionTrue)
 	}
 	wantEqual(t, "PodScheduled time (from the clock)", podCondition(&pod, corev1.PodScheduled).LastTransitionTime.Time.UTC(), t0.Add(31*time.Second))
@@ -246,7 +249,7 @@ func TestBootStepByStep(t *testing.T) {
 		t.Errorf("compute container status = %+v, want running and ready", compute)
 	}
 	var netStatus []NetworkStatus
-	must(t, json.Unmarshal([]byte(pod.Annotations[NetworkStatusAnnotation]), &netStatus))
+	must(t, json.Unmarshal([]byte(pod.Annotations[verdict.NetworkStatusAnnotation]), &netStatus))
 	if len(netStatus) != 2 || !netStatus[0].Default || netStatus[0].IPs[0] != pod.Status.PodIP || netStatus[1].Interface != "pod16477688c0e" {
 		t.Errorf("network-status = %+v", netStatus)
 	}
@@ -324,7 +327,7 @@ func TestBootStepByStep(t *testing.T) {
 	// Heartbeats follow the clock.
 	clk.Advance(time.Minute)
 	must(t, s.Heartbeat(ctx, nodeA))
-	wantEqual(t, "heartbeat", getNode(t, s, nodeA).Annotations[HeartbeatAnnotation], "2026-11-30T12:03:31Z")
+	wantEqual(t, "heartbeat", getNode(t, s, nodeA).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:03:31Z")
 }
 
 func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
@@ -591,8 +594,8 @@ func TestNodeLoss(t *testing.T) {
 
 	clk.Advance(6 * time.Minute)
 	must(t, s.HeartbeatAll(ctx))
-	wantEqual(t, "lost node heartbeat (stopped)", getNode(t, s, nodeA).Annotations[HeartbeatAnnotation], "2026-11-30T12:00:00Z")
-	wantEqual(t, "live node heartbeat", getNode(t, s, nodeB).Annotations[HeartbeatAnnotation], "2026-11-30T12:07:00Z")
+	wantEqual(t, "lost node heartbeat (stopped)", getNode(t, s, nodeA).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:00:00Z")
+	wantEqual(t, "live node heartbeat", getNode(t, s, nodeB).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:07:00Z")
 
 	pod := podsOf(t, s, vmi)[0]
 	must(t, s.NodeUnresponsive(ctx, ns, "vm1"))
@@ -603,7 +606,7 @@ func TestNodeLoss(t *testing.T) {
 	if err := s.Client.Get(ctx, key(ns, pod.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Errorf("launcher pod on the dead node still there: %v", err)
 	}
-	wantEqual(t, "schedulable label", getNode(t, s, nodeA).Labels[SchedulableLabel], "false")
+	wantEqual(t, "schedulable label", getNode(t, s, nodeA).Labels[kubevirtv1.NodeSchedulable], "false")
 	wantEqual(t, "VM printableStatus", getVM(t, s, ns, "vm1").Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStopped)
 
 	must(t, s.RecoverNode(ctx, nodeA))
@@ -612,7 +615,7 @@ func TestNodeLoss(t *testing.T) {
 		t.Errorf("recovered node Ready = %+v", c)
 	}
 	wantEqual(t, "recovered node taints", fmt.Sprint(node.Spec.Taints), "[]")
-	wantEqual(t, "recovered schedulable label", node.Labels[SchedulableLabel], "true")
+	wantEqual(t, "recovered schedulable label", node.Labels[kubevirtv1.NodeSchedulable], "true")
 
 	// A VM that lives through a short outage is Ready again afterwards.
 	must(t, s.CreateVM(ctx, VMSpec{Name: "vm2", Namespace: ns}))
@@ -637,7 +640,7 @@ func TestFaults(t *testing.T) {
 		wantEqual(t, "Paused reason", cond(vmi, kubevirtv1.VirtualMachineInstancePaused).Reason, PausedIOError)
 		wantEqual(t, "VMI Ready", cond(vmi, kubevirtv1.VirtualMachineInstanceReady).Reason, "ReadinessGatesNotReady")
 		pod := podsOf(t, s, vmi)[0]
-		wantEqual(t, "pod gate", podCondition(&pod, UnpausedGate).Reason, "Paused")
+		wantEqual(t, "pod gate", podCondition(&pod, kubevirtv1.VirtualMachineUnpaused).Reason, "Paused")
 		wantEqual(t, "pod Ready", podCondition(&pod, corev1.PodReady).Status, corev1.ConditionFalse)
 		wantEqual(t, "VM printableStatus", getVM(t, s, ns, "paused").Status.PrintableStatus, kubevirtv1.VirtualMachineStatusPaused)
 		must(t, s.Unpause(ctx, ns, "paused"))
@@ -710,9 +713,7 @@ func TestEveryScenarioPlays(t *testing.T) {
 			if sc.Description == "" || sc.Reason == "" || sc.Play == nil {
 				t.Fatalf("incomplete scenario %+v", sc)
 			}
-			switch sc.Layer {
-			case LayerControlPlane, LayerNode, LayerGuest:
-			default:
+			if !slices.Contains(v1alpha1.LayerNames[:], sc.Layer) {
 				t.Errorf("layer %q", sc.Layer)
 			}
 			ns := fmt.Sprintf("scn-%d", nsSeq.Add(1))

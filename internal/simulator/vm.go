@@ -63,8 +63,6 @@ const (
 	// PodNetworkName is the name of the default network in the pods'
 	// k8s.v1.cni.cncf.io/network-status annotation.
 	PodNetworkName = "ovn-kubernetes"
-	// NetworkStatusAnnotation is written by Multus on every pod it wires.
-	NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
 	// networksAnnotation is the Multus request KubeVirt writes on the pod.
 	networksAnnotation = "k8s.v1.cni.cncf.io/networks"
 )
@@ -177,8 +175,8 @@ func (s *Simulator) CreateVM(ctx context.Context, spec VMSpec) error {
 	}
 	if _, err := s.updateVM(ctx, spec.Namespace, spec.Name, managerVirtController, func(vm *kubevirtv1.VirtualMachine) error {
 		addFinalizer(vm, kubevirtv1.VirtualMachineControllerFinalizer)
-		setAnnotation(vm, "kubevirt.io/latest-observed-api-version", "v1")
-		setAnnotation(vm, "kubevirt.io/storage-observed-api-version", "v1")
+		setAnnotation(vm, kubevirtv1.ControllerAPILatestVersionObservedAnnotation, "v1")
+		setAnnotation(vm, kubevirtv1.ControllerAPIStorageVersionObservedAnnotation, "v1")
 		return nil
 	}); err != nil {
 		return err
@@ -205,7 +203,7 @@ func (s *Simulator) createVMIFromVM(ctx context.Context, ns, name string) error 
 			Namespace:   ns,
 			Name:        name,
 			Labels:      vm.Spec.Template.ObjectMeta.Labels,
-			Annotations: map[string]string{"kubevirt.io/latest-observed-api-version": "v1", "kubevirt.io/storage-observed-api-version": "v1", "kubevirt.io/vm-generation": strconv.FormatInt(vm.Generation, 10)},
+			Annotations: map[string]string{kubevirtv1.ControllerAPILatestVersionObservedAnnotation: "v1", kubevirtv1.ControllerAPIStorageVersionObservedAnnotation: "v1", kubevirtv1.VirtualMachineGenerationAnnotation: strconv.FormatInt(vm.Generation, 10)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine",
 				Name: vm.Name, UID: vm.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -280,7 +278,26 @@ func (s *Simulator) getVMI(ctx context.Context, ns, name string) (*kubevirtv1.Vi
 	return vmi, nil
 }
 
+// vmiInPhase reads the VMI and requires it to be in one of phases
+// (requirePhase).
+func (s *Simulator) vmiInPhase(ctx context.Context, ns, name, step string, phases ...kubevirtv1.VirtualMachineInstancePhase) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi, err := s.getVMI(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := requirePhase(vmi, step, phases...); err != nil {
+		return nil, err
+	}
+	return vmi, nil
+}
+
+// requirePhase fails unless the VMI is in one of phases ("" for unset); no
+// phases allows any. step names the caller in the error, as KubeVirt's
+// own steps refuse a VMI in the wrong phase.
 func requirePhase(vmi *kubevirtv1.VirtualMachineInstance, step string, phases ...kubevirtv1.VirtualMachineInstancePhase) error {
+	if len(phases) == 0 {
+		return nil
+	}
 	for _, p := range phases {
 		if vmi.Status.Phase == p {
 			return nil
