@@ -74,7 +74,7 @@ func controllingVMI(o client.Object) string {
 // SetupWithManager wires the watches: VMs and VMIs are primary, the rest map
 // to the VM key through the owner reference or an index.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.refreshes = newRefreshBudget(r.EvidenceRefreshQPS)
+	r.setup()
 	if err := SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}

@@ -67,10 +67,15 @@ type Reconciler struct {
 	// Metrics records verdict transitions; nil disables it.
 	Metrics *metrics.Transitions
 
-	writes recentWrites
-	// refreshes is built from EvidenceRefreshQPS by SetupWithManager; nil
-	// spaces nothing.
-	refreshes *refreshBudget
+	// policy decides every status write; setup builds it from the fields
+	// above.
+	policy *writePolicy
+}
+
+// setup builds what the reconciler derives from its configuration; it
+// runs once, before the first Reconcile.
+func (r *Reconciler) setup() {
+	r.policy = newWritePolicy(r.EvidenceRefreshInterval, r.ProgressCoalesceWindow, r.EvidenceRefreshQPS)
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -80,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := ctrl.LoggerFrom(ctx).WithValues("VMObservation", klog.KRef(req.Namespace, req.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
 
+	// Gather, evaluate, decide, apply, record.
 	in, obs, err := r.gather(ctx, req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -106,6 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	// Evaluate: a pure function of the gathered objects and now.
 	in.Policy = r.Policy.WithOverrides(obs.Spec.Policy)
 	in.Previous = &obs.Status
 	now := r.now()
@@ -117,41 +124,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		next.Conditions[i].ObservedGeneration = obs.Generation
 	}
 
-	lastWrite := lastStatusWrite(obs)
-	sum := statusHash(&next)
-	recent, seen := r.writes.get(req.NamespacedName, obs.UID)
-	if seen && recent.at.After(lastWrite) {
-		// Our own write has not reached the cache yet: the stored status
-		// and its managedFields are older than what we know we wrote.
-		lastWrite = recent.at
-	}
-	decision := decideWrite(&obs.Status, &next, lastWrite, now, refreshInterval(r.EvidenceRefreshInterval, obs.UID), r.ProgressCoalesceWindow)
-	if decision.write && seen && recent.sum == sum && now.Sub(recent.at) < cacheLagTolerance {
-		decision = writeDecision{why: "already written, cache not caught up"}
-	}
-	if decision.refresh {
-		if wait := r.refreshes.take(req.NamespacedName, now); wait > 0 {
-			decision = writeDecision{why: "evidence refresh waits for its slot", retryAfter: wait}
-		}
-	}
-	requeue := result.NextDeadline
-	switch decision.write {
-	case true:
-		if err := r.applyStatus(ctx, obs, &next); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.writes.put(req.NamespacedName, obs.UID, now, sum)
-		r.recordTransitions(obs, &obs.Status, &next)
-		log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
-	default:
+	decision := r.policy.decide(writeRequest{
+		key: req.NamespacedName, uid: obs.UID, stored: &obs.Status, next: &next,
+		storedWrite: lastStatusWrite(obs), now: now,
+	})
+	// A write held back (a refresh, coalesced progress) is made when its
+	// window ends, even if no other event comes; a deadline likewise.
+	requeue := earliest(result.NextDeadline, decision.retryAfter)
+	if !decision.write {
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		// A write held back (a refresh, coalesced progress) is made when its
-		// window ends, even if no other event comes.
-		if decision.retryAfter > 0 && (requeue == 0 || decision.retryAfter < requeue) {
-			requeue = decision.retryAfter
-		}
+		return requeueAt(requeue), nil
 	}
+	if err := r.applyStatus(ctx, obs, &next); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.policy.wrote(req.NamespacedName, obs.UID, now, decision)
+	r.recordTransitions(obs, &obs.Status, &next)
+	log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
 	return requeueAt(requeue), nil
+}
+
+// earliest is the sooner of two waits, 0 meaning none.
+func earliest(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return max(b, 0)
+	case b <= 0 || a < b:
+		return a
+	}
+	return b
 }
 
 // requeueAt asks to be called again after d (none when d is 0), at low
@@ -302,42 +303,11 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservati
 	if obs == nil || obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue || obs.DeletionTimestamp != nil {
 		return nil
 	}
-	r.writes.forget(client.ObjectKeyFromObject(obs))
-	r.refreshes.forget(client.ObjectKeyFromObject(obs))
+	r.policy.forget(client.ObjectKeyFromObject(obs))
 	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Deleted VMObservation: its VM and VMI are gone")
 	return nil
-}
-
-// recordTransitions emits an Event and counts a transition for each layer
-// whose verdict changed. A layer's first verdict is an Event only when it
-// is not Healthy: a controller starting over thousands of healthy VMs would
-// otherwise post three Events for each (the scale harness saw them cost a
-// third of the cold start and most of the memory held after it), and
-// "None -> Healthy" tells a reader nothing the status does not.
-func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *v1alpha1.VMObservationStatus) {
-	for _, t := range transitions(prev, next) {
-		if r.Metrics != nil {
-			r.Metrics.Observe(t.layer, string(t.from), string(t.to))
-		}
-		if r.Recorder == nil || t.layer == "overall" || (t.from == "" && t.to == v1alpha1.VerdictHealthy) {
-			continue
-		}
-		eventType := corev1.EventTypeNormal
-		switch t.to {
-		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(obs, nil, eventType, t.reason, "Evaluate", "%s: %s -> %s: %s", t.layer, verdictOrNone(t.from), t.to, t.message)
-	}
-}
-
-func verdictOrNone(v v1alpha1.Verdict) string {
-	if v == "" {
-		return "None"
-	}
-	return string(v)
 }

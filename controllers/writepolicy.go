@@ -1,20 +1,91 @@
 package controllers
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 )
+
+// writePolicy decides, in one place, whether a computed status is written
+// now, held back, or not written at all, and when to look again. It owns
+// what that needs: the refresh interval and the coalesce window, the memory
+// of our own recent writes (the cache lags them) and the fleet-wide budget
+// of evidence refreshes. Reconcile asks it once (decide) and tells it what
+// it wrote (wrote).
+type writePolicy struct {
+	// refreshEvery is the base evidence refresh interval (spread per
+	// object by refreshInterval); 0 or less writes every refresh at once.
+	refreshEvery time.Duration
+	// coalesce is the window in which changes between Progressing states
+	// are folded into one write.
+	coalesce time.Duration
+	recent   recentWrites
+	budget   *refreshBudget
+}
+
+func newWritePolicy(refreshEvery, coalesce time.Duration, refreshQPS float64) *writePolicy {
+	return &writePolicy{refreshEvery: refreshEvery, coalesce: coalesce, budget: newRefreshBudget(refreshQPS)}
+}
+
+// writeRequest is what decide weighs: the object, the stored and the
+// computed status, when the API server last recorded our status write
+// (managedFields), and now.
+type writeRequest struct {
+	key          types.NamespacedName
+	uid          types.UID
+	stored, next *v1alpha1.VMObservationStatus
+	storedWrite  time.Time
+	now          time.Time
+}
+
+// decide returns the final answer, in this order:
+//  1. the last write is the later of what managedFields say and what we
+//     remember writing (the cache may not have our write yet);
+//  2. decideWrite compares the statuses: unchanged, changed, coalesced
+//     progress, an evidence refresh due or held back;
+//  3. a write of exactly what we wrote less than cacheLagTolerance ago is
+//     skipped: the cache has not caught up, and its event brings us back;
+//  4. a refresh due waits for its slot in the fleet-wide budget.
+//
+// retryAfter is set whenever a write is held back, so that it is made when
+// its time comes even if no other event does.
+func (p *writePolicy) decide(r writeRequest) writeDecision {
+	lastWrite := r.storedWrite
+	recent, seen := p.recent.get(r.key, r.uid)
+	if seen && recent.at.After(lastWrite) {
+		lastWrite = recent.at
+	}
+	d := decideWrite(r.stored, r.next, lastWrite, r.now, refreshInterval(p.refreshEvery, r.uid), p.coalesce)
+	if !d.write {
+		return d
+	}
+	d.sum = statusHash(r.next)
+	if seen && recent.sum == d.sum && r.now.Sub(recent.at) < cacheLagTolerance {
+		return writeDecision{why: "already written, cache not caught up"}
+	}
+	if d.refresh {
+		if wait := p.budget.take(r.key, r.now); wait > 0 {
+			return writeDecision{why: "evidence refresh waits for its slot", retryAfter: wait}
+		}
+	}
+	return d
+}
+
+// wrote records a write decide allowed.
+func (p *writePolicy) wrote(key types.NamespacedName, uid types.UID, at time.Time, d writeDecision) {
+	p.recent.put(key, uid, at, d.sum)
+}
+
+// forget drops what the policy holds of a deleted object.
+func (p *writePolicy) forget(key types.NamespacedName) {
+	p.recent.forget(key)
+	p.budget.forget(key)
+}
 
 // writeDecision says whether to write the computed status, and why.
 type writeDecision struct {
@@ -25,6 +96,8 @@ type writeDecision struct {
 	retryAfter time.Duration
 	// refresh marks a write whose only change is timestamps.
 	refresh bool
+	// sum is the hash of the status to write, for the recent-writes memory.
+	sum uint64
 }
 
 // decideWrite compares the stored status with the computed one. It writes
@@ -90,71 +163,6 @@ func withoutTimestamps(s *v1alpha1.VMObservationStatus) *v1alpha1.VMObservationS
 		}
 	}
 	return c
-}
-
-// lastStatusWrite is when vmobs last wrote the status, read from the
-// object's managedFields: it survives restarts, unlike a map in memory, so a
-// restarted controller does not rewrite every status at once.
-func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
-	var last time.Time
-	for _, mf := range obs.ManagedFields {
-		if mf.Manager == FieldOwner && mf.Subresource == "status" && mf.Time != nil && mf.Time.After(last) {
-			last = mf.Time.Time
-		}
-	}
-	return last
-}
-
-// applyStatus writes the whole status with server-side apply under our field
-// owner: the fields we stop sending are removed, and nobody else's are.
-func (r *Reconciler) applyStatus(ctx context.Context, obs *v1alpha1.VMObservation, status *v1alpha1.VMObservationStatus) error {
-	raw, err := json.Marshal(status)
-	if err != nil {
-		return fmt.Errorf("encoding status: %w", err)
-	}
-	var statusMap map[string]any
-	if err := json.Unmarshal(raw, &statusMap); err != nil {
-		return fmt.Errorf("encoding status: %w", err)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.GroupVersion.String(),
-		"kind":       "VMObservation",
-		"metadata":   map[string]any{"name": obs.Name, "namespace": obs.Namespace, "uid": string(obs.UID)},
-		"status":     statusMap,
-	}}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying status: %w", err)
-	}
-	return nil
-}
-
-type transition struct {
-	layer    string
-	from, to v1alpha1.Verdict
-	reason   string
-	message  string
-}
-
-// transitions lists the layers (and the overall verdict) whose verdict
-// changed, in a fixed order.
-func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
-	var out []transition
-	layer := func(s *v1alpha1.VMObservationStatus, name string) v1alpha1.LayerStatus {
-		if l := s.Layers.Get(name); l != nil {
-			return *l
-		}
-		return v1alpha1.LayerStatus{}
-	}
-	for _, name := range v1alpha1.LayerNames {
-		p, n := layer(prev, name), layer(next, name)
-		if p.Verdict != n.Verdict && n.Verdict != "" {
-			out = append(out, transition{layer: name, from: p.Verdict, to: n.Verdict, reason: n.Reason, message: n.Message})
-		}
-	}
-	if prev.Verdict != next.Verdict && next.Verdict != "" {
-		out = append(out, transition{layer: "overall", from: prev.Verdict, to: next.Verdict, reason: next.Reason, message: next.Message})
-	}
-	return out
 }
 
 // cacheLagTolerance bounds how long the controller trusts its own memory of
@@ -267,13 +275,3 @@ func (b *refreshBudget) forget(key types.NamespacedName) {
 	delete(b.slots, key)
 }
 
-// statusHash is a hash of the status as it would be written.
-func statusHash(s *v1alpha1.VMObservationStatus) uint64 {
-	h := fnv.New64a()
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return 0
-	}
-	_, _ = h.Write(raw)
-	return h.Sum64()
-}

@@ -71,6 +71,118 @@ func TestDecideWrite(t *testing.T) {
 	}
 }
 
+// TestWritePolicyDecide covers every row of writePolicy.decide: each step
+// of the decision, with the memory of recent writes and the refresh budget
+// in the states that change the answer.
+func TestWritePolicyDecide(t *testing.T) {
+	key := types.NamespacedName{Namespace: "prod", Name: "vm1"}
+	const uid = types.UID("obs-uid")
+	// refreshInterval spreads the base interval per UID: the interval this
+	// object gets.
+	every := refreshInterval(5*time.Minute, uid)
+	healthy, fresher := status("Healthy", t0), status("Healthy", t0.Add(every+time.Minute))
+	cases := []struct {
+		name string
+		// prepare sets the policy's memory and budget before the call.
+		prepare     func(p *writePolicy)
+		stored      *v1alpha1.VMObservationStatus
+		next        *v1alpha1.VMObservationStatus
+		storedWrite time.Time
+		now         time.Time
+		write       bool
+		why         string
+		retryAfter  time.Duration
+	}{
+		{name: "unchanged", stored: healthy, next: healthy, storedWrite: t0, now: t0.Add(time.Hour), why: "unchanged"},
+		{name: "changed", stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second), write: true, why: "changed"},
+		{name: "progress coalesced", stored: progressing("Scheduling"), next: progressing("Scheduled"), storedWrite: t0,
+			now: t0.Add(300 * time.Millisecond), why: "progress coalesced", retryAfter: 700 * time.Millisecond},
+		{name: "progress after the window", stored: progressing("Scheduling"), next: progressing("Scheduled"), storedWrite: t0,
+			now: t0.Add(time.Second), write: true, why: "changed"},
+		{name: "refresh held back until the object's interval", stored: healthy, next: status("Healthy", t0.Add(time.Minute)),
+			storedWrite: t0, now: t0.Add(time.Minute), why: "evidence refresh held back", retryAfter: every - time.Minute},
+		{name: "refresh due", stored: healthy, next: fresher, storedWrite: t0, now: t0.Add(every + time.Minute), write: true, why: "evidence refresh"},
+		{name: "refresh, our last write newer than the cache's managedFields",
+			prepare: func(p *writePolicy) { p.recent.put(key, uid, t0.Add(every), 1) },
+			stored:  healthy, next: fresher, storedWrite: t0, now: t0.Add(every + time.Minute),
+			why: "evidence refresh held back", retryAfter: every - time.Minute},
+		{name: "the same status written a moment ago: the cache has not caught up",
+			prepare: func(p *writePolicy) { p.recent.put(key, uid, t0.Add(time.Second), statusHash(status("Degraded", t0))) },
+			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second),
+			why: "already written, cache not caught up"},
+		{name: "the same status written long ago: the cache is trusted again",
+			prepare: func(p *writePolicy) { p.recent.put(key, uid, t0.Add(time.Second), statusHash(status("Degraded", t0))) },
+			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second + cacheLagTolerance),
+			write: true, why: "changed"},
+		{name: "a memory of another object with the same name (recreated) is ignored",
+			prepare: func(p *writePolicy) { p.recent.put(key, "old-uid", t0.Add(time.Second), statusHash(status("Degraded", t0))) },
+			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second), write: true, why: "changed"},
+		{name: "refresh due, the budget has no free slot",
+			prepare: func(p *writePolicy) {
+				p.budget = newRefreshBudget(1)
+				p.budget.take(types.NamespacedName{Namespace: "prod", Name: "other"}, t0.Add(every+time.Minute))
+			},
+			stored: healthy, next: fresher, storedWrite: t0, now: t0.Add(every + time.Minute),
+			why: "evidence refresh waits for its slot", retryAfter: time.Second},
+		{name: "refresh due, the budget has a free slot",
+			prepare: func(p *writePolicy) { p.budget = newRefreshBudget(1) },
+			stored:  healthy, next: fresher, storedWrite: t0, now: t0.Add(every + time.Minute), write: true, why: "evidence refresh"},
+		{name: "a real change never waits for the budget",
+			prepare: func(p *writePolicy) {
+				p.budget = newRefreshBudget(1)
+				p.budget.take(types.NamespacedName{Namespace: "prod", Name: "other"}, t0.Add(time.Second))
+			},
+			stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second), write: true, why: "changed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newWritePolicy(5*time.Minute, time.Second, 0)
+			if tc.prepare != nil {
+				tc.prepare(p)
+			}
+			d := p.decide(writeRequest{key: key, uid: uid, stored: tc.stored, next: tc.next, storedWrite: tc.storedWrite, now: tc.now})
+			if d.write != tc.write || d.why != tc.why || d.retryAfter != tc.retryAfter {
+				t.Fatalf("decide = %+v, want write=%v why=%q retryAfter=%v", d, tc.write, tc.why, tc.retryAfter)
+			}
+			if d.write && d.sum != statusHash(tc.next) {
+				t.Errorf("decide carries sum %d, want the hash of the status to write", d.sum)
+			}
+		})
+	}
+}
+
+// TestWritePolicyRemembersItsWrites: after wrote, the same status is not
+// written again while the cache lags; forget drops the memory.
+func TestWritePolicyRemembersItsWrites(t *testing.T) {
+	key := types.NamespacedName{Namespace: "prod", Name: "vm1"}
+	p := newWritePolicy(5*time.Minute, time.Second, 0)
+	req := writeRequest{key: key, uid: "u", stored: status("Healthy", t0), next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second)}
+	d := p.decide(req)
+	if !d.write {
+		t.Fatalf("first decide = %+v", d)
+	}
+	p.wrote(key, "u", req.now, d)
+	req.now = req.now.Add(100 * time.Millisecond)
+	if again := p.decide(req); again.write {
+		t.Errorf("second decide before the cache caught up = %+v, want no write", again)
+	}
+	p.forget(key)
+	if after := p.decide(req); !after.write {
+		t.Errorf("decide after forget = %+v, want a write", after)
+	}
+}
+
+func TestEarliest(t *testing.T) {
+	for _, c := range []struct{ a, b, want time.Duration }{
+		{0, 0, 0}, {time.Second, 0, time.Second}, {0, time.Second, time.Second},
+		{time.Second, 2 * time.Second, time.Second}, {2 * time.Second, time.Second, time.Second}, {-time.Second, time.Second, time.Second},
+	} {
+		if got := earliest(c.a, c.b); got != c.want {
+			t.Errorf("earliest(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 func TestLastStatusWrite(t *testing.T) {
 	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0))},

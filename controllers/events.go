@@ -1,0 +1,66 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+type transition struct {
+	layer    string
+	from, to v1alpha1.Verdict
+	reason   string
+	message  string
+}
+
+// transitions lists the layers (and the overall verdict) whose verdict
+// changed, in a fixed order.
+func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
+	var out []transition
+	layer := func(s *v1alpha1.VMObservationStatus, name string) v1alpha1.LayerStatus {
+		if l := s.Layers.Get(name); l != nil {
+			return *l
+		}
+		return v1alpha1.LayerStatus{}
+	}
+	for _, name := range v1alpha1.LayerNames {
+		p, n := layer(prev, name), layer(next, name)
+		if p.Verdict != n.Verdict && n.Verdict != "" {
+			out = append(out, transition{layer: name, from: p.Verdict, to: n.Verdict, reason: n.Reason, message: n.Message})
+		}
+	}
+	if prev.Verdict != next.Verdict && next.Verdict != "" {
+		out = append(out, transition{layer: "overall", from: prev.Verdict, to: next.Verdict, reason: next.Reason, message: next.Message})
+	}
+	return out
+}
+
+// recordTransitions emits an Event and counts a transition for each layer
+// whose verdict changed. A layer's first verdict is an Event only when it
+// is not Healthy: a controller starting over thousands of healthy VMs would
+// otherwise post three Events for each (the scale harness saw them cost a
+// third of the cold start and most of the memory held after it), and
+// "None -> Healthy" tells a reader nothing the status does not.
+func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *v1alpha1.VMObservationStatus) {
+	for _, t := range transitions(prev, next) {
+		if r.Metrics != nil {
+			r.Metrics.Observe(t.layer, string(t.from), string(t.to))
+		}
+		if r.Recorder == nil || t.layer == "overall" || (t.from == "" && t.to == v1alpha1.VerdictHealthy) {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		switch t.to {
+		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(obs, nil, eventType, t.reason, "Evaluate", "%s: %s -> %s: %s", t.layer, verdictOrNone(t.from), t.to, t.message)
+	}
+}
+
+func verdictOrNone(v v1alpha1.Verdict) string {
+	if v == "" {
+		return "None"
+	}
+	return string(v)
+}
