@@ -274,4 +274,3 @@ func (b *refreshBudget) forget(key types.NamespacedName) {
 	defer b.mu.Unlock()
 	delete(b.slots, key)
 }
-

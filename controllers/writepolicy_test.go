@@ -115,8 +115,10 @@ func TestWritePolicyDecide(t *testing.T) {
 			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second + cacheLagTolerance),
 			write: true, why: "changed"},
 		{name: "a memory of another object with the same name (recreated) is ignored",
-			prepare: func(p *writePolicy) { p.recent.put(key, "old-uid", t0.Add(time.Second), statusHash(status("Degraded", t0))) },
-			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second), write: true, why: "changed"},
+			prepare: func(p *writePolicy) {
+				p.recent.put(key, "old-uid", t0.Add(time.Second), statusHash(status("Degraded", t0)))
+			},
+			stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second), write: true, why: "changed"},
 		{name: "refresh due, the budget has no free slot",
 			prepare: func(p *writePolicy) {
 				p.budget = newRefreshBudget(1)
