@@ -37,30 +37,51 @@ const (
 // SetupIndexes registers the field indexes the reconciler and the map
 // functions use.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &kubevirtv1.VirtualMachineInstanceMigration{}, IndexMigrationVMI, func(o client.Object) []string {
-		m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
-		if !ok || m.Spec.VMIName == "" {
-			return nil
+	for _, ix := range indexes() {
+		if err := indexer.IndexField(ctx, ix.obj, ix.name, ix.fn); err != nil {
+			return err
 		}
-		return []string{m.Spec.VMIName}
-	}); err != nil {
-		return err
 	}
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodVMI, func(o client.Object) []string {
-		if name := controllingVMI(o); name != "" {
-			return []string{name}
-		}
+	return nil
+}
+
+type index struct {
+	obj  client.Object
+	name string
+	fn   client.IndexerFunc
+}
+
+// indexes lists the field indexes; tests register the same on a fake
+// client.
+func indexes() []index {
+	return []index{
+		{&kubevirtv1.VirtualMachineInstanceMigration{}, IndexMigrationVMI, migrationVMIIndex},
+		{&corev1.Pod{}, IndexPodVMI, podVMIIndex},
+		{&kubevirtv1.VirtualMachineInstance{}, IndexVMINode, vmiNodeIndex},
+	}
+}
+
+func migrationVMIIndex(o client.Object) []string {
+	m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
+	if !ok || m.Spec.VMIName == "" {
 		return nil
-	}); err != nil {
-		return err
 	}
-	return indexer.IndexField(ctx, &kubevirtv1.VirtualMachineInstance{}, IndexVMINode, func(o client.Object) []string {
-		vmi, ok := o.(*kubevirtv1.VirtualMachineInstance)
-		if !ok {
-			return nil
-		}
-		return membership.NodeNames(vmi, nil)
-	})
+	return []string{m.Spec.VMIName}
+}
+
+func podVMIIndex(o client.Object) []string {
+	if name := controllingVMI(o); name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+func vmiNodeIndex(o client.Object) []string {
+	vmi, ok := o.(*kubevirtv1.VirtualMachineInstance)
+	if !ok {
+		return nil
+	}
+	return membership.NodeNames(vmi, nil)
 }
 
 // controllingVMI is the name of the VMI that controls a launcher pod, or
@@ -218,6 +239,9 @@ func vmiChanged() predicate.Predicate {
 	return updateOnly(func(o, n *kubevirtv1.VirtualMachineInstance) bool {
 		return o.UID != n.UID ||
 			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
+			!equality.Semantic.DeepEqual(o.Spec.EvictionStrategy, n.Spec.EvictionStrategy) ||
+			!equality.Semantic.DeepEqual(o.Spec.TerminationGracePeriodSeconds, n.Spec.TerminationGracePeriodSeconds) ||
+			!equality.Semantic.DeepEqual(o.Spec.ReadinessProbe == nil, n.Spec.ReadinessProbe == nil) ||
 			!equality.Semantic.DeepEqual(o.Spec.Domain.Devices, n.Spec.Domain.Devices) ||
 			!equality.Semantic.DeepEqual(o.Spec.Networks, n.Spec.Networks) ||
 			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)

@@ -1,0 +1,494 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// The wiring, without a control plane: a fake client with the status
+// subresource, the controller's own indexes and an interceptor that counts
+// writes. The suites on a real kube-apiserver (test/e2e) cover the same
+// paths end to end; these run in a second.
+
+const (
+	wNS     = "prod"
+	wVM     = "vm1"
+	wNode   = "node-a"
+	wVMUID  = types.UID("vm-uid-1")
+	wVMIUID = types.UID("vmi-uid-1")
+)
+
+var wNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func wVMObj(mods ...func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
+	vm := &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: wVMUID, CreationTimestamp: metav1.NewTime(wNow.Add(-time.Hour))},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)},
+		Status: kubevirtv1.VirtualMachineStatus{Created: true, Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning,
+			Conditions: []kubevirtv1.VirtualMachineCondition{{Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(wNow.Add(-50 * time.Minute))}}},
+	}
+	for _, m := range mods {
+		m(vm)
+	}
+	return vm
+}
+
+func wVMIObj(mods ...func(*kubevirtv1.VirtualMachineInstance)) *kubevirtv1.VirtualMachineInstance {
+	running := metav1.NewTime(wNow.Add(-50 * time.Minute))
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: wVMIUID, CreationTimestamp: metav1.NewTime(wNow.Add(-51 * time.Minute))},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{
+			Phase: kubevirtv1.Running, NodeName: wNode,
+			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: running}},
+			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
+				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: running},
+				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue, LastTransitionTime: running},
+			},
+			ActivePods: map[types.UID]string{"pod-uid-1": wNode},
+		},
+	}
+	for _, m := range mods {
+		m(vmi)
+	}
+	return vmi
+}
+
+func wPodObj(mods ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "virt-launcher-vm1-abcde", UID: "pod-uid-1",
+			CreationTimestamp: metav1.NewTime(wNow.Add(-51 * time.Minute)),
+			Labels:            map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: string(wVMIUID)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: wVM, UID: wVMIUID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: wNode},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(wNow.Add(-50 * time.Minute))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func wNodeObj(mods ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: wNode, ResourceVersion: "1",
+			Labels:      map[string]string{kubevirtv1.NodeSchedulable: "true"},
+			Annotations: map[string]string{kubevirtv1.VirtHandlerHeartbeat: wNow.Add(-30 * time.Second).Format(time.RFC3339)}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}},
+	}
+	for _, m := range mods {
+		m(n)
+	}
+	return n
+}
+
+// writeLog counts what the reconciler writes, by verb.
+type writeLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+	// deletes records the preconditions of each Delete.
+	deletes []*metav1.Preconditions
+}
+
+func (w *writeLog) add(verb string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.counts == nil {
+		w.counts = map[string]int{}
+	}
+	w.counts[verb]++
+}
+
+func (w *writeLog) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.counts {
+		n += c
+	}
+	return n
+}
+
+// fakeWorld is a fake client holding objs, with the controller's indexes
+// and the status subresource, whose writes are counted.
+func fakeWorld(t *testing.T, objs ...client.Object) (client.Client, *writeLog) {
+	t.Helper()
+	w := &writeLog{}
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.VMObservation{})
+	for _, ix := range indexes() {
+		b = b.WithIndex(ix.obj, ix.name, ix.fn)
+	}
+	b = b.WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			w.add("create")
+			return c.Create(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			w.add("patch")
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			w.add("update")
+			return c.Update(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			w.add("delete")
+			do := &client.DeleteOptions{}
+			do.ApplyOptions(opts)
+			w.mu.Lock()
+			w.deletes = append(w.deletes, do.Preconditions)
+			w.mu.Unlock()
+			return c.Delete(ctx, obj, opts...)
+		},
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			w.add("apply " + sub)
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			w.add("patch " + sub)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			w.add("update " + sub)
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	return b.Build(), w
+}
+
+func wReconciler(c client.Client) *Reconciler {
+	r := &Reconciler{Client: c, Policy: verdict.DefaultPolicy(), AutoCreate: true,
+		EvidenceRefreshInterval: 5 * time.Minute, Now: func() time.Time { return wNow }}
+	r.setup()
+	return r
+}
+
+func wReconcile(t *testing.T, r *Reconciler) ctrl.Result {
+	t.Helper()
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wNS, Name: wVM}})
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	return res
+}
+
+func wObservation(t *testing.T, c client.Client) *v1alpha1.VMObservation {
+	t.Helper()
+	obs := &v1alpha1.VMObservation{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: wNS, Name: wVM}, obs); err != nil {
+		t.Fatalf("getting the VMObservation: %v", err)
+	}
+	return obs
+}
+
+func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	res := wReconcile(t, r)
+	if w.counts["create"] != 1 || w.counts["apply status"] != 1 || w.total() != 2 {
+		t.Fatalf("first reconcile wrote %v, want one create and one status apply", w.counts)
+	}
+	if res.RequeueAfter <= 0 {
+		t.Errorf("no requeue at the next deadline (heartbeat staleness): %+v", res)
+	}
+	obs := wObservation(t, c)
+	if obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue {
+		t.Errorf("labels %v", obs.Labels)
+	}
+	if len(obs.OwnerReferences) != 1 || obs.OwnerReferences[0].UID != wVMUID || obs.OwnerReferences[0].Controller != nil {
+		t.Errorf("owner references %+v, want the VM, not as controller", obs.OwnerReferences)
+	}
+	if obs.Status.Verdict != v1alpha1.VerdictHealthy || obs.Status.Reason != v1alpha1.ReasonRunning {
+		t.Errorf("status %s/%s: %s", obs.Status.Verdict, obs.Status.Reason, obs.Status.Message)
+	}
+
+	// A second reconcile of an unchanged world, after the cache caught up
+	// and later on, makes no write.
+	for _, after := range []time.Duration{0, time.Second, cacheLagTolerance + time.Second} {
+		before := w.total()
+		r.Now = func() time.Time { return wNow.Add(after) }
+		wReconcile(t, r)
+		if w.total() != before {
+			t.Errorf("reconcile %v later wrote %v", after, w.counts)
+		}
+	}
+}
+
+func TestReconcileAdoptsADeclaredObservationAndFollowsARecreatedVM(t *testing.T) {
+	declared := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM}, Spec: v1alpha1.VMObservationSpec{VMName: wVM}}
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj(), declared)
+	r := wReconciler(c)
+	wReconcile(t, r)
+	obs := wObservation(t, c)
+	if len(obs.OwnerReferences) != 1 || obs.OwnerReferences[0].UID != wVMUID {
+		t.Fatalf("a declared VMObservation was not adopted: %+v", obs.OwnerReferences)
+	}
+	if w.counts["create"] != 0 || w.counts["patch"] != 1 {
+		t.Errorf("writes %v, want one metadata patch and no create", w.counts)
+	}
+	if obs.Labels[membership.ManagedByLabel] != "" {
+		t.Errorf("a declared VMObservation got the managed-by label: %v", obs.Labels)
+	}
+
+	// The VM is deleted and recreated under the same name: new UID.
+	ctx := context.Background()
+	if err := c.Delete(ctx, wVMObj()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.UID, vm.ResourceVersion = "vm-uid-2", "" })); err != nil {
+		t.Fatal(err)
+	}
+	wReconcile(t, r)
+	obs = wObservation(t, c)
+	if len(obs.OwnerReferences) != 1 || obs.OwnerReferences[0].UID != "vm-uid-2" {
+		t.Errorf("owner after the VM was recreated: %+v", obs.OwnerReferences)
+	}
+}
+
+func TestReconcileDeletesItsOrphanWithPreconditionsAndKeepsADeclaredOne(t *testing.T) {
+	managed := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: "obs-uid",
+		Labels: map[string]string{membership.ManagedByLabel: membership.ManagedByValue}}}
+	c, w := fakeWorld(t, managed)
+	wReconcile(t, wReconciler(c))
+	if w.counts["delete"] != 1 || len(w.deletes) != 1 {
+		t.Fatalf("writes %v, want one delete", w.counts)
+	}
+	if p := w.deletes[0]; p == nil || p.UID == nil || *p.UID != "obs-uid" || p.ResourceVersion == nil {
+		t.Errorf("delete preconditions %+v, want the UID and resourceVersion read", p)
+	}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: wNS, Name: wVM}, &v1alpha1.VMObservation{}); !apierrors.IsNotFound(err) {
+		t.Errorf("orphan still there: %v", err)
+	}
+
+	declared := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM}, Spec: v1alpha1.VMObservationSpec{VMName: wVM}}
+	c, w = fakeWorld(t, declared)
+	wReconcile(t, wReconciler(c))
+	if w.counts["delete"] != 0 {
+		t.Errorf("a declared VMObservation was deleted")
+	}
+	if obs := wObservation(t, c); obs.Status.Reason != v1alpha1.ReasonVMMissing {
+		t.Errorf("a declared VMObservation without its VM says %s/%s", obs.Status.Verdict, obs.Status.Reason)
+	}
+}
+
+// TestAnalyzerAndControllerAgree: vmobs analyze on the objects the
+// controller sees gives the VMObservation the controller writes, metadata
+// and status.
+func TestAnalyzerAndControllerAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		objs func() []client.Object
+	}{
+		{"running", func() []client.Object { return []client.Object{wVMObj(), wVMIObj(), wPodObj(), wNodeObj()} }},
+		{"evacuated to another node, which is gone", func() []client.Object {
+			vmi := wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) { v.Status.EvacuationNodeName = wNode })
+			return []client.Object{wVMObj(), vmi, wPodObj(), wNodeObj()}
+		}},
+		{"a pod of an earlier VMI of the same name", func() []client.Object {
+			old := wPodObj(func(p *corev1.Pod) {
+				p.Name, p.UID = "virt-launcher-vm1-old00", "pod-uid-0"
+				p.OwnerReferences[0].UID = "vmi-uid-0"
+				p.Labels[kubevirtv1.CreatedByLabel] = "vmi-uid-0"
+			})
+			return []client.Object{wVMObj(), wVMIObj(), wPodObj(), old, wNodeObj()}
+		}},
+		{"a VMI without a VM", func() []client.Object { return []client.Object{wVMIObj(), wPodObj(), wNodeObj()} }},
+		{"a stopped VM", func() []client.Object {
+			return []client.Object{wVMObj(func(vm *kubevirtv1.VirtualMachine) {
+				vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted)
+				vm.Status = kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusStopped}
+			})}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := fakeWorld(t, tc.objs()...)
+			wReconcile(t, wReconciler(c))
+			got := wObservation(t, c)
+
+			var objs analyze.Objects
+			for _, o := range tc.objs() {
+				switch o := o.(type) {
+				case *kubevirtv1.VirtualMachine:
+					objs.VMs = append(objs.VMs, o)
+				case *kubevirtv1.VirtualMachineInstance:
+					objs.VMIs = append(objs.VMIs, o)
+				case *corev1.Pod:
+					objs.Pods = append(objs.Pods, o)
+				case *corev1.Node:
+					objs.Nodes = append(objs.Nodes, o)
+				}
+			}
+			list := analyze.Analyze(objs, wNow, verdict.DefaultPolicy())
+			if len(list) != 1 {
+				t.Fatalf("the analyzer found %d VMs", len(list))
+			}
+			want := list[0]
+			if got.Namespace != want.Namespace || got.Name != want.Name ||
+				!equality.Semantic.DeepEqual(got.Labels, want.Labels) ||
+				!equality.Semantic.DeepEqual(got.OwnerReferences, want.OwnerReferences) ||
+				!equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+				t.Errorf("metadata differs:\ncontroller %s/%s labels %v owners %+v spec %+v\nanalyzer   %s/%s labels %v owners %+v spec %+v",
+					got.Namespace, got.Name, got.Labels, got.OwnerReferences, got.Spec,
+					want.Namespace, want.Name, want.Labels, want.OwnerReferences, want.Spec)
+			}
+			gs, ws := got.Status.DeepCopy(), want.Status.DeepCopy()
+			// observedGeneration is the stored object's; the analyzer has none.
+			gs.ObservedGeneration, ws.ObservedGeneration = 0, 0
+			for i := range gs.Conditions {
+				gs.Conditions[i].ObservedGeneration = 0
+			}
+			if !equality.Semantic.DeepEqual(gs, ws) {
+				t.Errorf("status differs:\ncontroller %+v\nanalyzer   %+v", gs, ws)
+			}
+		})
+	}
+}
+
+func TestMapFunctions(t *testing.T) {
+	key := types.NamespacedName{Namespace: wNS, Name: wVM}
+	if got := migrationToVM(context.Background(), &kubevirtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "m"}, Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: wVM}}); len(got) != 1 || got[0].NamespacedName != key {
+		t.Errorf("migrationToVM = %v", got)
+	}
+	if got := migrationToVM(context.Background(), &kubevirtv1.VirtualMachineInstanceMigration{}); got != nil {
+		t.Errorf("migrationToVM of a migration without a VMI = %v", got)
+	}
+	if got := podToVM(context.Background(), wPodObj()); len(got) != 1 || got[0].NamespacedName != key {
+		t.Errorf("podToVM of a launcher = %v", got)
+	}
+	hotplug := wPodObj(func(p *corev1.Pod) {
+		p.Labels[kubevirtv1.AppLabel] = "hotplug-disk"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "virt-launcher-vm1-abcde", UID: "pod-uid-1", Controller: ptr.To(true)}}
+	})
+	if got := podToVM(context.Background(), hotplug); got != nil {
+		t.Errorf("podToVM of a hotplug attachment pod = %v", got)
+	}
+}
+
+// TestNodeFanOut: a Node event wakes the VMs whose VMI names the node; a
+// heartbeat-only change wakes only those not Healthy.
+func TestNodeFanOut(t *testing.T) {
+	healthy := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM}, Status: v1alpha1.VMObservationStatus{Verdict: v1alpha1.VerdictHealthy}}
+	degraded := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "vm2"}, Status: v1alpha1.VMObservationStatus{Verdict: v1alpha1.VerdictUnknown}}
+	vm2 := wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Name, v.UID = "vm2", "vmi-uid-2"
+		v.Status.NodeName = "node-b"
+		v.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{SourceNode: "node-b", TargetNode: wNode}
+	})
+	other := wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Name, v.UID, v.Status.NodeName, v.Status.ActivePods = "vm3", "vmi-uid-3", "node-c", nil
+	})
+	c, _ := fakeWorld(t, wVMIObj(), vm2, other, healthy, degraded)
+	r := wReconciler(c)
+	h := r.nodeHandler()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	drain := func() map[string]bool {
+		got := map[string]bool{}
+		for q.Len() > 0 {
+			item, _ := q.Get()
+			got[item.Name] = true
+			q.Done(item)
+			q.Forget(item)
+		}
+		return got
+	}
+	old := wNodeObj()
+	beat := wNodeObj(func(n *corev1.Node) {
+		n.ResourceVersion = "2"
+		n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = wNow.Format(time.RFC3339)
+	})
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: beat}, q)
+	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{"vm2": true}) {
+		t.Errorf("heartbeat-only change woke %v, want only the non-Healthy VM on the node", got)
+	}
+	notReady := wNodeObj(func(n *corev1.Node) {
+		n.ResourceVersion = "2"
+		n.Status.Conditions[0].Status = corev1.ConditionUnknown
+	})
+	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: notReady}, q)
+	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{wVM: true, "vm2": true}) {
+		t.Errorf("a Ready change woke %v, want every VM whose VMI names the node", got)
+	}
+	h.Delete(context.Background(), event.DeleteEvent{Object: old}, q)
+	if got := drain(); len(got) != 2 {
+		t.Errorf("a deleted node woke %v", got)
+	}
+}
+
+// TestPredicates: every predicate passes creates and deletes, drops
+// resyncs, and passes an update only when something the engine reads
+// changed.
+func TestPredicates(t *testing.T) {
+	rv := func(o client.Object, v string) client.Object { o.SetResourceVersion(v); return o }
+	cases := []struct {
+		name     string
+		p        predicate.Predicate
+		old, new client.Object
+		want     bool
+	}{
+		{"VMI resync", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(), "1"), false},
+		{"VMI status change", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) { v.Status.NodeName = "x" }), "2"), true},
+		{"VMI eviction strategy", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) {
+			v.Spec.EvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyExternal)
+		}), "2"), true},
+		{"VMI label only", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) { v.Labels = map[string]string{"a": "b"} }), "2"), false},
+		{"VMI deletion", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) { v.DeletionTimestamp = ptr.To(metav1.NewTime(wNow)) }), "2"), true},
+		{"VM status", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Status.PrintableStatus = "Stopping" }), "2"), true},
+		{"VM run strategy", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted) }), "2"), true},
+		{"VM template only", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{} }), "2"), false},
+		{"pod status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), "2"), true},
+		{"pod network-status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Annotations = map[string]string{verdict.NetworkStatusAnnotation: "[]"} }), "2"), true},
+		{"pod spec other than the node", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Spec.Hostname = "h" }), "2"), false},
+		{"node heartbeat", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) { n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = "x" }), "2"), true},
+		{"node schedulable", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) { n.Labels[kubevirtv1.NodeSchedulable] = "false" }), "2"), true},
+		{"node kubelet status only", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse})
+		}), "2"), false},
+		{"migration phase", migrationChanged(), rv(&kubevirtv1.VirtualMachineInstanceMigration{}, "1"),
+			rv(&kubevirtv1.VirtualMachineInstanceMigration{Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning}}, "2"), true},
+		{"observation status only (our own write)", observationChanged(),
+			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, "1"),
+			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: v1alpha1.VMObservationStatus{Verdict: "Healthy"}}, "2"), false},
+		{"observation spec edit", observationChanged(),
+			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, "1"), rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, "2"), true},
+	}
+	for _, c := range cases {
+		if got := c.p.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: Update = %v, want %v", c.name, got, c.want)
+		}
+		if !c.p.Create(event.CreateEvent{Object: c.new}) || !c.p.Delete(event.DeleteEvent{Object: c.new}) {
+			t.Errorf("%s: creates and deletes must pass", c.name)
+		}
+	}
+}
