@@ -466,7 +466,9 @@ func TestPredicates(t *testing.T) {
 		{"VMI deletion", vmiChanged(), rv(wVMIObj(), "1"), rv(wVMIObj(func(v *kubevirtv1.VirtualMachineInstance) { v.DeletionTimestamp = ptr.To(metav1.NewTime(wNow)) }), "2"), true},
 		{"VM status", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Status.PrintableStatus = "Stopping" }), "2"), true},
 		{"VM run strategy", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Spec.RunStrategy = ptr.To(kubevirtv1.RunStrategyHalted) }), "2"), true},
-		{"VM template only", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{} }), "2"), false},
+		{"VM template only", vmChanged(), rv(wVMObj(), "1"), rv(wVMObj(func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
+		}), "2"), false},
 		{"pod status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), "2"), true},
 		{"pod network-status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Annotations = map[string]string{verdict.NetworkStatusAnnotation: "[]"} }), "2"), true},
 		{"pod spec other than the node", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Spec.Hostname = "h" }), "2"), false},
