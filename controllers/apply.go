@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // lastStatusWrite is when vmobs last wrote the status, read from the
@@ -19,7 +20,7 @@ import (
 func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
 	var last time.Time
 	for _, mf := range obs.ManagedFields {
-		if mf.Manager == FieldOwner && mf.Subresource == "status" && mf.Time != nil && mf.Time.After(last) {
+		if mf.Manager == membership.FieldOwner && mf.Subresource == "status" && mf.Time != nil && mf.Time.After(last) {
 			last = mf.Time.Time
 		}
 	}
@@ -43,7 +44,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, obs *v1alpha1.VMObservatio
 		"metadata":   map[string]any{"name": obs.Name, "namespace": obs.Namespace, "uid": string(obs.UID)},
 		"status":     statusMap,
 	}}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(membership.FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying status: %w", err)
 	}
 	return nil

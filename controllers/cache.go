@@ -14,12 +14,6 @@ import (
 )
 
 const (
-	// HeartbeatAnnotation is virt-handler's heartbeat on its Node.
-	HeartbeatAnnotation = kubevirtv1.VirtHandlerHeartbeat
-	// SchedulableLabel is virt-handler's verdict on its Node.
-	SchedulableLabel = kubevirtv1.NodeSchedulable
-	// NetworkStatusAnnotation is Multus' record of the pod's networks.
-	NetworkStatusAnnotation = cachetrim.NetworkStatusAnnotation
 	// LauncherLabel selects virt-launcher pods, the only pods vmobs caches.
 	LauncherLabel = kubevirtv1.AppLabel + "=virt-launcher"
 )

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -99,14 +98,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if opts.RateLimiter == nil {
-		// A VMI under migration changes several times a second; a floor of
-		// 100ms per key folds such bursts into one evaluation while still
-		// reacting well under a second.
-		opts.RateLimiter = workqueue.NewTypedMaxOfRateLimiter(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 5*time.Minute),
-		)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vmobservation").
 		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).
@@ -173,7 +164,7 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 // heartbeatOnly says whether, of what the engine reads of a Node, only
 // virt-handler's heartbeat changed.
 func heartbeatOnly(o, n *corev1.Node) bool {
-	return o.Labels[SchedulableLabel] == n.Labels[SchedulableLabel] &&
+	return o.Labels[kubevirtv1.NodeSchedulable] == n.Labels[kubevirtv1.NodeSchedulable] &&
 		readyOf(o) == readyOf(n) &&
 		!deletionChanged(o, n)
 }
@@ -278,8 +269,8 @@ func podChanged() predicate.Predicate {
 // own status updates (every 10s to 1m) are dropped here.
 func nodeChanged() predicate.Predicate {
 	return updateOnly(func(o, n *corev1.Node) bool {
-		return o.Annotations[HeartbeatAnnotation] != n.Annotations[HeartbeatAnnotation] ||
-			o.Labels[SchedulableLabel] != n.Labels[SchedulableLabel] ||
+		return o.Annotations[kubevirtv1.VirtHandlerHeartbeat] != n.Annotations[kubevirtv1.VirtHandlerHeartbeat] ||
+			o.Labels[kubevirtv1.NodeSchedulable] != n.Labels[kubevirtv1.NodeSchedulable] ||
 			readyOf(o) != readyOf(n)
 	})
 }

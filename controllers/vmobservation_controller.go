@@ -21,16 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/cachetrim"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-const (
-	// FieldOwner is the field manager of every write vmobs makes.
-	FieldOwner = cachetrim.StatusFieldOwner
-)
+const ()
 
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations/status,verbs=get;update;patch
@@ -252,7 +248,7 @@ func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VM
 		},
 		Spec: v1alpha1.VMObservationSpec{VMName: in.Name},
 	}
-	if err := r.Client.Create(ctx, obs, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Create(ctx, obs, client.FieldOwner(membership.FieldOwner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// The cache has not seen our own create yet; the create event
 			// brings us back.
@@ -289,7 +285,7 @@ func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in 
 	}
 	patch := client.MergeFromWithOptions(obs.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	obs.OwnerReferences = refs
-	if err := r.Client.Patch(ctx, obs, patch, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Patch(ctx, obs, patch, client.FieldOwner(membership.FieldOwner)); err != nil {
 		return fmt.Errorf("adopting VMObservation: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Adopted VMObservation", "ownerKind", want.Kind, "ownerUID", want.UID)

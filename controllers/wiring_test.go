@@ -470,7 +470,7 @@ func TestPredicates(t *testing.T) {
 			vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
 		}), "2"), false},
 		{"pod status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), "2"), true},
-		{"pod network-status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Annotations = map[string]string{verdict.NetworkStatusAnnotation: "[]"} }), "2"), true},
+		{"pod network-status", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Annotations = map[string]string{membership.NetworkStatusAnnotation: "[]"} }), "2"), true},
 		{"pod spec other than the node", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Spec.Hostname = "h" }), "2"), false},
 		{"node heartbeat", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) { n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = "x" }), "2"), true},
 		{"node schedulable", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) { n.Labels[kubevirtv1.NodeSchedulable] = "false" }), "2"), true},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/cachetrim"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -187,8 +188,8 @@ func TestEarliest(t *testing.T) {
 
 func TestLastStatusWrite(t *testing.T) {
 	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0))},
-		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(time.Hour)))},
+		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0))},
+		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(time.Hour)))},
 		{Manager: "kubectl", Subresource: "status", Time: ptr.To(metav1.NewTime(t0.Add(2 * time.Hour)))},
 	}}}
 	if got := lastStatusWrite(obs); !got.Equal(t0) {
@@ -214,7 +215,7 @@ func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "virt-launcher-vm1-abcde",
 			Annotations: map[string]string{
-				NetworkStatusAnnotation:            `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.17"],"default":true}]`,
+				membership.NetworkStatusAnnotation: `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.17"],"default":true}]`,
 				"kubevirt.io/domain":               "vm1",
 				corev1.LastAppliedConfigAnnotation: "{...}",
 			},
@@ -235,7 +236,7 @@ func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
 	if p.ManagedFields != nil || len(p.Spec.Containers) != 0 || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 		t.Fatalf("trimPod kept what vmobs never reads: %+v", p)
 	}
-	if p.Spec.NodeName != "node-a" || p.Annotations[NetworkStatusAnnotation] == "" || p.Annotations["kubevirt.io/domain"] != "vm1" ||
+	if p.Spec.NodeName != "node-a" || p.Annotations[membership.NetworkStatusAnnotation] == "" || p.Annotations["kubevirt.io/domain"] != "vm1" ||
 		p.Status.Phase != corev1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.PodIPs[0].IP != "10.244.0.17" {
 		t.Fatalf("trimPod dropped what the engine reads: %+v", p)
 	}
@@ -284,8 +285,8 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 func TestTrimmedObservationKeepsTheLastWrite(t *testing.T) {
 	fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:verdict":{}}}`)}
 	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
-		{Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},
+		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
+		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: ptr.To(metav1.NewTime(t0.Add(time.Minute))), FieldsV1: fields},
 	}}}
 	out, err := cachetrim.Observation(obs)

@@ -15,14 +15,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
-
-// NetworkStatusAnnotation is Multus' record of the pod's networks.
-const NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
-
-// StatusFieldOwner is the field manager whose status entry is kept on
-// VMObservations: its time is when vmobs last wrote the status.
-const StatusFieldOwner = "vmobs-controller"
 
 // Annotations keeps the annotations vmobs reads: KubeVirt's own and Multus'
 // network-status. kubectl's last-applied-configuration alone can double an
@@ -30,7 +24,7 @@ const StatusFieldOwner = "vmobs-controller"
 func Annotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		if k == NetworkStatusAnnotation || strings.Contains(k, "kubevirt.io/") {
+		if k == membership.NetworkStatusAnnotation || strings.Contains(k, "kubevirt.io/") {
 			if out == nil {
 				out = make(map[string]string)
 			}
@@ -206,7 +200,7 @@ func Observation(o any) (any, error) {
 	}
 	var keep []metav1.ManagedFieldsEntry
 	for _, mf := range obs.ManagedFields {
-		if mf.Manager == StatusFieldOwner && mf.Subresource == "status" {
+		if mf.Manager == membership.FieldOwner && mf.Subresource == "status" {
 			keep = append(keep, metav1.ManagedFieldsEntry{
 				Manager: mf.Manager, Operation: mf.Operation, APIVersion: mf.APIVersion,
 				Time: mf.Time, Subresource: mf.Subresource,

@@ -23,6 +23,15 @@ const (
 	ManagedByValue = "vmobs"
 )
 
+// NetworkStatusAnnotation is Multus' record, on the launcher pod, of the
+// networks it wired and their IPs: which pod-side interface belongs to
+// which of the VMI's networks (kv:pkg/network/multus/status.go reads it).
+const NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
+
+// FieldOwner is the field manager of every write vmobs makes; the cache
+// keeps its managedFields entry on VMObservations (when vmobs last wrote).
+const FieldOwner = "vmobs-controller"
+
 // VMIRef is what a pod says of the VMI it belongs to.
 type VMIRef struct {
 	// Name is the VMI's name, from the controller owner reference; empty

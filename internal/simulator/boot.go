@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Info sources of VMI interfaces (kv:pkg/network/vmispec/infosource.go),
@@ -260,7 +260,7 @@ func mergeInterfaces(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, do
 	var podIPs []string
 	if pod != nil {
 		var st []NetworkStatus
-		if raw := pod.Annotations[verdict.NetworkStatusAnnotation]; raw != "" {
+		if raw := pod.Annotations[membership.NetworkStatusAnnotation]; raw != "" {
 			_ = json.Unmarshal([]byte(raw), &st)
 		}
 		for _, n := range st {

@@ -18,7 +18,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // ComputeContainer is the launcher container virt-controller inspects.
@@ -308,7 +308,7 @@ func (s *Simulator) wirePod(ctx context.Context, ns, name, node string, vmi *kub
 		return "", "", err
 	}
 	_, err = s.updatePod(ctx, ns, name, managerMultus, func(p *corev1.Pod) error {
-		setAnnotation(p, verdict.NetworkStatusAnnotation, string(raw))
+		setAnnotation(p, membership.NetworkStatusAnnotation, string(raw))
 		return nil
 	})
 	return podIP, hostIP, err

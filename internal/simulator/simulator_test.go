@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
-	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // The control plane is started once, by the first test that needs it, and
@@ -249,7 +249,7 @@ func TestBootStepByStep(t *testing.T) {
 		t.Errorf("compute container status = %+v, want running and ready", compute)
 	}
 	var netStatus []NetworkStatus
-	must(t, json.Unmarshal([]byte(pod.Annotations[verdict.NetworkStatusAnnotation]), &netStatus))
+	must(t, json.Unmarshal([]byte(pod.Annotations[membership.NetworkStatusAnnotation]), &netStatus))
 	if len(netStatus) != 2 || !netStatus[0].Default || netStatus[0].IPs[0] != pod.Status.PodIP || netStatus[1].Interface != "pod16477688c0e" {
 		t.Errorf("network-status = %+v", netStatus)
 	}

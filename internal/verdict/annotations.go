@@ -6,11 +6,6 @@ import (
 	"time"
 )
 
-// NetworkStatusAnnotation is written by Multus on the launcher pod and read
-// by KubeVirt (kv:pkg/network/multus/status.go). KubeVirt's API module has no
-// constant for it.
-const NetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
-
 // NetworkStatus is the part of one Multus network-status entry that the
 // engine reads (network-attachment-definition-client types.go NetworkStatus).
 type NetworkStatus struct {

@@ -136,7 +136,7 @@ func (f *facts) init(in *Input) {
 	if f.active != nil {
 		// An empty annotation is absent, as KubeVirt reads it
 		// (kv:pkg/network/multus/status.go NetworkStatusesFromPod).
-		if raw, ok := f.active.Annotations[NetworkStatusAnnotation]; ok && strings.TrimSpace(raw) != "" {
+		if raw, ok := f.active.Annotations[membership.NetworkStatusAnnotation]; ok && strings.TrimSpace(raw) != "" {
 			f.netStatusRaw = raw
 			f.netStatus, f.netStatusErr = ParseNetworkStatus(raw)
 		}

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // The fixtures are written the way KubeVirt v1.9 writes the objects (see
@@ -291,7 +293,7 @@ func launcherPod(mods ...podMod) *corev1.Pod {
 				kubevirtv1.DomainAnnotation:               vmName,
 				"kubectl.kubernetes.io/default-container": "compute",
 				"k8s.v1.cni.cncf.io/networks":             `[{"name":"ext-net","namespace":"prod","interface":"` + secIface + `"}]`,
-				NetworkStatusAnnotation: `[{"name":"ovn-kubernetes","interface":"eth0","ips":["10.244.1.17","fd10:244::11"],"mac":"0a:58:0a:f4:01:11","default":true,"dns":{}},` +
+				membership.NetworkStatusAnnotation: `[{"name":"ovn-kubernetes","interface":"eth0","ips":["10.244.1.17","fd10:244::11"],"mac":"0a:58:0a:f4:01:11","default":true,"dns":{}},` +
 					`{"name":"prod/ext-net","interface":"` + secIface + `","ips":["192.168.100.10"],"mac":"02:3f:9a:00:00:02","dns":{}}]`,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
@@ -346,7 +348,7 @@ func targetPod(mods ...podMod) *corev1.Pod {
 		p.Annotations[kubevirtv1.MigrationJobNameAnnotation] = migName
 		p.Status.PodIP, p.Status.PodIPs = "10.244.2.33", []corev1.PodIP{{IP: "10.244.2.33"}, {IP: "fd10:244:0:2::21"}}
 		p.Status.HostIP = "10.0.0.12"
-		delete(p.Annotations, NetworkStatusAnnotation)
+		delete(p.Annotations, membership.NetworkStatusAnnotation)
 	})
 	for _, m := range mods {
 		m(p)

@@ -16,6 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 var updateFuzzSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite testdata/fuzz/FuzzEvaluate from the table fixtures")
@@ -63,7 +64,7 @@ func (a fuzzArgs) input() Input {
 				if p.Annotations == nil {
 					p.Annotations = map[string]string{}
 				}
-				p.Annotations[NetworkStatusAnnotation] = a.networkStatus
+				p.Annotations[membership.NetworkStatusAnnotation] = a.networkStatus
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // guestLayer judges what the guest agent reports through the VMI.
@@ -150,9 +151,9 @@ func (e *engine) judgeGuest(l *layer) {
 		// (kv:pkg/network/multus/status.go NetworkStatusesFromPod): only the
 		// secondary interfaces' comparison is lost.
 		l.note(v1alpha1.ReasonMalformedNetworkStatus,
-			"launcher pod "+f.active.Name+" has a "+NetworkStatusAnnotation+" annotation that cannot be read ("+
+			"launcher pod "+f.active.Name+" has a "+membership.NetworkStatusAnnotation+" annotation that cannot be read ("+
 				f.netStatusErr.Error()+"): the pod-side IPs of secondary networks are unknown", time.Time{})
-		l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]", f.netStatusRaw, time.Time{})
+		l.cite(kindPod, f.active.Name, "metadata.annotations["+membership.NetworkStatusAnnotation+"]", f.netStatusRaw, time.Time{})
 	}
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceAccessCredentialsSynchronized); c != nil && c.Status == corev1.ConditionFalse {
 		// virt-handler propagates SSH keys and passwords through the guest
@@ -387,7 +388,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			if primary && f.active != nil {
 				l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
 			} else if ns != nil && f.active != nil {
-				l.cite(kindPod, f.active.Name, "metadata.annotations["+NetworkStatusAnnotation+"]["+ns.Interface+"].ips", joinSorted(ns.IPs), time.Time{})
+				l.cite(kindPod, f.active.Name, "metadata.annotations["+membership.NetworkStatusAnnotation+"]["+ns.Interface+"].ips", joinSorted(ns.IPs), time.Time{})
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Huge lists and annotations must give a bounded status that the CRD's
@@ -39,7 +41,7 @@ func TestHugeInputGivesABoundedStatus(t *testing.T) {
 				fmt.Fprintf(&b, `,{"name":"net-%d","interface":"pod%x","ips":["192.168.%d.%d"],"mac":"02:00:00:00:00:01"}`, b.Len(), b.Len(), b.Len()%250, b.Len()%200)
 			}
 			b.WriteString("]")
-			in.Pods[0].Annotations[NetworkStatusAnnotation] = b.String()
+			in.Pods[0].Annotations[membership.NetworkStatusAnnotation] = b.String()
 		},
 		"500 launcher pods and activePods entries": func(in *Input) {
 			for i := 0; i < 500; i++ {

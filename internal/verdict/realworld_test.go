@@ -10,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // The situations in this file are the classes of misses found on objects
@@ -590,7 +591,7 @@ func kubevirtRuleSituations() []situation {
 		{
 			name: "an empty network-status annotation is absent, not malformed",
 			in: input(func(in *Input) {
-				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Annotations[NetworkStatusAnnotation] = "" })}
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Annotations[membership.NetworkStatusAnnotation] = "" })}
 			}),
 			overall: "Healthy/Running",
 			check: func(t *testing.T, r Result) {

@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 type situation struct {
@@ -1235,7 +1236,7 @@ func badInputSituations() []situation {
 		{
 			name: "malformed network-status",
 			in: input(func(in *Input) {
-				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Annotations[NetworkStatusAnnotation] = `[{"name":"ovn",` })}
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Annotations[membership.NetworkStatusAnnotation] = `[{"name":"ovn",` })}
 			}),
 			// KubeVirt ignores it too: a note, only the secondary IPs are lost.
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
