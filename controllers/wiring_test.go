@@ -337,16 +337,7 @@ func TestAnalyzerAndControllerAgree(t *testing.T) {
 
 			var objs analyze.Objects
 			for _, o := range tc.objs() {
-				switch o := o.(type) {
-				case *kubevirtv1.VirtualMachine:
-					objs.VMs = append(objs.VMs, o)
-				case *kubevirtv1.VirtualMachineInstance:
-					objs.VMIs = append(objs.VMIs, o)
-				case *corev1.Pod:
-					objs.Pods = append(objs.Pods, o)
-				case *corev1.Node:
-					objs.Nodes = append(objs.Nodes, o)
-				}
+				objs.Add(o)
 			}
 			list := analyze.Analyze(objs, wNow, verdict.DefaultPolicy())
 			if len(list) != 1 {

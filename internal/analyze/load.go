@@ -658,20 +658,25 @@ func (l *loader) objects() Objects {
 	})
 	var o Objects
 	for _, k := range keys {
-		switch t := l.objs[k].(type) {
-		case *kubevirtv1.VirtualMachine:
-			o.VMs = append(o.VMs, t)
-		case *kubevirtv1.VirtualMachineInstance:
-			o.VMIs = append(o.VMIs, t)
-		case *kubevirtv1.VirtualMachineInstanceMigration:
-			o.Migrations = append(o.Migrations, t)
-		case *corev1.Pod:
-			o.Pods = append(o.Pods, t)
-		case *corev1.Node:
-			o.Nodes = append(o.Nodes, t)
-		case *v1alpha1.VMObservation:
-			o.Observations = append(o.Observations, t)
-		}
+		o.Add(l.objs[k])
 	}
 	return o
+}
+
+// Add files an object under its kind; objects of other kinds are ignored.
+func (o *Objects) Add(obj any) {
+	switch t := obj.(type) {
+	case *kubevirtv1.VirtualMachine:
+		o.VMs = append(o.VMs, t)
+	case *kubevirtv1.VirtualMachineInstance:
+		o.VMIs = append(o.VMIs, t)
+	case *kubevirtv1.VirtualMachineInstanceMigration:
+		o.Migrations = append(o.Migrations, t)
+	case *corev1.Pod:
+		o.Pods = append(o.Pods, t)
+	case *corev1.Node:
+		o.Nodes = append(o.Nodes, t)
+	case *v1alpha1.VMObservation:
+		o.Observations = append(o.Observations, t)
+	}
 }

@@ -244,10 +244,7 @@ func (e *engine) cpPreRunning(l *layer) {
 	defer e.vmPrintableCause(l)
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil &&
 		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-		msg := "the launcher pod cannot be scheduled"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail("the launcher pod cannot be scheduled", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
 	}
@@ -272,10 +269,7 @@ func (e *engine) cpPreRunning(l *layer) {
 		return
 	}
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceDataVolumesReady); c != nil && c.Status == corev1.ConditionFalse {
-		msg := "the VMI waits for its DataVolumes"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail("the VMI waits for its DataVolumes", c.Message)
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[DataVolumesReady].reason", c.Reason, mt(c.LastTransitionTime))
 		return
@@ -550,7 +544,7 @@ func (e *engine) cpVMIUnseen(l *layer) {
 	case kubevirtv1.VirtualMachineStatusMigrating:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating, "the VM is migrating (printableStatus Migrating)", since)
 	case kubevirtv1.VirtualMachineStatusRunning:
-		if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c != nil && c.Status == corev1.ConditionTrue {
+		if c := vmReady(vm); c != nil {
 			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning,
 				"the VM reports its VMI Running and Ready (printableStatus Running, Ready=True); the VMI is not in the input", mt(c.LastTransitionTime))
 			l.cite(kindVM, vm.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
@@ -569,13 +563,17 @@ func isVMErrorStatus(ps kubevirtv1.VirtualMachinePrintableStatus) bool {
 	return r != ""
 }
 
-func vmCond(vm *kubevirtv1.VirtualMachine, t kubevirtv1.VirtualMachineConditionType) *kubevirtv1.VirtualMachineCondition {
-	for i := range vm.Status.Conditions {
-		if vm.Status.Conditions[i].Type == t {
-			return &vm.Status.Conditions[i]
-		}
+// vmReady is the VM's Ready condition when it is True: virt-controller's
+// copy of the VMI's, itself the launcher pod's readiness.
+func vmReady(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineCondition {
+	if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c != nil && c.Status == corev1.ConditionTrue {
+		return c
 	}
 	return nil
+}
+
+func vmCond(vm *kubevirtv1.VirtualMachine, t kubevirtv1.VirtualMachineConditionType) *kubevirtv1.VirtualMachineCondition {
+	return findCond(vm.Status.Conditions, func(c *kubevirtv1.VirtualMachineCondition) bool { return c.Type == t })
 }
 
 // evictionRules follow the VMI's eviction strategy as KubeVirt's eviction

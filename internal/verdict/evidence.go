@@ -311,6 +311,15 @@ func (e *engine) layerMessage(l *layer, w int) string {
 	return bound(b.String(), maxMessage)
 }
 
+// withDetail appends what an object says in its own words (a condition's
+// message) to a finding's message, when it says anything.
+func withDetail(msg, detail string) string {
+	if detail == "" {
+		return msg
+	}
+	return msg + ": " + detail
+}
+
 // bound cuts s to at most n bytes on a rune boundary, marking the cut.
 func bound(s string, n int) string {
 	if len(s) <= n {

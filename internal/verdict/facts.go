@@ -513,12 +513,7 @@ func (f *facts) vmiCond(t kubevirtv1.VirtualMachineInstanceConditionType) *kubev
 	if f.vmi == nil {
 		return nil
 	}
-	for i := range f.vmi.Status.Conditions {
-		if f.vmi.Status.Conditions[i].Type == t {
-			return &f.vmi.Status.Conditions[i]
-		}
-	}
-	return nil
+	return findCond(f.vmi.Status.Conditions, func(c *kubevirtv1.VirtualMachineInstanceCondition) bool { return c.Type == t })
 }
 
 func (f *facts) vmiCondTrue(t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
@@ -529,9 +524,15 @@ func (f *facts) vmiCondTrue(t kubevirtv1.VirtualMachineInstanceConditionType) *k
 }
 
 func podCond(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
+	return findCond(p.Status.Conditions, func(c *corev1.PodCondition) bool { return c.Type == t })
+}
+
+// findCond is the first condition of a list that is; the condition types
+// of pods, nodes, VMs and VMIs share no interface.
+func findCond[C any](conds []C, is func(*C) bool) *C {
+	for i := range conds {
+		if is(&conds[i]) {
+			return &conds[i]
 		}
 	}
 	return nil
@@ -556,12 +557,7 @@ func podReadiness(p *corev1.Pod) (ready, known bool, field string, t time.Time) 
 }
 
 func nodeCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
+	return findCond(n.Status.Conditions, func(c *corev1.NodeCondition) bool { return c.Type == t })
 }
 
 // computeStatus is the status of the launcher's compute container, the only
@@ -571,6 +567,15 @@ func computeStatus(p *corev1.Pod) *corev1.ContainerStatus {
 		if p.Status.ContainerStatuses[i].Name == "compute" {
 			return &p.Status.ContainerStatuses[i]
 		}
+	}
+	return nil
+}
+
+// computeTermination is how the compute container ended, nil while it has
+// not.
+func computeTermination(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	if cs := computeStatus(p); cs != nil {
+		return cs.State.Terminated
 	}
 	return nil
 }

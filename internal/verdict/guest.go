@@ -158,19 +158,13 @@ func (e *engine) judgeGuest(l *layer) {
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceAccessCredentialsSynchronized); c != nil && c.Status == corev1.ConditionFalse {
 		// virt-handler propagates SSH keys and passwords through the guest
 		// agent (kv:pkg/virt-handler/vm.go); its failure is the guest's.
-		msg := "the VM's access credentials could not be propagated to the guest"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail("the VM's access credentials could not be propagated to the guest", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAccessCredentialsFailed, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[AccessCredentialsSynchronized].reason", c.Reason, mt(c.LastTransitionTime))
 	}
 	if vmi.Spec.ReadinessProbe != nil {
 		if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionFalse {
-			msg := "the VMI's readiness probe fails"
-			if c.Message != "" {
-				msg += ": " + c.Message
-			}
+			msg := withDetail("the VMI's readiness probe fails", c.Message)
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestNotReady, msg, mt(c.LastTransitionTime))
 			l.cite(kindVMI, vmi.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
 		}

@@ -277,10 +277,7 @@ func (e *engine) migrationBlocked(l *layer, label string) bool {
 		if c.Status != corev1.ConditionTrue || !slices.Contains(blockingMigrationConditions[:], c.Type) {
 			continue
 		}
-		msg := label + " is blocked (" + string(c.Type) + ")"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail(label+" is blocked ("+string(c.Type)+")", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationBlocked, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMIM, m.name, "status.conditions["+string(c.Type)+"].status", string(c.Status), mt(c.LastTransitionTime))
 		return true

@@ -81,10 +81,7 @@ func (e *engine) nodeLayer() {
 		e.judgeTargetPod(l)
 		if c := f.paused(); c != nil && c.Reason == pausedIOError {
 			since := mt(c.LastTransitionTime)
-			msg := "libvirt paused the domain on an I/O error"
-			if c.Message != "" {
-				msg += ": " + c.Message
-			}
+			msg := withDetail("libvirt paused the domain on an I/O error", c.Message)
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError, msg, since)
 			l.cite(kindVMI, f.vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
 		}
@@ -119,7 +116,7 @@ func (e *engine) unseenVMILayer(l *layer, name, progressReason, what string) {
 		ps == kubevirtv1.VirtualMachineStatusStarting:
 		l.add(v1alpha1.VerdictProgressing, progressReason, "the VM is starting (printableStatus "+string(ps)+")", time.Time{})
 	case f.in.Uncaptured.VMIs && ps == kubevirtv1.VirtualMachineStatusRunning:
-		if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c != nil && c.Status == corev1.ConditionTrue {
+		if c := vmReady(vm); c != nil {
 			l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonVMINotObserved,
 				"the input holds no VMI; the VM's Ready=True is virt-controller's copy of its launcher's readiness", mt(c.LastTransitionTime))
 			l.cite(kindVM, vm.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
@@ -178,10 +175,7 @@ func (e *engine) domainSync(l *layer) {
 	if c == nil || !byHandler {
 		return
 	}
-	msg := "virt-handler cannot synchronize the domain on " + orUnknown(f.vmi.Status.NodeName)
-	if c.Message != "" {
-		msg += ": " + c.Message
-	}
+	msg := withDetail("virt-handler cannot synchronize the domain on "+orUnknown(f.vmi.Status.NodeName), c.Message)
 	since := mt(c.LastTransitionTime)
 	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonDomainSyncFailed, msg, since)
 	l.cite(kindVMI, f.vmi.Name, "status.conditions[Synchronized].reason", c.Reason, since)
@@ -251,10 +245,7 @@ func (e *engine) judgeNode(l *layer) {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, "Node "+n.Name+" has no Ready condition", time.Time{})
 		l.cite(kindNode, n.Name, "status.conditions[Ready]", "absent", time.Time{})
 	case c.Status == corev1.ConditionFalse:
-		msg := "Node " + n.Name + " is not Ready"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail("Node "+n.Name+" is not Ready", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNodeNotReady, msg, mt(c.LastTransitionTime))
 		l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
 	case c.Status != corev1.ConditionTrue:
@@ -312,11 +303,7 @@ func (e *engine) judgeFinishedPod(l *layer) {
 	if p == nil || !podFinished(p) {
 		return
 	}
-	cs := computeStatus(p)
-	var term *corev1.ContainerStateTerminated
-	if cs != nil {
-		term = cs.State.Terminated
-	}
+	term := computeTermination(p)
 	switch {
 	case term != nil && term.Reason == "OOMKilled":
 		t := mt(term.FinishedAt)
@@ -348,11 +335,7 @@ func (e *engine) judgeRunningPod(l *layer) {
 		e.launcherFromReady(l)
 		return
 	}
-	cs := computeStatus(p)
-	var term *corev1.ContainerStateTerminated
-	if cs != nil {
-		term = cs.State.Terminated
-	}
+	term := computeTermination(p)
 	switch {
 	case term != nil && term.Reason == "OOMKilled":
 		t := mt(term.FinishedAt)
@@ -496,10 +479,7 @@ func (e *engine) judgeTargetPod(l *layer) {
 		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != corev1.PodReasonUnschedulable {
 			continue
 		}
-		msg := "migration target pod " + p.Name + " cannot be scheduled"
-		if c.Message != "" {
-			msg += ": " + c.Message
-		}
+		msg := withDetail("migration target pod "+p.Name+" cannot be scheduled", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonTargetPodUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindPod, p.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
 	}

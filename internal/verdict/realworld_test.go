@@ -668,11 +668,7 @@ func newSourceSituations() []situation {
 				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) { v.DeletionTimestamp = atp(-time.Minute) })
 			}),
 			overall: "Progressing/Stopping",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 4*time.Minute {
-					t.Errorf("NextDeadline %v, want 4m (180s grace + 2m margin)", r.NextDeadline)
-				}
-			},
+			check:   wantDeadline(4*time.Minute, "180s grace + 2m margin"),
 		},
 		{
 			name: "a launcher whose containers all terminated though its phase says Running",
@@ -720,11 +716,7 @@ func lagSituations() []situation {
 			name:    "migration handoff, no previous verdict: Progressing, not Degraded",
 			in:      input(handoff),
 			overall: "Progressing/StatusLagging", node: "Progressing/StatusLagging", guest: "Healthy/GuestAgentConnected",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 8*time.Second {
-					t.Errorf("NextDeadline %v, want 8s (the lag grace from the pod's end)", r.NextDeadline)
-				}
-			},
+			check: wantDeadline(8*time.Second, "the lag grace from the pod's end"),
 		},
 		{
 			name:    "migration handoff with a previous Healthy verdict: it is kept",

@@ -143,6 +143,16 @@ func roles(st v1alpha1.VMObservationStatus) string {
 	return strings.Join(b, ",")
 }
 
+// wantDeadline checks the time to the next deadline.
+func wantDeadline(d time.Duration, what string) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		if r.NextDeadline != d {
+			t.Errorf("NextDeadline %v, want %v (%s)", r.NextDeadline, d, what)
+		}
+	}
+}
+
 const (
 	layerCP = iota
 	layerNode
@@ -835,11 +845,7 @@ func evictionSituations() []situation {
 				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimFinal(kubevirtv1.MigrationSucceeded, in.VMI.Status.MigrationState))}
 			}),
 			overall: "Healthy/Running",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 40*time.Second {
-					t.Errorf("NextDeadline %v, want 40s (end of the launcher cleanup grace)", r.NextDeadline)
-				}
-			},
+			check:   wantDeadline(40*time.Second, "end of the launcher cleanup grace"),
 		},
 		{
 			name: "stale activePods entries (kubevirt#12773)",
@@ -1023,11 +1029,7 @@ func guestSituations() []situation {
 				in.Policy.GuestAgentExpected = true
 			}),
 			overall: "Progressing/AgentConnecting", guest: "Progressing/AgentConnecting",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 3*time.Minute {
-					t.Errorf("NextDeadline %v, want 3m (end of agent grace)", r.NextDeadline)
-				}
-			},
+			check: wantDeadline(3*time.Minute, "end of agent grace"),
 		},
 		{
 			// Nothing to wait for: the launcher says the domain runs.
@@ -1220,11 +1222,7 @@ func badInputSituations() []situation {
 				in.Pods = nil
 			}),
 			overall: "Progressing/Scheduling",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 9*time.Minute+59*time.Second {
-					t.Errorf("NextDeadline %v, want 9m59s (the scheduling deadline of an unprocessed VMI)", r.NextDeadline)
-				}
-			},
+			check:   wantDeadline(9*time.Minute+59*time.Second, "the scheduling deadline of an unprocessed VMI"),
 		},
 		{
 			name: "unknown condition types are ignored",
@@ -1253,11 +1251,7 @@ func badInputSituations() []situation {
 			name:    "heartbeat in the future",
 			in:      input(func(in *Input) { in.Nodes[nodeA] = node(nodeA, heartbeatAt(10*time.Minute)) }),
 			overall: "Unknown/FutureTimestamp", node: "Unknown/FutureTimestamp",
-			check: func(t *testing.T, r Result) {
-				if r.NextDeadline != 9*time.Minute {
-					t.Errorf("NextDeadline %v, want 9m (when the heartbeat comes within the clock skew)", r.NextDeadline)
-				}
-			},
+			check: wantDeadline(9*time.Minute, "when the heartbeat comes within the clock skew"),
 		},
 		{
 			name:    "heartbeat within the clock skew",
