@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"strings"
@@ -53,22 +54,14 @@ func (e *engine) interfaces() []v1alpha1.InterfaceStatus {
 }
 
 func compareInterfaces(a, b v1alpha1.InterfaceStatus) int {
-	if c := strings.Compare(a.Name, b.Name); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.InterfaceName, b.InterfaceName); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.MAC, b.MAC); c != 0 {
-		return c
-	}
-	if c := slices.Compare(a.IPAddresses, b.IPAddresses); c != 0 {
-		return c
-	}
-	if c := slices.Compare(a.InfoSources, b.InfoSources); c != 0 {
-		return c
-	}
-	return slices.Compare(a.PodIPs, b.PodIPs)
+	return cmp.Or(
+		strings.Compare(a.Name, b.Name),
+		strings.Compare(a.InterfaceName, b.InterfaceName),
+		strings.Compare(a.MAC, b.MAC),
+		slices.Compare(a.IPAddresses, b.IPAddresses),
+		slices.Compare(a.InfoSources, b.InfoSources),
+		slices.Compare(a.PodIPs, b.PodIPs),
+	)
 }
 
 // ipList is ipAddress and ipAddresses (KubeVirt keeps the first of the list
@@ -356,19 +349,13 @@ func (f *facts) interfaceOrder(n int, buf []int) []int {
 	src := f.vmi.Status.Interfaces
 	slices.SortFunc(idx, func(a, b int) int {
 		x, y := &src[a], &src[b]
-		if c := strings.Compare(x.Name, y.Name); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.InterfaceName, y.InterfaceName); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.MAC, y.MAC); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.PodInterfaceName, y.PodInterfaceName); c != 0 {
-			return c
-		}
-		return strings.Compare(x.IP, y.IP)
+		return cmp.Or(
+			strings.Compare(x.Name, y.Name),
+			strings.Compare(x.InterfaceName, y.InterfaceName),
+			strings.Compare(x.MAC, y.MAC),
+			strings.Compare(x.PodInterfaceName, y.PodInterfaceName),
+			strings.Compare(x.IP, y.IP),
+		)
 	})
 	return idx
 }
