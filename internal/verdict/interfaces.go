@@ -316,11 +316,16 @@ func (f *facts) natAddress(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterfac
 		if n.Name != ifc.Name || n.Pod == nil {
 			continue
 		}
-		if p, err := netip.ParsePrefix(n.Pod.VMNetworkCIDR); err == nil {
-			v4 = p
+		// Parsed only when set: a failed parse allocates its error.
+		if n.Pod.VMNetworkCIDR != "" {
+			if p, err := netip.ParsePrefix(n.Pod.VMNetworkCIDR); err == nil {
+				v4 = p
+			}
 		}
-		if p, err := netip.ParsePrefix(n.Pod.VMIPv6NetworkCIDR); err == nil {
-			v6 = p
+		if n.Pod.VMIPv6NetworkCIDR != "" {
+			if p, err := netip.ParsePrefix(n.Pod.VMIPv6NetworkCIDR); err == nil {
+				v6 = p
+			}
 		}
 	}
 	in := func(ip string) bool {
