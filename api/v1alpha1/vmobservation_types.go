@@ -180,11 +180,15 @@ type Layers struct {
 
 // VMISummary is what the VirtualMachineInstance says about itself.
 type VMISummary struct {
+	// Name is the VMI's name (the VM's).
 	Name string `json:"name"`
+	// UID tells one VMI of the VM from the next.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// Phase is the VMI's status.phase as KubeVirt reports it.
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// NodeName is the node the VMI runs on (status.nodeName).
 	// +optional
 	NodeName string `json:"nodeName,omitempty"`
 	// Reason is the VMI's status.reason (NodeUnresponsive is the only value
@@ -198,46 +202,71 @@ type VMISummary struct {
 
 // LauncherPod is one virt-launcher pod controlled by the VMI.
 type LauncherPod struct {
+	// Name is the pod's name.
 	Name string `json:"name"`
+	// UID is the pod's UID, as status.activePods keys it.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// Node is the node the pod is bound to.
 	// +optional
 	Node string `json:"node,omitempty"`
+	// Phase is the pod's status.phase.
 	// +optional
-	Phase string          `json:"phase,omitempty"`
-	Ready bool            `json:"ready"`
-	Role  LauncherPodRole `json:"role"`
+	Phase string `json:"phase,omitempty"`
+	// Ready is the pod's Ready condition (or, in a partial paste, the
+	// compute container's ready flag).
+	Ready bool `json:"ready"`
+	// Role says what the pod is to the VM: Active, MigrationSource,
+	// MigrationTarget or Stale.
+	Role LauncherPodRole `json:"role"`
 	// Restarts counts restarts of the pod's containers.
 	Restarts int32 `json:"restarts"`
 }
 
 // MigrationSummary describes the newest migration of the VMI.
 type MigrationSummary struct {
+	// Name is the VirtualMachineInstanceMigration's name; empty when only the
+	// VMI's migrationState tells of the migration.
 	Name string `json:"name"`
+	// UID is the migration's UID.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// Phase is the migration's phase (Pending, Scheduling, ..., Succeeded,
+	// Failed), as the VMIM reports it.
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// PhaseSince is when the migration entered its phase.
 	// +optional
 	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+	// SourceNode is the node the VM migrates from.
 	// +optional
 	SourceNode string `json:"sourceNode,omitempty"`
+	// TargetNode is the node the VM migrates to.
 	// +optional
 	TargetNode string `json:"targetNode,omitempty"`
+	// SourcePod is the launcher pod the VM migrates from.
 	// +optional
 	SourcePod string `json:"sourcePod,omitempty"`
+	// TargetPod is the launcher pod the VM migrates to.
 	// +optional
 	TargetPod string `json:"targetPod,omitempty"`
+	// StartTime is when the memory transfer started (migrationState).
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// EndTime is when the migration ended, successfully or not.
 	// +optional
 	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// Completed is true once the memory transfer completed.
 	// +optional
 	Completed bool `json:"completed,omitempty"`
+	// Failed is true when the migration failed; the VM runs on its source.
 	// +optional
 	Failed bool `json:"failed,omitempty"`
+	// FailureReason is KubeVirt's word on why the migration failed.
 	// +optional
 	FailureReason string `json:"failureReason,omitempty"`
+	// AbortStatus is Succeeded, Failed or Aborting when an abort was
+	// requested.
 	// +optional
 	AbortStatus string `json:"abortStatus,omitempty"`
 }
@@ -263,6 +292,7 @@ type InterfaceStatus struct {
 	// InterfaceName is the name inside the guest.
 	// +optional
 	InterfaceName string `json:"interfaceName,omitempty"`
+	// MAC is the interface's MAC address, as the status reports it.
 	// +optional
 	MAC string `json:"mac,omitempty"`
 	// IPAddresses the VMI status reports.
@@ -286,6 +316,8 @@ type GuestSummary struct {
 	// AgentConnected is true while the VMI carries the AgentConnected
 	// condition (KubeVirt removes it on disconnect; it is never False).
 	AgentConnected bool `json:"agentConnected"`
+	// AgentConnectedSince is when the agent connected: the condition's
+	// lastTransitionTime, else its lastProbeTime.
 	// +optional
 	AgentConnectedSince *metav1.Time `json:"agentConnectedSince,omitempty"`
 	// AgentSupported is false when KubeVirt reports AgentVersionNotSupported.
@@ -294,6 +326,8 @@ type GuestSummary struct {
 	// clears: it is identity, not evidence of a live agent.
 	// +optional
 	OSPrettyName string `json:"osPrettyName,omitempty"`
+	// KernelRelease is the guest kernel the agent reported (status.guestOSInfo),
+	// sticky like OSPrettyName.
 	// +optional
 	KernelRelease string `json:"kernelRelease,omitempty"`
 }
