@@ -20,7 +20,7 @@ import (
 )
 
 // update rewrites the golden files: go test ./internal/analyze -update
-var update = flag.Bool("update", false, "rewrite testdata/*/expected.{txt,yaml}")
+var update = flag.Bool("update", false, "rewrite testdata/*/expected.{txt,yaml} and the corpus table in docs/accuracy.md (make update-golden)")
 
 // goldenNow is the --now of every golden case.
 var goldenNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

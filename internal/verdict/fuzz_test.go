@@ -19,7 +19,7 @@ import (
 	"github.com/vmobs/vmobs/internal/membership"
 )
 
-var updateFuzzSeeds = flag.Bool("update-fuzz-seeds", false, "rewrite testdata/fuzz/FuzzEvaluate from the table fixtures")
+var update = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzEvaluate from the table fixtures (make update-golden)")
 
 const fuzzSeedDir = "testdata/fuzz/FuzzEvaluate"
 
@@ -115,7 +115,7 @@ func seedName(situation string) string {
 }
 
 // TestFuzzSeedsCurrent keeps the committed FuzzEvaluate corpus equal to the
-// table fixtures; run with -update-fuzz-seeds after changing them.
+// table fixtures; run with -update after changing them.
 func TestFuzzSeedsCurrent(t *testing.T) {
 	want := map[string][]byte{}
 	for _, c := range allSituations() {
@@ -124,7 +124,7 @@ func TestFuzzSeedsCurrent(t *testing.T) {
 		}
 		want[seedName(c.name)] = fuzzArgsOf(t, c.in).corpusFile()
 	}
-	if *updateFuzzSeeds {
+	if *update {
 		if err := os.MkdirAll(fuzzSeedDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -142,12 +142,12 @@ func TestFuzzSeedsCurrent(t *testing.T) {
 	for name, b := range want {
 		got, err := os.ReadFile(filepath.Join(fuzzSeedDir, name))
 		if err != nil || !bytes.Equal(got, b) {
-			t.Errorf("fuzz seed %s is missing or stale; run go test ./internal/verdict -run TestFuzzSeedsCurrent -update-fuzz-seeds", name)
+			t.Errorf("fuzz seed %s is missing or stale; run go test ./internal/verdict -run TestFuzzSeedsCurrent -update", name)
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(fuzzSeedDir, "seed-*"))
 	if len(files) != len(want) {
-		t.Errorf("%d seed files, %d table cases; regenerate with -update-fuzz-seeds", len(files), len(want))
+		t.Errorf("%d seed files, %d table cases; regenerate with -update", len(files), len(want))
 	}
 }
 
