@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/internal/app"
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -422,7 +420,7 @@ func (s *session) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	s.hints = kubectlHints(s.kubeconfig)
-	s.k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	s.k8s, err = env.Client()
 	return err
 }
 
@@ -459,16 +457,11 @@ func (s *session) startManager(ctx context.Context) error {
 	return nil
 }
 
-// managerOptions are the manager's defaults with the pace's thresholds and
-// refresh interval, and nothing that listens or registers process-wide: the
-// metrics and probe servers are off, the metrics go to a registry of their
-// own and controller names may repeat, so the demo can share its process
-// with other managers (tests).
+// managerOptions are the in-process manager's options (app.InProcessOptions,
+// so the demo can share its process with other managers) with the pace's
+// thresholds and refresh interval.
 func managerOptions(pace Pace) app.Options {
-	o := app.Defaults()
-	o.MetricsAddr, o.ProbeAddr, o.SecureMetrics = "0", "0", false
-	o.SkipNameValidation = true
-	o.Registry = prometheus.NewRegistry()
+	o := app.InProcessOptions()
 	o.Policy = pace.Policy
 	o.EvidenceRefreshInterval = pace.Refresh
 	return o

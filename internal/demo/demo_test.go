@@ -1,14 +1,12 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the demo's writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDemo runs the demo as `vmobs demo --non-interactive --fast --vms 8
 // --duration 80s --until-settled` would, on the real control plane, and
@@ -47,7 +27,7 @@ func TestDemo(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var out lockedBuffer
+	var out testenv.LockedBuffer
 	start := time.Now()
 	res, err := Run(ctx, Options{
 		VMs: 8, Duration: 80 * time.Second, Seed: 1,

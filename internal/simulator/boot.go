@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -74,20 +75,7 @@ func (s *Simulator) CreateLauncherPod(ctx context.Context, ns, name string) erro
 	if _, err := s.createLauncherPod(ctx, vmi, nil); err != nil {
 		return err
 	}
-	pods, err := s.launcherPods(ctx, vmi)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMIPhase(vmi, kubevirtv1.Scheduling, now)
-		syncActivePods(vmi, pods)
-		syncReady(vmi, currentPod(vmi, pods), now)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return s.syncVM(ctx, ns, name)
+	return s.syncPods(ctx, vmi, kubevirtv1.Scheduling)
 }
 
 // pendingLauncher returns the VMI's newest pod that is not bound to a node.
@@ -120,10 +108,7 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 	if err != nil {
 		return err
 	}
-	if err := s.bindPod(ctx, pod, node); err != nil {
-		return err
-	}
-	podIP, hostIP, err := s.wirePod(ctx, ns, pod.Name, node, vmi)
+	podIP, hostIP, err := s.placePod(ctx, pod, node, vmi)
 	if err != nil {
 		return err
 	}
@@ -137,21 +122,7 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 	}
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMIPhase(vmi, kubevirtv1.Scheduled, now)
-		vmi.Status.NodeName = node
-		setLabel(vmi, kubevirtv1.NodeNameLabel, node)
-		syncActivePods(vmi, pods)
-		removeVMICond(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled))
-		removeVMICond(vmi, kubevirtv1.VirtualMachineInstanceSynchronized)
-		syncReady(vmi, pod, now)
-		vmi.Status.QOSClass = ptr.To(pod.Status.QOSClass)
-		if vmi.Status.QOSClass != nil && *vmi.Status.QOSClass == "" {
-			vmi.Status.QOSClass = ptr.To(corev1.PodQOSBurstable)
-		}
-		vmi.Status.LauncherContainerImageVersion = s.LauncherImage
-		vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
-		vmi.Status.RuntimeUser = 107
-		vmi.Status.Interfaces = mergeInterfaces(vmi, pod, false, false)
+		s.handToHandler(vmi, pod, pods, node, now)
 		return nil
 	}); err != nil {
 		return err
@@ -163,6 +134,28 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 		return err
 	}
 	return s.syncVM(ctx, ns, name)
+}
+
+// handToHandler is virt-controller's write that hands the VMI to
+// virt-handler once its launcher pod runs on node: phase Scheduled,
+// status.nodeName and the kubevirt.io/nodeName label, activePods, Ready from
+// the pod, qosClass, launcher image, and the Multus interfaces.
+func (s *Simulator) handToHandler(vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, pods []corev1.Pod, node string, now metav1.Time) {
+	setVMIPhase(vmi, kubevirtv1.Scheduled, now)
+	vmi.Status.NodeName = node
+	setLabel(vmi, kubevirtv1.NodeNameLabel, node)
+	syncActivePods(vmi, pods)
+	removeVMICond(vmi, kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled))
+	removeVMICond(vmi, kubevirtv1.VirtualMachineInstanceSynchronized)
+	syncReady(vmi, pod, now)
+	vmi.Status.QOSClass = ptr.To(pod.Status.QOSClass)
+	if *vmi.Status.QOSClass == "" {
+		vmi.Status.QOSClass = ptr.To(corev1.PodQOSBurstable)
+	}
+	vmi.Status.LauncherContainerImageVersion = s.LauncherImage
+	vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
+	vmi.Status.RuntimeUser = 107
+	vmi.Status.Interfaces = mergeInterfaces(vmi, pod, false, false)
 }
 
 // StartDomain is virt-handler starting the domain: phase Running with the
@@ -180,29 +173,37 @@ func (s *Simulator) StartDomain(ctx context.Context, ns, name string) error {
 	}
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMIPhase(vmi, kubevirtv1.Running, now)
-		for _, c := range migratableConditions(vmi) {
-			setVMICond(vmi, c, now)
-		}
+		domainStarted(vmi, now)
 		vmi.Status.Interfaces = mergeInterfaces(vmi, pod, true, false)
-		vmi.Status.Machine = &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}
-		vmi.Status.CurrentCPUTopology = &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1}
-		if g := vmi.Spec.Domain.Memory; g != nil && g.Guest != nil {
-			vmi.Status.Memory = &kubevirtv1.MemoryStatus{GuestAtBoot: g.Guest, GuestCurrent: g.Guest, GuestRequested: g.Guest}
-		}
-		vmi.Status.MigrationMethod = kubevirtv1.LiveMigration
-		for _, v := range vmi.Spec.Volumes {
-			if v.ContainerDisk != nil {
-				vmi.Status.MigrationMethod = kubevirtv1.BlockMigration
-			}
-		}
-		vmi.Status.SelinuxContext = "none"
-		vmi.Status.VolumeStatus = volumeStatus(vmi)
 		return nil
 	}); err != nil {
 		return err
 	}
 	return s.controllerSync(ctx, ns, name)
+}
+
+// domainStarted is what virt-handler writes into the VMI when the domain
+// starts, but for the interfaces (mergeInterfaces): phase Running, the
+// LiveMigratable and StorageLiveMigratable conditions, machine type, CPU
+// topology, memory, migration method, SELinux context and volume targets.
+func domainStarted(vmi *kubevirtv1.VirtualMachineInstance, now metav1.Time) {
+	setVMIPhase(vmi, kubevirtv1.Running, now)
+	for _, c := range migratableConditions(vmi) {
+		setVMICond(vmi, c, now)
+	}
+	vmi.Status.Machine = &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}
+	vmi.Status.CurrentCPUTopology = &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1}
+	if g := vmi.Spec.Domain.Memory; g != nil && g.Guest != nil {
+		vmi.Status.Memory = &kubevirtv1.MemoryStatus{GuestAtBoot: g.Guest, GuestCurrent: g.Guest, GuestRequested: g.Guest}
+	}
+	vmi.Status.MigrationMethod = kubevirtv1.LiveMigration
+	for _, v := range vmi.Spec.Volumes {
+		if v.ContainerDisk != nil {
+			vmi.Status.MigrationMethod = kubevirtv1.BlockMigration
+		}
+	}
+	vmi.Status.SelinuxContext = "none"
+	vmi.Status.VolumeStatus = volumeStatus(vmi)
 }
 
 // ConnectAgent is the guest agent connecting: virt-handler adds

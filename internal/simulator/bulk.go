@@ -154,10 +154,7 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 	if err != nil {
 		return err
 	}
-	if err := s.bindPod(ctx, pod, node); err != nil {
-		return err
-	}
-	podIP, hostIP, err := s.wirePod(ctx, ns, pod.Name, node, vmi)
+	podIP, hostIP, err := s.placePod(ctx, pod, node, vmi)
 	if err != nil {
 		return err
 	}
@@ -178,42 +175,14 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 	addFinalizer(vmi, kubevirtv1.VirtualMachineInstanceFinalizer)
 	setVMIPhase(vmi, kubevirtv1.Pending, now)
 	setVMIPhase(vmi, kubevirtv1.Scheduling, now)
-	setVMIPhase(vmi, kubevirtv1.Scheduled, now)
-	vmi.Status.NodeName = node
-	setLabel(vmi, kubevirtv1.NodeNameLabel, node)
-	syncActivePods(vmi, pods)
-	syncReady(vmi, pod, now)
-	vmi.Status.QOSClass = ptr.To(pod.Status.QOSClass)
-	if *vmi.Status.QOSClass == "" {
-		vmi.Status.QOSClass = ptr.To(corev1.PodQOSBurstable)
-	}
-	vmi.Status.LauncherContainerImageVersion = s.LauncherImage
-	vmi.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
-	vmi.Status.RuntimeUser = 107
-	vmi.Status.Interfaces = mergeInterfaces(vmi, pod, false, false)
+	s.handToHandler(vmi, pod, pods, node, now)
 	if err := s.Client.Update(ctx, vmi, client.FieldOwner(managerVirtController)); err != nil {
 		return fmt.Errorf("updating VMI %s/%s as %s: %w", ns, name, managerVirtController, err)
 	}
 
 	// virt-handler: the domain runs (StartDomain) and, with a guest agent,
 	// the agent connects (ConnectAgent).
-	setVMIPhase(vmi, kubevirtv1.Running, now)
-	for _, c := range migratableConditions(vmi) {
-		setVMICond(vmi, c, now)
-	}
-	vmi.Status.Machine = &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}
-	vmi.Status.CurrentCPUTopology = &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1}
-	if g := vmi.Spec.Domain.Memory; g != nil && g.Guest != nil {
-		vmi.Status.Memory = &kubevirtv1.MemoryStatus{GuestAtBoot: g.Guest, GuestCurrent: g.Guest, GuestRequested: g.Guest}
-	}
-	vmi.Status.MigrationMethod = kubevirtv1.LiveMigration
-	for _, v := range vmi.Spec.Volumes {
-		if v.ContainerDisk != nil {
-			vmi.Status.MigrationMethod = kubevirtv1.BlockMigration
-		}
-	}
-	vmi.Status.SelinuxContext = "none"
-	vmi.Status.VolumeStatus = volumeStatus(vmi)
+	domainStarted(vmi, now)
 	if sp.GuestAgent {
 		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
 			Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,10 +210,7 @@ func (s *Simulator) FailScheduling(ctx context.Context, ns, name, reason string)
 		if err != nil {
 			return err
 		}
-		if err := s.bindPod(ctx, pod, node); err != nil {
-			return err
-		}
-		podIP, hostIP, err := s.wirePod(ctx, ns, pod.Name, node, vmi)
+		podIP, hostIP, err := s.placePod(ctx, pod, node, vmi)
 		if err != nil {
 			return err
 		}
@@ -221,10 +219,7 @@ func (s *Simulator) FailScheduling(ctx context.Context, ns, name, reason string)
 			return err
 		}
 		if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-			setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse,
-				Reason: reason, Message: msg, LastTransitionTime: now,
-			}, now)
+			notSynchronized(vmi, reason, msg, now)
 			return nil
 		}); err != nil {
 			return err
@@ -246,16 +241,22 @@ func (s *Simulator) FailScheduling(ctx context.Context, ns, name, reason string)
 		}
 		if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 			setVMIPhase(vmi, kubevirtv1.Pending, now)
-			setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse,
-				Reason: reason, Message: msg, LastTransitionTime: now,
-			}, now)
+			notSynchronized(vmi, reason, msg, now)
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
 	return s.syncVM(ctx, ns, name)
+}
+
+// notSynchronized is virt-controller's Synchronized=False condition on the
+// VMI, with the reason it could not go on.
+func notSynchronized(vmi *kubevirtv1.VirtualMachineInstance, reason, msg string, now metav1.Time) {
+	setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstanceSynchronized, Status: corev1.ConditionFalse,
+		Reason: reason, Message: msg, LastTransitionTime: now,
+	}, now)
 }
 
 // ensurePendingLauncher returns the VMI's unbound launcher pod, creating it
@@ -297,9 +298,11 @@ func (s *Simulator) imagePullFails(ctx context.Context, ns, pod, podIP, hostIP, 
 		p.Status.HostIP, p.Status.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
 		p.Status.PodIP, p.Status.PodIPs = podIP, []corev1.PodIP{{IP: podIP}}
 		p.Status.StartTime = &now
+		// An init container that fails to pull holds back the ones after
+		// it and every container (PodInitializing); a container that fails
+		// waits with reason while the others are being created.
 		failed := ""
-		p.Status.InitContainerStatuses = nil
-		for _, c := range p.Spec.InitContainers {
+		status := func(c corev1.Container, init bool) corev1.ContainerStatus {
 			cs := s.containerStatus(c, now)
 			cs.ImageID, cs.ContainerID = "", ""
 			cs.Started = ptr.To(false)
@@ -307,29 +310,26 @@ func (s *Simulator) imagePullFails(ctx context.Context, ns, pod, podIP, hostIP, 
 			case failed != "":
 				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
 			case c.Image == image:
-				failed = c.Name
+				if init {
+					failed = c.Name
+				}
 				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
-			default:
+			case init:
 				cs = s.containerStatus(c, now)
 				cs.Started = ptr.To(false)
 				cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now, ContainerID: cs.ContainerID}}
-			}
-			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, cs)
-		}
-		p.Status.ContainerStatuses = nil
-		for _, c := range p.Spec.Containers {
-			cs := s.containerStatus(c, now)
-			cs.ImageID, cs.ContainerID = "", ""
-			cs.Started = ptr.To(false)
-			switch {
-			case failed != "":
-				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
-			case c.Image == image:
-				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
 			default:
 				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 			}
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, cs)
+			return cs
+		}
+		p.Status.InitContainerStatuses = nil
+		for _, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, status(c, true))
+		}
+		p.Status.ContainerStatuses = nil
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, status(c, false))
 		}
 		setPodCond(p, corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue}, now)
 		if failed != "" {

@@ -297,10 +297,7 @@ func (m *Migration) toScheduled(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := m.s.bindPod(ctx, pod, m.TargetNode); err != nil {
-		return err
-	}
-	podIP, hostIP, err := m.s.wirePod(ctx, m.Namespace, pod.Name, m.TargetNode, vmi)
+	podIP, hostIP, err := m.s.placePod(ctx, pod, m.TargetNode, vmi)
 	if err != nil {
 		return err
 	}

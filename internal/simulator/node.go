@@ -219,36 +219,18 @@ func (s *Simulator) LoseNode(ctx context.Context, node string) error {
 	}); err != nil {
 		return err
 	}
-	pods, err := s.podsOnNode(ctx, node)
-	if err != nil {
-		return err
+	running := func(p *corev1.Pod) bool {
+		return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 	}
-	vmis := map[client.ObjectKey]bool{}
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	return s.updatePodsOnNode(ctx, node, managerNodeLifecycle, running, func(p *corev1.Pod) error {
+		if c := podCond(p, corev1.PodReady); c != nil && c.Status != corev1.ConditionFalse {
+			c.Status = corev1.ConditionFalse
+			c.Reason = ""
+			c.Message = ""
+			c.LastTransitionTime = now
 		}
-		if _, err := s.updatePodStatus(ctx, p.Namespace, p.Name, managerNodeLifecycle, func(p *corev1.Pod) error {
-			if c := podCond(p, corev1.PodReady); c != nil && c.Status != corev1.ConditionFalse {
-				c.Status = corev1.ConditionFalse
-				c.Reason = ""
-				c.Message = ""
-				c.LastTransitionTime = now
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if vmi := p.Annotations[kubevirtv1.DomainAnnotation]; vmi != "" {
-			vmis[key(p.Namespace, vmi)] = true
-		}
-	}
-	for _, k := range sortedKeys(vmis) {
-		if err := s.controllerSync(ctx, k.Namespace, k.Name); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // RecoverNode brings a lost node back: the kubelet posts Ready=True again,
@@ -294,19 +276,28 @@ func (s *Simulator) RecoverNode(ctx context.Context, node string) error {
 		return err
 	}
 	// The kubelet reports its pods again; virt-controller follows.
+	live := func(p *corev1.Pod) bool { return !podDone(p) && p.DeletionTimestamp == nil }
+	return s.updatePodsOnNode(ctx, node, managerKubelet, live, func(p *corev1.Pod) error {
+		kubeletReady(p, now)
+		return nil
+	})
+}
+
+// updatePodsOnNode writes fn into the status of every pod on node that
+// match accepts, as manager; then virt-controller syncs the VMIs of those
+// pods (controllerSync), in name order.
+func (s *Simulator) updatePodsOnNode(ctx context.Context, node, manager string, match func(*corev1.Pod) bool, fn func(*corev1.Pod) error) error {
 	pods, err := s.podsOnNode(ctx, node)
 	if err != nil {
 		return err
 	}
 	vmis := map[client.ObjectKey]bool{}
-	for _, p := range pods {
-		if podDone(&p) || p.DeletionTimestamp != nil {
+	for i := range pods {
+		p := &pods[i]
+		if !match(p) {
 			continue
 		}
-		if _, err := s.updatePodStatus(ctx, p.Namespace, p.Name, managerKubelet, func(p *corev1.Pod) error {
-			kubeletReady(p, now)
-			return nil
-		}); err != nil {
+		if _, err := s.updatePodStatus(ctx, p.Namespace, p.Name, manager, fn); err != nil {
 			return err
 		}
 		if vmi := p.Annotations[kubevirtv1.DomainAnnotation]; vmi != "" {

@@ -314,6 +314,16 @@ func (s *Simulator) wirePod(ctx context.Context, ns, name, node string, vmi *kub
 	return podIP, hostIP, err
 }
 
+// placePod takes a created pod onto node up to its containers:
+// kube-scheduler binds it (bindPod) and Multus wires its sandbox (wirePod).
+// It returns the pod's and the node's addresses.
+func (s *Simulator) placePod(ctx context.Context, pod *corev1.Pod, node string, vmi *kubevirtv1.VirtualMachineInstance) (podIP, hostIP string, err error) {
+	if err := s.bindPod(ctx, pod, node); err != nil {
+		return "", "", err
+	}
+	return s.wirePod(ctx, pod.Namespace, pod.Name, node, vmi)
+}
+
 // runPod is the kubelet starting the pod's containers: phase Running, the
 // init containers done (guest-console-log keeps running as a sidecar), all
 // containers running and ready, and Ready computed with the readiness gate.
@@ -518,10 +528,8 @@ func (s *Simulator) vmiAndLauncher(ctx context.Context, ns, name, step string, p
 	return vmi, pod, nil
 }
 
-// controllerSync is virt-controller's periodic VMI sync: activePods
-// recomputed from the pods it owns (finished pods included, kubevirt#12773)
-// and the Ready condition derived from the current pod; then the VM's
-// status follows.
+// controllerSync is virt-controller's periodic VMI sync (syncPods); a VMI
+// that is gone leaves only the VM's status to follow.
 func (s *Simulator) controllerSync(ctx context.Context, ns, name string) error {
 	vmi, err := s.getVMI(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
@@ -530,12 +538,25 @@ func (s *Simulator) controllerSync(ctx context.Context, ns, name string) error {
 	if err != nil {
 		return err
 	}
+	return s.syncPods(ctx, vmi, "")
+}
+
+// syncPods is virt-controller syncing the VMI with its launcher pods, in
+// one update: the VMI moves to phase (unless it is empty), activePods is
+// recomputed from the pods it owns (finished pods included, kubevirt#12773)
+// and the Ready condition derived from the current pod; then the VM's
+// status follows.
+func (s *Simulator) syncPods(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase) error {
 	pods, err := s.launcherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}
+	ns, name := vmi.Namespace, vmi.Name
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
+		if phase != "" {
+			setVMIPhase(vmi, phase, now)
+		}
 		syncActivePods(vmi, pods)
 		syncReady(vmi, currentPod(vmi, pods), now)
 		return nil

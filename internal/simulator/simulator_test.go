@@ -54,7 +54,7 @@ func controlPlane(t *testing.T) client.Client {
 	envOnce.Do(func() {
 		env, envErr = testenv.Start(testenv.Options{})
 		if envErr == nil {
-			k8s, envErr = client.New(env.Config, client.Options{Scheme: scheme.New()})
+			k8s, envErr = env.Client()
 		}
 	})
 	if envErr != nil {
@@ -97,6 +97,30 @@ func newSim(t *testing.T, opts ...Option) (*Simulator, *fakeClock, string) {
 // nodeName gives each test its own nodes so that losing one affects no
 // other test.
 func nodeName(ns, n string) string { return ns + "-" + n }
+
+// addNode adds the node nodeName(ns, n) and returns its name.
+func addNode(t *testing.T, s *Simulator, ns, n string) string {
+	t.Helper()
+	name := nodeName(ns, n)
+	must(t, s.AddNode(context.Background(), name))
+	return name
+}
+
+// bootVM creates the VM of spec and boots it on node.
+func bootVM(t *testing.T, s *Simulator, spec VMSpec, node string) {
+	t.Helper()
+	must(t, s.CreateVM(context.Background(), spec))
+	must(t, s.Boot(context.Background(), spec.Namespace, spec.Name, node))
+}
+
+// wantGone fails the test, saying what, unless the object ns/name of obj's
+// kind is gone.
+func wantGone(t *testing.T, s *Simulator, ns, name string, obj client.Object, what string) {
+	t.Helper()
+	if err := s.Client.Get(context.Background(), key(ns, name), obj); !apierrors.IsNotFound(err) {
+		t.Errorf("%s: %v", what, err)
+	}
+}
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -164,8 +188,7 @@ func podCondition(p *corev1.Pod, ct corev1.PodConditionType) corev1.PodCondition
 func TestBootStepByStep(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t, WithSeed(7))
-	nodeA := nodeName(ns, "a")
-	must(t, s.AddNode(ctx, nodeA))
+	nodeA := addNode(t, s, ns, "a")
 
 	node := getNode(t, s, nodeA)
 	wantEqual(t, "node heartbeat", node.Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:00:00Z")
@@ -333,10 +356,8 @@ func TestBootStepByStep(t *testing.T) {
 func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA := nodeName(ns, "a")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "gpu", Namespace: ns, HostDevice: true, NonSharedDisk: true}))
-	must(t, s.Boot(ctx, ns, "gpu", nodeA))
+	nodeA := addNode(t, s, ns, "a")
+	bootVM(t, s, VMSpec{Name: "gpu", Namespace: ns, HostDevice: true, NonSharedDisk: true}, nodeA)
 	vmi := getVMI(t, s, ns, "gpu")
 	wantEqual(t, "phase", vmi.Status.Phase, kubevirtv1.Running)
 	lm := cond(vmi, kubevirtv1.VirtualMachineInstanceIsMigratable)
@@ -355,22 +376,16 @@ func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 	wantEqual(t, "EvictionRequested", cond(vmi, kubevirtv1.VirtualMachineInstanceEvictionRequested).Reason, "EvictionRequested")
 
 	// A standalone VMI boots the same way, with no VM.
-	must(t, s.CreateVM(ctx, VMSpec{Name: "bare", Namespace: ns, Standalone: true}))
-	must(t, s.Boot(ctx, ns, "bare", nodeA))
+	bootVM(t, s, VMSpec{Name: "bare", Namespace: ns, Standalone: true}, nodeA)
 	wantEqual(t, "standalone phase", getVMI(t, s, ns, "bare").Status.Phase, kubevirtv1.Running)
-	if err := s.Client.Get(ctx, key(ns, "bare"), &kubevirtv1.VirtualMachine{}); !apierrors.IsNotFound(err) {
-		t.Errorf("standalone VMI has a VM: %v", err)
-	}
+	wantGone(t, s, ns, "bare", &kubevirtv1.VirtualMachine{}, "standalone VMI has a VM")
 }
 
 func TestMigrationSucceeds(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
-	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.AddNode(ctx, nodeB))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
-	must(t, s.Boot(ctx, ns, "vm1", nodeA))
+	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, nodeA)
 	srcPod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
 	multusIP := getVMI(t, s, ns, "vm1").Status.Interfaces[1].IP
 
@@ -450,11 +465,8 @@ func TestMigrationSucceeds(t *testing.T) {
 func TestMigrationFails(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.AddNode(ctx, nodeB))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns}))
-	must(t, s.Boot(ctx, ns, "vm1", nodeA))
+	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
 	m, err := s.Migrate(ctx, ns, "vm1", nodeB, MigrationFails)
 	must(t, err)
@@ -481,11 +493,8 @@ func TestMigrationFails(t *testing.T) {
 func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.AddNode(ctx, nodeB))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns}))
-	must(t, s.Boot(ctx, ns, "vm1", nodeA))
+	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
 	m, err := s.StartMigration(ctx, ns, "vm1", MigrationOptions{Outcome: MigrationTargetUnschedulable, Evacuation: true})
 	must(t, err)
@@ -503,9 +512,7 @@ func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 	// KubeVirt's timeout for an unschedulable target.
 	must(t, m.Fail(ctx, ""))
 	wantEqual(t, "phase after Fail", m.Phase(), kubevirtv1.MigrationFailed)
-	if err := s.Client.Get(ctx, key(ns, m.TargetPod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-		t.Errorf("unscheduled target pod not deleted: %v", err)
-	}
+	wantGone(t, s, ns, m.TargetPod, &corev1.Pod{}, "unscheduled target pod not deleted")
 
 	m, err = s.StartMigration(ctx, ns, "vm1", MigrationOptions{TargetNode: nodeB, Outcome: MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
 	must(t, err)
@@ -521,10 +528,8 @@ func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 func TestStopStartDelete(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA := nodeName(ns, "a")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true}))
-	must(t, s.Boot(ctx, ns, "vm1", nodeA))
+	nodeA := addNode(t, s, ns, "a")
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true}, nodeA)
 	pod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
 
 	must(t, s.RequestStop(ctx, ns, "vm1"))
@@ -541,12 +546,8 @@ func TestStopStartDelete(t *testing.T) {
 	}
 
 	must(t, s.CompleteStop(ctx, ns, "vm1"))
-	if err := s.Client.Get(ctx, key(ns, "vm1"), &kubevirtv1.VirtualMachineInstance{}); !apierrors.IsNotFound(err) {
-		t.Errorf("VMI still there: %v", err)
-	}
-	if err := s.Client.Get(ctx, key(ns, pod.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-		t.Errorf("launcher pod still there: %v", err)
-	}
+	wantGone(t, s, ns, "vm1", &kubevirtv1.VirtualMachineInstance{}, "VMI still there")
+	wantGone(t, s, ns, pod.Name, &corev1.Pod{}, "launcher pod still there")
 	vm = getVM(t, s, ns, "vm1")
 	wantEqual(t, "printableStatus", vm.Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStopped)
 	wantEqual(t, "created", vm.Status.Created, false)
@@ -562,22 +563,15 @@ func TestStopStartDelete(t *testing.T) {
 	must(t, s.Stop(ctx, ns, "halted"))
 
 	must(t, s.DeleteVM(ctx, ns, "vm1"))
-	if err := s.Client.Get(ctx, key(ns, "vm1"), &kubevirtv1.VirtualMachine{}); !apierrors.IsNotFound(err) {
-		t.Errorf("VM still there: %v", err)
-	}
-	if err := s.Client.Get(ctx, key(ns, "vm1"), &kubevirtv1.VirtualMachineInstance{}); !apierrors.IsNotFound(err) {
-		t.Errorf("VMI still there: %v", err)
-	}
+	wantGone(t, s, ns, "vm1", &kubevirtv1.VirtualMachine{}, "VM still there")
+	wantGone(t, s, ns, "vm1", &kubevirtv1.VirtualMachineInstance{}, "VMI still there")
 }
 
 func TestNodeLoss(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
-	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.AddNode(ctx, nodeB))
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns}))
-	must(t, s.Boot(ctx, ns, "vm1", nodeA))
+	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
 	clk.Advance(time.Minute)
 	must(t, s.LoseNode(ctx, nodeA))
@@ -603,9 +597,7 @@ func TestNodeLoss(t *testing.T) {
 	wantEqual(t, "VMI phase", vmi.Status.Phase, kubevirtv1.Failed)
 	wantEqual(t, "VMI reason", vmi.Status.Reason, "NodeUnresponsive")
 	wantEqual(t, "activePods", len(vmi.Status.ActivePods), 0)
-	if err := s.Client.Get(ctx, key(ns, pod.Name), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-		t.Errorf("launcher pod on the dead node still there: %v", err)
-	}
+	wantGone(t, s, ns, pod.Name, &corev1.Pod{}, "launcher pod on the dead node still there")
 	wantEqual(t, "schedulable label", getNode(t, s, nodeA).Labels[kubevirtv1.NodeSchedulable], "false")
 	wantEqual(t, "VM printableStatus", getVM(t, s, ns, "vm1").Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStopped)
 
@@ -618,8 +610,7 @@ func TestNodeLoss(t *testing.T) {
 	wantEqual(t, "recovered schedulable label", node.Labels[kubevirtv1.NodeSchedulable], "true")
 
 	// A VM that lives through a short outage is Ready again afterwards.
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm2", Namespace: ns}))
-	must(t, s.Boot(ctx, ns, "vm2", nodeB))
+	bootVM(t, s, VMSpec{Name: "vm2", Namespace: ns}, nodeB)
 	must(t, s.LoseNode(ctx, nodeB))
 	wantEqual(t, "VMI Ready during the outage", cond(getVMI(t, s, ns, "vm2"), kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionFalse)
 	must(t, s.RecoverNode(ctx, nodeB))
@@ -629,12 +620,10 @@ func TestNodeLoss(t *testing.T) {
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA := nodeName(ns, "a")
-	must(t, s.AddNode(ctx, nodeA))
+	nodeA := addNode(t, s, ns, "a")
 
 	t.Run("pause", func(t *testing.T) {
-		must(t, s.CreateVM(ctx, VMSpec{Name: "paused", Namespace: ns}))
-		must(t, s.Boot(ctx, ns, "paused", nodeA))
+		bootVM(t, s, VMSpec{Name: "paused", Namespace: ns}, nodeA)
 		must(t, s.Pause(ctx, ns, "paused", PausedIOError))
 		vmi := getVMI(t, s, ns, "paused")
 		wantEqual(t, "Paused reason", cond(vmi, kubevirtv1.VirtualMachineInstancePaused).Reason, PausedIOError)
@@ -653,8 +642,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("crash", func(t *testing.T) {
-		must(t, s.CreateVM(ctx, VMSpec{Name: "crash", Namespace: ns}))
-		must(t, s.Boot(ctx, ns, "crash", nodeA))
+		bootVM(t, s, VMSpec{Name: "crash", Namespace: ns}, nodeA)
 		must(t, s.CrashLauncher(ctx, ns, "crash", CrashOOMKilled))
 		vmi := getVMI(t, s, ns, "crash")
 		wantEqual(t, "VMI phase (status lag)", vmi.Status.Phase, kubevirtv1.Running)
@@ -746,9 +734,7 @@ func TestSeedMakesNamesReproducible(t *testing.T) {
 func TestConcurrentBootsWithAnotherWriter(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA, nodeB := nodeName(ns, "a"), nodeName(ns, "b")
-	must(t, s.AddNode(ctx, nodeA))
-	must(t, s.AddNode(ctx, nodeB))
+	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
 	const n = 12
 	for i := range n {
 		must(t, s.CreateVM(ctx, VMSpec{Name: fmt.Sprintf("vm%d", i), Namespace: ns, GuestAgent: i%2 == 0}))
@@ -816,8 +802,7 @@ func TestRequestsPerBoot(t *testing.T) {
 	node := nodeName(ns, "a")
 	must(t, s.AddNode(ctx, node))
 	counter.Reset()
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
-	must(t, s.Boot(ctx, ns, "vm1", node))
+	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, node)
 	snap := counter.Snapshot()
 	writes, reads := 0, 0
 	for k, n := range snap {

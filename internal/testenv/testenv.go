@@ -17,7 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vmobs/vmobs/internal/scheme"
 )
 
 // KubernetesVersion is the version of the control plane `make envtest-bin`
@@ -138,6 +141,12 @@ func (e *Env) RestartAPIServer() error {
 		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
 	return nil
+}
+
+// Client returns a direct client (no cache) to the control plane that knows
+// our types and KubeVirt's, as tests, the demo and the simulator use.
+func (e *Env) Client() (client.WithWatch, error) {
+	return client.NewWithWatch(e.Config, client.Options{Scheme: scheme.New()})
 }
 
 // Kubeconfig writes a kubeconfig for an admin user into path.

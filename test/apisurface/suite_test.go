@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -31,7 +30,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = testenv.Start(testenv.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(env.Kubeconfig(kubeconfig)).To(Succeed())

@@ -28,6 +28,17 @@ func bootHealthy(ns, node string, mods ...func(*simulator.VMSpec)) {
 	Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 }
 
+// migrationWorld is newWorld with a second node, the migration target, and
+// the VM booted healthy on the first.
+func migrationWorld(name string) (ns, target string) {
+	ns, node := newWorld(name)
+	target = node + "-b"
+	Expect(sim.AddNode(ctx, target)).To(Succeed())
+	track(target)
+	bootHealthy(ns, node)
+	return ns, target
+}
+
 // settle waits until the VM's status writes stop changing for two seconds
 // (held writes, coalesced progress), so counts that follow are stable.
 func settle(ns string) int {
@@ -166,11 +177,7 @@ var _ = Describe("A VM's life, observed", func() {
 	})
 
 	It("follows a live migration and names source and target pods", func() {
-		ns, node := newWorld("migrate")
-		target := node + "-b"
-		Expect(sim.AddNode(ctx, target)).To(Succeed())
-		track(target)
-		bootHealthy(ns, node)
+		ns, target := migrationWorld("migrate")
 		seen := recordVerdicts(ns, vm)
 		m, err := sim.StartMigration(ctx, ns, vm, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationSucceeds})
 		Expect(err).NotTo(HaveOccurred())
@@ -208,11 +215,7 @@ var _ = Describe("A VM's life, observed", func() {
 	})
 
 	It("says Degraded, not Failed, when a migration fails and the VM runs on", func() {
-		ns, node := newWorld("migfail")
-		target := node + "-b"
-		Expect(sim.AddNode(ctx, target)).To(Succeed())
-		track(target)
-		bootHealthy(ns, node)
+		ns, target := migrationWorld("migfail")
 		_, err := sim.Migrate(ctx, ns, vm, target, simulator.MigrationFails)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(observation(ns, vm)).Should(And(
@@ -223,11 +226,7 @@ var _ = Describe("A VM's life, observed", func() {
 	})
 
 	It("turns a migration stuck in PreparingTarget Degraded at the phase deadline", func() {
-		ns, node := newWorld("migstuck")
-		target := node + "-b"
-		Expect(sim.AddNode(ctx, target)).To(Succeed())
-		track(target)
-		bootHealthy(ns, node)
+		ns, target := migrationWorld("migstuck")
 		m, err := sim.StartMigration(ctx, ns, vm, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(m.Run(ctx)).To(Succeed())

@@ -21,7 +21,6 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -54,9 +53,8 @@ var (
 	counter  *testenv.RequestCounter
 	registry *prometheus.Registry
 
-	mgrMu     sync.Mutex
-	mgrCancel context.CancelFunc
-	mgrDone   chan error
+	mgrMu sync.Mutex
+	mgr   *app.InProcess
 )
 
 func TestE2E(t *testing.T) {
@@ -72,7 +70,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = testenv.Start(testenv.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	sim = simulator.New(k8s, simulator.WithSeed(7))
 	counter = testenv.NewRequestCounter()
@@ -115,30 +113,23 @@ func startManager() {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	registry = prometheus.NewRegistry()
-	opts := app.Defaults()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.SecureMetrics = false
-	opts.SkipNameValidation = true
+	opts := app.InProcessOptions()
 	opts.Registry = registry
 	opts.Policy = policy
 	opts.EvidenceRefreshInterval = refreshInterval
-	mgr, err := app.NewManager(counter.Wrap(env.Config), opts)
+	var err error
+	mgr, err = app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
 	Expect(err).NotTo(HaveOccurred())
-	mctx, mcancel := context.WithCancel(ctx)
-	mgrCancel = mcancel
-	mgrDone = make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mctx) }()
 }
 
 func stopManager() {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
-	if mgrCancel == nil {
+	if mgr == nil {
 		return
 	}
-	mgrCancel()
-	Eventually(mgrDone, time.Minute).Should(Receive(BeNil()))
-	mgrCancel = nil
+	Expect(mgr.Stop()).To(Succeed())
+	mgr = nil
 }
 
 // newWorld makes a namespace and a node of its own for one scenario, so
@@ -250,7 +241,7 @@ func nodeLost(n *corev1.Node) bool {
 // "overall controlPlane node guest" verdict/reason quadruples: what every
 // watcher (Argo CD, Flux, kube-state-metrics) saw, transient ones included.
 func recordVerdicts(ns, name string) func() []string {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	wc, err := env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(ctx, &v1alpha1.VMObservationList{}, client.InNamespace(ns))
 	Expect(err).NotTo(HaveOccurred())

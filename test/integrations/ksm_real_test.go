@@ -1,7 +1,6 @@
 package integrations
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,24 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
-
-// kubeStateMetrics finds the kube-state-metrics `make kube-state-metrics`
-// builds. A missing binary fails the test: skipping would let the config
-// go untested without anyone noticing.
-func kubeStateMetrics(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("KUBE_STATE_METRICS")
-	if p == "" {
-		p = filepath.Join(repoRoot(t), "bin", "kube-state-metrics")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("kube-state-metrics not found at %s: run `make kube-state-metrics` (hack/build-kube-state-metrics.sh builds it from the Go module proxy) or set KUBE_STATE_METRICS", p)
-	}
-	return p
-}
 
 // ksmSeries is one sample of the text exposition format.
 type ksmSeries struct {
@@ -193,24 +175,6 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestKSMRealBinary runs the real kube-state-metrics (`make
 // kube-state-metrics`, the version pinned in hack/kube-state-metrics/go.mod)
 // with config/kube-state-metrics/vmobservation-crs.yaml against a real API
@@ -218,25 +182,11 @@ func (l *lockedBuffer) String() string {
 // and checks every series it exports for a few VMObservations against what
 // the objects say.
 func TestKSMRealBinary(t *testing.T) {
-	ksm := kubeStateMetrics(t)
+	ksm := builtTool(t, "kube-state-metrics", "KUBE_STATE_METRICS")
 	root := repoRoot(t)
-	start := time.Now()
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	t.Logf("control plane up in %s", time.Since(start).Round(time.Millisecond))
+	env, admin := startControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	admin, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// kube-state-metrics' identity: its ServiceAccount, bound to the
 	// ClusterRole we ship and nothing else.
@@ -328,7 +278,7 @@ func TestKSMRealBinary(t *testing.T) {
 		"--telemetry-host", "127.0.0.1", "--telemetry-port", strconv.Itoa(telemetry),
 	}
 	cmd := exec.Command(ksm, args...)
-	var logs lockedBuffer
+	var logs testenv.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -112,6 +112,27 @@ var metadataSchema = apiextensionsv1.JSONSchemaProps{Type: "object", Properties:
 	"name": {Type: "string"}, "namespace": {Type: "string"}, "generation": {Type: "integer"}, "uid": {Type: "string"},
 }}
 
+// mustSchemaAt is schemaAt that fails the test on a path the schema lacks.
+func mustSchemaAt(t *testing.T, s *apiextensionsv1.JSONSchemaProps, path []string) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	got, bad := schemaAt(s, path)
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	return got
+}
+
+// countTrue counts the conditions that hold.
+func countTrue(conds ...bool) int {
+	n := 0
+	for _, c := range conds {
+		if c {
+			n++
+		}
+	}
+	return n
+}
+
 func TestKubeStateMetricsConfig(t *testing.T) {
 	root := repoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "config", "kube-state-metrics", "vmobservation-crs.yaml"))
@@ -191,18 +212,17 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 			if m.Help == "" {
 				t.Error("no help")
 			}
-			n := 0
+			// A metric has exactly one body, the one its type names.
+			if n := countTrue(m.Each.StateSet != nil, m.Each.Gauge != nil, m.Each.Info != nil); n != 1 {
+				t.Errorf("%d metric bodies", n)
+			}
 			switch strings.ToLower(m.Each.Type) {
 			case "stateset":
 				st := m.Each.StateSet
 				if st == nil {
 					t.Fatal("type StateSet without stateSet")
 				}
-				n++
-				s, bad := schemaAt(schema, append(slices.Clone(st.Path), st.ValueFrom...))
-				if bad != "" {
-					t.Fatal(bad)
-				}
+				s := mustSchemaAt(t, schema, append(slices.Clone(st.Path), st.ValueFrom...))
 				if enum := verdictEnum(s); !slices.Equal(enum, st.List) {
 					t.Errorf("list %v differs from the schema's enum %v", st.List, enum)
 				}
@@ -220,11 +240,7 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 				if g == nil {
 					t.Fatal("type Gauge without gauge")
 				}
-				n++
-				s, bad := schemaAt(schema, g.Path)
-				if bad != "" {
-					t.Fatal(bad)
-				}
+				s := mustSchemaAt(t, schema, g.Path)
 				gauges[strings.Join(append(slices.Clone(g.Path), g.ValueFrom...), ".")] = true
 				var elems []*apiextensionsv1.JSONSchemaProps
 				switch {
@@ -254,17 +270,10 @@ func TestKubeStateMetricsConfig(t *testing.T) {
 				if in == nil {
 					t.Fatal("type Info without info")
 				}
-				n++
-				s, bad := schemaAt(schema, in.Path)
-				if bad != "" {
-					t.Fatal(bad)
-				}
+				s := mustSchemaAt(t, schema, in.Path)
 				checkLabels(t, s, "metric", in.LabelsFromPath)
 			default:
 				t.Fatalf("unknown type %q", m.Each.Type)
-			}
-			if n != 1 {
-				t.Errorf("%d metric bodies", n)
 			}
 		})
 	}

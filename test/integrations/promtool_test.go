@@ -64,22 +64,9 @@ func readPrometheusRule(t *testing.T) ([]byte, []promRuleGroup) {
 	return spec, groups.Groups
 }
 
-// promtool finds the promtool `make promtool` builds.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("PROMTOOL")
-	if p == "" {
-		p = filepath.Join(repoRoot(t), "bin", "promtool")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("promtool not found at %s: run `make promtool` (hack/build-promtool.sh builds it from the Go module proxy) or set PROMTOOL", p)
-	}
-	return p
-}
-
 func runPromtool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(promtool(t), args...)
+	cmd := exec.Command(builtTool(t, "promtool", "PROMTOOL"), args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -45,24 +45,9 @@ var saUser = envtest.User{
 // ServiceAccount through a VM's life, and has the restricted Pod Security
 // admission judge the manager's pod.
 func TestManifestsOnAPIServer(t *testing.T) {
-	start := time.Now()
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	t.Logf("control plane up in %s", time.Since(start).Round(time.Millisecond))
+	env, admin := startControlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-
-	admin, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
@@ -162,24 +147,17 @@ func TestManifestsOnAPIServer(t *testing.T) {
 // VMObservation must appear with a verdict: every read, the status write,
 // the Lease and the Events went through that RBAC.
 func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client.Client, userCfg *rest.Config) {
-	opts := app.Defaults()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.SkipNameValidation = true
-	opts.Registry = prometheus.NewRegistry()
+	opts := app.InProcessOptions()
 	opts.LeaderElection = true
 	opts.LeaderElectionNamespace = systemNS
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 4*time.Second, 3*time.Second, time.Second
 	opts.ReleaseLeaderOnCancel = true
-	mgr, err := app.NewManager(userCfg, opts)
+	mgr, err := app.StartInProcess(ctx, userCfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
 	defer func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := mgr.Stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	}()

@@ -17,7 +17,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -57,7 +55,7 @@ var _ = BeforeSuite(func() {
 	// crash: the restart test needs both kinds of stop to be survivable.
 	env, err = testenv.Start(testenv.Options{CertDir: certDir, StopTimeout: 10 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(env.Config, client.Options{Scheme: scheme.New()})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	sim = simulator.New(k8s, simulator.WithSeed(11))
 })
@@ -94,40 +92,29 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // instance is one running manager.
 type instance struct {
+	*app.InProcess
 	name    string
-	mgr     ctrl.Manager
-	cancel  context.CancelFunc
-	done    chan error
 	breaker *breaker
 	counter *testenv.RequestCounter
 }
 
 // startInstance runs a manager; an empty leaseID turns leader election off.
 func startInstance(name, leaseID string) *instance {
-	in := &instance{name: name, breaker: &breaker{}, counter: testenv.NewRequestCounter(), done: make(chan error, 1)}
-	opts := app.Defaults()
-	opts.MetricsAddr, opts.ProbeAddr, opts.SecureMetrics = "0", "0", false
-	opts.SkipNameValidation = true
-	opts.Registry = prometheus.NewRegistry()
+	in := &instance{name: name, breaker: &breaker{}, counter: testenv.NewRequestCounter()}
+	opts := app.InProcessOptions()
 	opts.LeaderElection = leaseID != ""
 	opts.LeaderElectionID = leaseID
 	opts.LeaderElectionNamespace = "default"
 	opts.ReleaseLeaderOnCancel = true
-	mgr, err := app.NewManager(in.counter.Wrap(in.breaker.wrap(env.Config)), opts)
+	var err error
+	in.InProcess, err = app.StartInProcess(ctx, in.counter.Wrap(in.breaker.wrap(env.Config)), opts)
 	Expect(err).NotTo(HaveOccurred())
-	in.mgr = mgr
-	mctx, mcancel := context.WithCancel(ctx)
-	in.cancel = mcancel
-	go func() { in.done <- mgr.Start(mctx) }()
 	return in
 }
 
 func (in *instance) elected() bool {
-	if in.mgr == nil {
-		return false
-	}
 	select {
-	case <-in.mgr.Elected():
+	case <-in.Elected():
 		return true
 	default:
 		return false
@@ -170,8 +157,8 @@ func failover(fault func(old *instance)) time.Duration {
 	Eventually(a.elected).Should(BeTrue())
 	b := startInstance("b", lease)
 	defer func() {
-		a.cancel()
-		b.cancel()
+		a.Cancel()
+		b.Cancel()
 	}()
 	Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
 	Consistently(b.elected, 2*time.Second).Should(BeFalse())
@@ -190,8 +177,8 @@ func failover(fault func(old *instance)) time.Duration {
 var _ = Describe("Leader election", func() {
 	It("hands over when the leader stops gracefully (lease released)", func() {
 		took := failover(func(old *instance) {
-			old.cancel()
-			Eventually(old.done, 30*time.Second).Should(Receive())
+			old.Cancel()
+			Eventually(old.Done(), 30*time.Second).Should(Receive())
 		})
 		GinkgoWriter.Printf("FAILOVER graceful: %s\n", took)
 		AddReportEntry("failover graceful", took.String())
@@ -210,7 +197,7 @@ var _ = Describe("Conflicts", func() {
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
 		Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
 		in := startInstance("solo", fmt.Sprintf("vmobs-conflicts-%d", time.Now().UnixNano()%100000))
-		defer in.cancel()
+		defer in.Cancel()
 		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
 
 		// The fighter updates (not patches) metadata with the resourceVersion

@@ -87,7 +87,7 @@ var _ = Describe("API server restarts", func() {
 		// for longer than the renew deadline makes controller-runtime give
 		// up the lease and exit (by design: the pod restarts).
 		in := startInstance("restart", "")
-		defer in.cancel()
+		defer in.Cancel()
 		for i := 0; i < vms; i++ {
 			Eventually(observation(ns, name(i))).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
 		}
@@ -128,7 +128,7 @@ var _ = Describe("API server restarts", func() {
 		GinkgoWriter.Printf("RESTARTS done in %s; %d source changes around them\n", time.Since(start), changes)
 
 		select {
-		case err := <-in.done:
+		case err := <-in.Done():
 			Fail(fmt.Sprintf("the manager stopped: %v", err))
 		default:
 		}

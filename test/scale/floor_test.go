@@ -7,10 +7,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -33,23 +31,13 @@ const floorFieldOwner = "vmobs-scale-floor"
 func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Policy, workers int, timeout time.Duration) (total, listed time.Duration, n int, err error) {
 	start := time.Now()
 	var (
-		vms   kubevirtv1.VirtualMachineList
-		vmis  kubevirtv1.VirtualMachineInstanceList
-		migs  kubevirtv1.VirtualMachineInstanceMigrationList
-		pods  corev1.PodList
-		nodes corev1.NodeList
+		lists controllerLists
 		wg    sync.WaitGroup
 		errs  = make(chan error, 5)
 	)
-	for _, l := range []struct {
-		list client.ObjectList
-		opts []client.ListOption
-	}{
-		{&vms, nil}, {&vmis, nil}, {&migs, nil}, {&nodes, nil},
-		{&pods, []client.ListOption{client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}}},
-	} {
+	for _, list := range lists.calls(ctx, c) {
 		wg.Go(func() {
-			if err := c.List(ctx, l.list, l.opts...); err != nil {
+			if err := list(); err != nil {
 				errs <- err
 			}
 		})
@@ -60,23 +48,7 @@ func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Pol
 		return 0, 0, 0, err
 	}
 	listed = time.Since(start)
-	var objs analyze.Objects
-	for i := range vms.Items {
-		objs.VMs = append(objs.VMs, &vms.Items[i])
-	}
-	for i := range vmis.Items {
-		objs.VMIs = append(objs.VMIs, &vmis.Items[i])
-	}
-	for i := range migs.Items {
-		objs.Migrations = append(objs.Migrations, &migs.Items[i])
-	}
-	for i := range pods.Items {
-		objs.Pods = append(objs.Pods, &pods.Items[i])
-	}
-	for i := range nodes.Items {
-		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
-	}
-	groups, _ := analyze.GroupVMs(objs)
+	groups := lists.groups()
 	var todo []*analyze.VMGroup
 	for i := range groups {
 		if isVMNamespace(groups[i].Namespace) {

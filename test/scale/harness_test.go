@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -60,7 +60,7 @@ func TestScale(t *testing.T) {
 	if err := e.Kubeconfig(r.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	r.c, err = client.NewWithWatch(e.Config, client.Options{Scheme: scheme.New()})
+	r.c, err = e.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,15 +171,15 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	counter := testenv.NewRequestCounter()
 	wl := &writeLog{dropEvents: cfg.NoEvents}
 	mcfg := wl.Wrap(counter.Wrap(r.env.Config))
-	start := func() *inProcess {
-		m, err := startManager(ctx, mcfg, managerOptions(cfg, true))
+	start := func() *app.InProcess {
+		m, err := app.StartInProcess(ctx, mcfg, managerOptions(cfg, true))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	stop := func(m *inProcess) {
-		if err := m.stop(); err != nil {
+	stop := func(m *app.InProcess) {
+		if err := m.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}

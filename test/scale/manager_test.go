@@ -2,7 +2,6 @@ package scale
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/vmobs/vmobs/internal/app"
@@ -18,46 +16,16 @@ import (
 )
 
 // managerOptions are the options `vmobs manager` runs with (app.Defaults),
-// with what an in-process or child run must change: no metrics or probe
-// listeners, a private metrics registry, and the run's refresh interval.
+// with what an in-process or child run must change (app.InProcessOptions:
+// no metrics or probe listeners, a private metrics registry) and the run's
+// refresh interval.
 func managerOptions(cfg config, trim bool) app.Options {
-	opts := app.Defaults()
-	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
-	opts.SecureMetrics = false
-	opts.SkipNameValidation = true
-	opts.Registry = prometheus.NewRegistry()
+	opts := app.InProcessOptions()
 	opts.TrimCache = trim
 	if cfg.Refresh > 0 {
 		opts.EvidenceRefreshInterval = cfg.Refresh
 	}
 	return opts
-}
-
-// inProcess is a manager running in this process.
-type inProcess struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func startManager(ctx context.Context, restCfg *rest.Config, opts app.Options) (*inProcess, error) {
-	mgr, err := app.NewManager(restCfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	m := &inProcess{cancel: cancel, done: make(chan error, 1)}
-	go func() { m.done <- mgr.Start(mctx) }()
-	return m, nil
-}
-
-func (m *inProcess) stop() error {
-	m.cancel()
-	select {
-	case err := <-m.done:
-		return err
-	case <-time.After(time.Minute):
-		return fmt.Errorf("the manager did not stop within a minute")
-	}
 }
 
 // writeLog records, with their times, the writes a client makes to

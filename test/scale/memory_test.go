@@ -116,14 +116,12 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
 	opts := managerOptions(config{Refresh: spec.Refresh}, spec.Trim)
-	mgr, err := app.NewManager(cfg, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr, err := app.StartInProcess(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	enc := json.NewEncoder(out)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -181,13 +179,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(time.Minute):
-		return fmt.Errorf("the manager did not stop")
-	}
+	return mgr.Stop()
 }
 
 // cacheSizes estimates what the manager's cache holds, by kind.

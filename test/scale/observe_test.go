@@ -49,38 +49,13 @@ func summarize(st *v1alpha1.VMObservationStatus) summary {
 // `vmobs analyze` groups a dump (internal/analyze, independent of the
 // controller's code). Only VMs in the namespaces keep selects are returned.
 func expected(ctx context.Context, c client.Client, policy verdict.Policy, now time.Time, keep func(ns string) bool) (map[string]summary, map[string]verdict.Input, error) {
-	var (
-		vms   kubevirtv1.VirtualMachineList
-		vmis  kubevirtv1.VirtualMachineInstanceList
-		migs  kubevirtv1.VirtualMachineInstanceMigrationList
-		pods  corev1.PodList
-		nodes corev1.NodeList
-	)
-	for _, l := range []client.ObjectList{&vms, &vmis, &migs, &nodes} {
-		if err := c.List(ctx, l); err != nil {
+	var lists controllerLists
+	for _, list := range lists.calls(ctx, c) {
+		if err := list(); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := c.List(ctx, &pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
-		return nil, nil, err
-	}
-	var objs analyze.Objects
-	for i := range vms.Items {
-		objs.VMs = append(objs.VMs, &vms.Items[i])
-	}
-	for i := range vmis.Items {
-		objs.VMIs = append(objs.VMIs, &vmis.Items[i])
-	}
-	for i := range migs.Items {
-		objs.Migrations = append(objs.Migrations, &migs.Items[i])
-	}
-	for i := range pods.Items {
-		objs.Pods = append(objs.Pods, &pods.Items[i])
-	}
-	for i := range nodes.Items {
-		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
-	}
-	groups, _ := analyze.GroupVMs(objs)
+	groups := lists.groups()
 	out := make(map[string]summary, len(groups))
 	inputs := make(map[string]verdict.Input, len(groups))
 	for _, g := range groups {
@@ -470,3 +445,44 @@ func deleteObservations(ctx context.Context, c client.Client, namespaces []strin
 
 func isVMNamespace(ns string) bool    { return strings.HasPrefix(ns, "scale-") }
 func isFloorNamespace(ns string) bool { return strings.HasPrefix(ns, "floor-") }
+
+// controllerLists are what the controller's informers list: VMs, VMIs,
+// migrations, nodes and the launcher pods.
+type controllerLists struct {
+	vms   kubevirtv1.VirtualMachineList
+	vmis  kubevirtv1.VirtualMachineInstanceList
+	migs  kubevirtv1.VirtualMachineInstanceMigrationList
+	nodes corev1.NodeList
+	pods  corev1.PodList
+}
+
+// calls returns one LIST a kind into l, each independent of the others, so
+// that they may run in parallel as the informers start.
+func (l *controllerLists) calls(ctx context.Context, c client.Reader) []func() error {
+	return []func() error{
+		func() error { return c.List(ctx, &l.vms) },
+		func() error { return c.List(ctx, &l.vmis) },
+		func() error { return c.List(ctx, &l.migs) },
+		func() error { return c.List(ctx, &l.nodes) },
+		func() error { return c.List(ctx, &l.pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}) },
+	}
+}
+
+// groups groups the listed objects by VM, as `vmobs analyze` does.
+func (l *controllerLists) groups() []analyze.VMGroup {
+	var objs analyze.Objects
+	addAll(&objs, l.vms.Items)
+	addAll(&objs, l.vmis.Items)
+	addAll(&objs, l.migs.Items)
+	addAll(&objs, l.pods.Items)
+	addAll(&objs, l.nodes.Items)
+	groups, _ := analyze.GroupVMs(objs)
+	return groups
+}
+
+// addAll adds a pointer to each item to objs.
+func addAll[T any](objs *analyze.Objects, items []T) {
+	for i := range items {
+		objs.Add(&items[i])
+	}
+}

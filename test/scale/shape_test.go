@@ -14,7 +14,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -26,7 +25,7 @@ import (
 func TestBulkMatchesBoot(t *testing.T) {
 	e := controlPlane(t)
 	ctx := context.Background()
-	c, err := client.New(e.Config, client.Options{Scheme: scheme.New()})
+	c, err := e.Client()
 	if err != nil {
 		t.Fatal(err)
 	}

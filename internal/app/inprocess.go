@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// InProcessOptions are Defaults with nothing that listens or registers
+// process-wide: the metrics and probe servers are off, the metrics go to a
+// registry of their own and controller names may repeat. A manager built
+// with them can share its process with other managers: `vmobs demo`, the
+// test suites and the scale harness run it so.
+func InProcessOptions() Options {
+	o := Defaults()
+	o.MetricsAddr, o.ProbeAddr, o.SecureMetrics = "0", "0", false
+	o.SkipNameValidation = true
+	o.Registry = prometheus.NewRegistry()
+	return o
+}
+
+// InProcess is a manager running in a goroutine of this process.
+type InProcess struct {
+	ctrl.Manager
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartInProcess builds the manager and runs it until ctx ends or Cancel
+// or Stop is called.
+func StartInProcess(ctx context.Context, cfg *rest.Config, opts Options) (*InProcess, error) {
+	mgr, err := NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m := &InProcess{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+	return m, nil
+}
+
+// Cancel asks the manager to stop and returns at once.
+func (m *InProcess) Cancel() { m.cancel() }
+
+// Done receives what the manager's Start returned, once it has stopped.
+func (m *InProcess) Done() <-chan error { return m.done }
+
+// Stop cancels the manager and waits, a minute at most, for it to return.
+func (m *InProcess) Stop() error {
+	m.cancel()
+	select {
+	case err := <-m.done:
+		return err
+	case <-time.After(time.Minute):
+		return errors.New("the manager did not stop within a minute")
+	}
+}

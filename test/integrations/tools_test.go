@@ -1,0 +1,50 @@
+package integrations
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// builtTool finds the binary `make <name>` builds into bin/ (with
+// hack/build-<name>.sh, from the Go module proxy), or the one $envVar names.
+// A missing binary fails the test: skipping would let what it checks go
+// untested without anyone noticing.
+func builtTool(t *testing.T, name, envVar string) string {
+	t.Helper()
+	p := os.Getenv(envVar)
+	if p == "" {
+		p = filepath.Join(repoRoot(t), "bin", name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found at %s: run `make %s` (hack/build-%s.sh builds it from the Go module proxy) or set %s", name, p, name, name, envVar)
+	}
+	return p
+}
+
+// startControlPlane starts a control plane of the test's own, stopped when
+// the test ends, and returns it with an admin client.
+func startControlPlane(t *testing.T) (*testenv.Env, client.Client) {
+	t.Helper()
+	start := time.Now()
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	t.Logf("control plane up in %s", time.Since(start).Round(time.Millisecond))
+	admin, err := env.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, admin
+}
