@@ -26,8 +26,8 @@ import (
 // libraries except package, base, table and a reduced os; a built-in one
 // (resource_customizations/) with all of them. Every case runs both ways.
 
-var updateArgoTestdata = flag.Bool("update-argocd-testdata", false,
-	"rewrite config/argocd/.../testdata/*.yaml from the verdict engine's scenarios")
+var update = flag.Bool("update", false,
+	"rewrite config/argocd/.../testdata/*.yaml from the verdict engine's scenarios (make update-golden)")
 
 const argoDir = "config/argocd/observability.vmobs.io/VMObservation"
 
@@ -245,7 +245,7 @@ func TestArgoCDHealthOnEngineOutput(t *testing.T) {
 			}
 		})
 	}
-	if *updateArgoTestdata {
+	if *update {
 		writeArgoTestdata(t)
 	}
 }
@@ -263,7 +263,7 @@ func writeArgoTestdata(t *testing.T) {
 			t.Fatal(err)
 		}
 		header := "# Produced by the verdict engine (test/integrations, scenario " + sc.name + ");\n" +
-			"# regenerate with: go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update-argocd-testdata\n"
+			"# regenerate with: go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update\n"
 		if err := os.WriteFile(filepath.Join(dir, sc.name+".yaml"), append([]byte(header), b...), 0o644); err != nil {
 			t.Fatal(err)
 		}
