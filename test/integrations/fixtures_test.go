@@ -1,6 +1,7 @@
 package integrations
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -45,181 +47,126 @@ const (
 	fxMig     = "kubevirt-evacuation-5hq7t"
 )
 
+// The objects are kvtest's, renamed into the scenarios' namespace and
+// reshaped by the modifiers below into a RHEL VM with one pod network.
+
 func (f fixtures) at(d time.Duration) metav1.Time { return metav1.NewTime(f.now.Add(d)) }
 
-func (f fixtures) vm(rs kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fxVM, Namespace: fxNS, UID: fxVMUID, Generation: 3, CreationTimestamp: f.at(-30 * 24 * time.Hour),
-			Labels: map[string]string{"app": "rhel9-db"},
-		},
-		Spec: kubevirtv1.VirtualMachineSpec{
-			RunStrategy: ptr.To(rs),
-			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io/vm": fxVM}},
-				Spec: kubevirtv1.VirtualMachineInstanceSpec{
-					Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{
-						{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
-					}}},
-					Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
-				},
-			},
-		},
-		Status: kubevirtv1.VirtualMachineStatus{
-			Created: true, Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning, RunStrategy: rs,
-			DesiredGeneration: 3, ObservedGeneration: 3,
-			Conditions: []kubevirtv1.VirtualMachineCondition{
-				{Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionTrue, LastTransitionTime: f.at(-2*time.Hour + 26*time.Second)},
-			},
-		},
+// rename moves an object built by kvtest to the scenarios' names.
+func rename(m *metav1.ObjectMeta, name string, uid types.UID) {
+	m.Namespace, m.Name, m.UID = fxNS, name, uid
+	if m.Labels[kubevirtv1.NodeNameLabel] != "" {
+		m.Labels[kubevirtv1.NodeNameLabel] = fxNodeA
 	}
-	if rs == kubevirtv1.RunStrategyHalted {
-		vm.Status.Created, vm.Status.Ready = false, false
-		vm.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusStopped
-		vm.Status.Conditions = []kubevirtv1.VirtualMachineCondition{{
-			Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse, Reason: "VMINotExists",
-			Message: "VMI does not exist", LastTransitionTime: f.at(-3 * time.Hour),
-		}}
+	if m.Labels["kubevirt.io/vm"] != "" {
+		m.Labels["kubevirt.io/vm"] = fxVM
 	}
-	return vm
+	for i := range m.OwnerReferences {
+		o := &m.OwnerReferences[i]
+		switch o.Kind {
+		case "VirtualMachine":
+			o.Name, o.UID = fxVM, fxVMUID
+		case "VirtualMachineInstance":
+			o.Name, o.UID = fxVM, fxVMIUID
+		}
+	}
 }
 
-// fxRunningVMI has run on worker-0 for two hours with a connected guest
+// podNetworkOnly keeps the masquerade pod network and drops the Multus one.
+func podNetworkOnly(s *kubevirtv1.VirtualMachineInstanceSpec) {
+	s.Domain.Devices.Interfaces = s.Domain.Devices.Interfaces[:1]
+	s.Networks = s.Networks[:1]
+}
+
+func (f fixtures) vm(rs kubevirtv1.VirtualMachineRunStrategy) *kubevirtv1.VirtualMachine {
+	tmpl := kvtest.RunningVMI().Spec
+	podNetworkOnly(&tmpl)
+	mods := []kvtest.VMMod{kvtest.WithRunStrategy(rs), func(vm *kubevirtv1.VirtualMachine) {
+		rename(&vm.ObjectMeta, fxVM, fxVMUID)
+		vm.Generation, vm.CreationTimestamp = 3, kvtest.At(-30*24*time.Hour)
+		vm.Labels = map[string]string{"app": "rhel9-db"}
+		vm.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io/vm": fxVM}},
+			Spec:       tmpl,
+		}
+		vm.Status.DesiredGeneration, vm.Status.ObservedGeneration = 3, 3
+		vm.Status.Conditions[0].LastTransitionTime = kvtest.At(-2*time.Hour + 26*time.Second)
+	}}
+	if rs == kubevirtv1.RunStrategyHalted {
+		mods = append(mods, kvtest.VMStopped(), func(vm *kubevirtv1.VirtualMachine) {
+			vm.Status.Conditions[0].LastTransitionTime = kvtest.At(-3 * time.Hour)
+		})
+	}
+	return kvtest.Retime(kvtest.VM(mods...), f.now)
+}
+
+// runningVMI has run on worker-0 for two hours with a connected guest
 // agent and a masquerade pod network.
 func (f fixtures) runningVMI() *kubevirtv1.VirtualMachineInstance {
-	start := -2 * time.Hour
-	return &kubevirtv1.VirtualMachineInstance{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fxVM, Namespace: fxNS, UID: fxVMIUID, Generation: 9, CreationTimestamp: f.at(start),
-			Labels: map[string]string{kubevirtv1.NodeNameLabel: fxNodeA, "kubevirt.io/vm": fxVM},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: fxVM, UID: fxVMUID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: kubevirtv1.VirtualMachineInstanceSpec{
-			Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Interfaces: []kubevirtv1.Interface{
-				{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
-			}}},
-			Networks: []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
-		},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{
-			NodeName: fxNodeA,
-			Phase:    kubevirtv1.Running,
-			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
-				{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.at(start)},
-				{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.at(start + time.Second)},
-				{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: f.at(start + 18*time.Second)},
-				{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: f.at(start + 25*time.Second)},
-			},
-			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
-				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: f.at(start + 26*time.Second)},
-				{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue, LastTransitionTime: f.at(start + 25*time.Second)},
-				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue,
-					LastProbeTime: f.at(start + 61*time.Second), LastTransitionTime: f.at(start + 61*time.Second)},
-			},
-			ActivePods: map[types.UID]string{fxPodUID: fxNodeA},
-			Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{
-				Name: "default", IP: "10.244.1.17", IPs: []string{"10.244.1.17"}, MAC: "02:3f:9a:00:00:01",
-				InterfaceName: "eth0", InfoSource: "domain, guest-agent", PodInterfaceName: "eth0", QueueCount: 1, LinkState: "up",
-			}},
-			GuestOSInfo: kubevirtv1.VirtualMachineInstanceGuestOSInfo{
+	return kvtest.Retime(kvtest.RunningVMI(
+		kvtest.WithoutCondition(kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable),
+		func(v *kubevirtv1.VirtualMachineInstance) {
+			rename(&v.ObjectMeta, fxVM, fxVMIUID)
+			v.Generation = 9
+			podNetworkOnly(&v.Spec)
+			v.Status.NodeName = fxNodeA
+			v.Status.ActivePods = map[types.UID]string{fxPodUID: fxNodeA}
+			v.Status.Interfaces = v.Status.Interfaces[:1]
+			v.Status.Interfaces[0].IPs = []string{"10.244.1.17"}
+			v.Status.GuestOSInfo = kubevirtv1.VirtualMachineInstanceGuestOSInfo{
 				Name: "Red Hat Enterprise Linux", PrettyName: "Red Hat Enterprise Linux 9.4 (Plow)", Version: "9.4",
 				VersionID: "9.4", KernelRelease: "5.14.0-427.13.1.el9_4.x86_64", Machine: "x86_64", ID: "rhel",
-			},
-			MigrationMethod:               kubevirtv1.LiveMigration,
-			QOSClass:                      ptr.To(corev1.PodQOSBurstable),
-			LauncherContainerImageVersion: "quay.io/kubevirt/virt-launcher:v1.9.0",
-		},
-	}
+			}
+		}), f.now)
 }
 
 func (f fixtures) launcherPod() *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fxPod, Namespace: fxNS, UID: fxPodUID, CreationTimestamp: f.at(-2 * time.Hour),
-			Labels: map[string]string{
-				kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: string(fxVMIUID),
-				"vm.kubevirt.io/name": fxVM, kubevirtv1.VirtualMachineInstanceIDLabel: fxVM, kubevirtv1.NodeNameLabel: fxNodeA,
-			},
-			Annotations: map[string]string{kubevirtv1.DomainAnnotation: fxVM, "kubectl.kubernetes.io/default-container": "compute"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: fxVM, UID: fxVMIUID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName: fxNodeA, RestartPolicy: corev1.RestartPolicyNever,
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: kubevirtv1.VirtualMachineUnpaused}},
-			Containers: []corev1.Container{{
-				Name: "compute", Image: "quay.io/kubevirt/virt-launcher:v1.9.0",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("2294Mi"),
-				}},
-			}},
-		},
-		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{
-				{Type: kubevirtv1.VirtualMachineUnpaused, Status: corev1.ConditionTrue, Reason: "NotPaused", LastTransitionTime: f.at(-2*time.Hour + 10*time.Second)},
-				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: f.at(-2*time.Hour + 8*time.Second)},
-				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: f.at(-2*time.Hour + 17*time.Second)},
-				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: f.at(-2*time.Hour + 17*time.Second)},
-				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: f.at(-2 * time.Hour)},
-			},
-			HostIP: "10.0.0.11", PodIP: "10.244.1.17", PodIPs: []corev1.PodIP{{IP: "10.244.1.17"}},
-			QOSClass: corev1.PodQOSBurstable,
-			ContainerStatuses: []corev1.ContainerStatus{{
-				Name: "compute", Ready: true, Started: ptr.To(true), Image: "quay.io/kubevirt/virt-launcher:v1.9.0",
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: f.at(-2*time.Hour + 9*time.Second)}},
-			}},
-		},
-	}
+	return kvtest.Retime(kvtest.LauncherPod(func(p *corev1.Pod) {
+		rename(&p.ObjectMeta, fxPod, fxPodUID)
+		p.Labels[kubevirtv1.CreatedByLabel] = string(fxVMIUID)
+		p.Labels["vm.kubevirt.io/name"], p.Labels[kubevirtv1.VirtualMachineInstanceIDLabel] = fxVM, fxVM
+		p.Annotations = map[string]string{kubevirtv1.DomainAnnotation: fxVM, "kubectl.kubernetes.io/default-container": "compute"}
+		p.Spec.NodeName = fxNodeA
+		p.Spec.Containers[0].Image = "quay.io/kubevirt/virt-launcher:v1.9.0"
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("2294Mi"),
+		}
+		p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReadyToStartContainers
+		})
+		p.Status.PodIPs = p.Status.PodIPs[:1]
+		p.Status.InitContainerStatuses = nil
+	}), f.now)
 }
 
-// fxNode is a Ready node whose virt-handler last beat `heartbeatAge` ago.
+// node is a Ready node whose virt-handler last beat `heartbeatAge` ago.
 func (f fixtures) node(name string, heartbeatAge time.Duration) *corev1.Node {
-	return &corev1.Node{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, UID: types.UID("node-uid-" + name), CreationTimestamp: f.at(-90 * 24 * time.Hour),
-			Labels:      map[string]string{"kubernetes.io/hostname": name, kubevirtv1.NodeSchedulable: "true"},
-			Annotations: map[string]string{kubevirtv1.VirtHandlerHeartbeat: f.now.Add(-heartbeatAge).Format(time.RFC3339)},
-		},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
-			LastHeartbeatTime: f.at(-20 * time.Second), LastTransitionTime: f.at(-40 * 24 * time.Hour),
-		}}},
-	}
+	return kvtest.Retime(kvtest.Node(name, kvtest.HeartbeatAt(-heartbeatAge), func(n *corev1.Node) {
+		n.Labels = map[string]string{"kubernetes.io/hostname": name, kubevirtv1.NodeSchedulable: "true"}
+		n.Status.Conditions = slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type != corev1.NodeReady
+		})
+	}), f.now)
 }
 
-// fxMigration is an evacuation migration of the VMI from worker-0 to
+// migration is an evacuation migration of the VMI from worker-0 to
 // worker-1 created at `created`, now in phase p since `since`.
 func (f fixtures) migration(p kubevirtv1.VirtualMachineInstanceMigrationPhase, created, since time.Duration) *kubevirtv1.VirtualMachineInstanceMigration {
-	m := &kubevirtv1.VirtualMachineInstanceMigration{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstanceMigration"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fxMig, Namespace: fxNS, UID: fxMigUID, CreationTimestamp: f.at(created), GenerateName: "kubevirt-evacuation-",
-			Labels:      map[string]string{kubevirtv1.MigrationSelectorLabel: fxVM},
-			Annotations: map[string]string{kubevirtv1.EvacuationMigrationAnnotation: fxNodeA},
-		},
-		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: fxVM},
-		Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{
-			Phase: p,
-			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{
-				{Phase: kubevirtv1.MigrationPending, PhaseTransitionTimestamp: f.at(created)},
-			},
-			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{SourcePod: fxPod, SourceNode: fxNodeA},
-		},
-	}
-	if p != kubevirtv1.MigrationPending {
-		m.Status.PhaseTransitionTimestamps = append(m.Status.PhaseTransitionTimestamps,
-			kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: f.at(since)})
-	}
-	return m
+	return kvtest.Retime(kvtest.VMIM(func(m *kubevirtv1.VirtualMachineInstanceMigration) {
+		m.Namespace, m.Name, m.UID, m.CreationTimestamp = fxNS, fxMig, fxMigUID, kvtest.At(created)
+		m.Labels[kubevirtv1.MigrationSelectorLabel] = fxVM
+		m.Annotations[kubevirtv1.EvacuationMigrationAnnotation] = fxNodeA
+		m.Spec.VMIName = fxVM
+		m.Status.Phase = p
+		m.Status.PhaseTransitionTimestamps = []kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{
+			{Phase: kubevirtv1.MigrationPending, PhaseTransitionTimestamp: kvtest.At(created)},
+		}
+		if p != kubevirtv1.MigrationPending {
+			m.Status.PhaseTransitionTimestamps = append(m.Status.PhaseTransitionTimestamps,
+				kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{Phase: p, PhaseTransitionTimestamp: kvtest.At(since)})
+		}
+		m.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{SourcePod: fxPod, SourceNode: fxNodeA}
+	}), f.now)
 }
 
 func (f fixtures) input() verdict.Input {
