@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -31,82 +32,39 @@ func newNamespace() string {
 	return ns.Name
 }
 
-// runningVMI is written the way virt-controller and virt-handler leave a VMI
-// that has migrated once and runs with a guest agent.
+// runningVMI is kvtest's running VMI after one completed live migration to
+// node-b, with a disk that cannot be live migrated and the status fields
+// virt-handler adds (volumes, machine, CPU topology), so that the round trip
+// covers them all.
 func runningVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
-	return &kubevirtv1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"kubevirt.io/nodeName": "node-b"}},
-		Spec: kubevirtv1.VirtualMachineInstanceSpec{
-			Domain: kubevirtv1.DomainSpec{
-				Devices: kubevirtv1.Devices{
-					Interfaces: []kubevirtv1.Interface{
-						{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
-						{Name: "blue", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
-					},
-				},
-			},
-			Networks: []kubevirtv1.Network{
-				{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
-				{Name: "blue", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "blue-net"}}},
-			},
-		},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{
-			Phase:    kubevirtv1.Running,
-			NodeName: "node-b",
-			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
-				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: at(2 * time.Minute)},
-				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue, LastTransitionTime: at(3 * time.Minute)},
-				{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable, Message: "cannot migrate VMI: PVC rootdisk is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", LastTransitionTime: at(time.Minute)},
-				{Type: kubevirtv1.VirtualMachineInstanceConditionType("StorageLiveMigratable"), Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable, LastTransitionTime: at(time.Minute)},
-			},
-			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
-				{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: t0},
-				{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: at(time.Second)},
-				{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: at(40 * time.Second)},
-				{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: at(2 * time.Minute)},
-			},
-			Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{
-				{Name: "default", InterfaceName: "eth0", MAC: "52:54:00:6f:2c:01", IP: "10.0.2.2", IPs: []string{"10.0.2.2", "fd10:0:2::2"}, InfoSource: "domain, guest-agent", QueueCount: 1, PodInterfaceName: "eth0"},
-				{Name: "blue", InterfaceName: "eth1", MAC: "52:54:00:6f:2c:02", IP: "192.168.10.7", IPs: []string{"192.168.10.7"}, InfoSource: "domain, guest-agent, multus-status", QueueCount: 1, PodInterfaceName: "pod16477688c0e"},
-			},
-			GuestOSInfo: kubevirtv1.VirtualMachineInstanceGuestOSInfo{
-				Name: "Fedora Linux", KernelRelease: "6.11.4-301.fc41.x86_64", Version: "41", PrettyName: "Fedora Linux 41 (Cloud Edition)", VersionID: "41", ID: "fedora", Machine: "x86_64",
-			},
-			MigrationState: &kubevirtv1.VirtualMachineInstanceMigrationState{
-				StartTimestamp:                 ptr.To(at(10 * time.Minute)),
-				EndTimestamp:                   ptr.To(at(11 * time.Minute)),
-				TargetNodeDomainReadyTimestamp: ptr.To(at(11 * time.Minute)),
-				TargetNodeDomainDetected:       true,
-				TargetNodeAddress:              "10.244.1.12",
-				TargetDirectMigrationNodePorts: map[string]int{"38091": 0, "44525": 49152},
-				TargetNode:                     "node-b",
-				TargetPod:                      "virt-launcher-vm1-x7k2p",
-				SourceNode:                     "node-a",
-				SourcePod:                      "virt-launcher-vm1-abcde",
-				Completed:                      true,
-				MigrationUID:                   "0d3b5a3c-1f0e-4d5c-9e2a-7b7f0c0e9a11",
-				Mode:                           kubevirtv1.MigrationPreCopy,
-				MigrationPolicyName:            ptr.To("fast-lane"),
-				MigrationNetworkType:           kubevirtv1.MigrationNetworkType("Pod"),
-			},
-			MigrationMethod:               kubevirtv1.LiveMigration,
-			MigrationTransport:            kubevirtv1.MigrationTransportUnix,
-			QOSClass:                      ptr.To(corev1.PodQOSBurstable),
-			LauncherContainerImageVersion: "quay.io/kubevirt/virt-launcher:v1.9.0",
-			ActivePods: map[types.UID]string{
-				"5e1c2b8e-0000-4000-8000-000000000001": "node-a",
-				"5e1c2b8e-0000-4000-8000-000000000002": "node-b",
-			},
-			VolumeStatus: []kubevirtv1.VolumeStatus{
-				{Name: "rootdisk", Target: "vda", Phase: kubevirtv1.VolumeReady, Reason: "VolumeReady"},
-			},
-			VirtualMachineRevisionName: "revision-start-vm-1",
-			RuntimeUser:                107,
-			SelinuxContext:             "none",
-			Machine:                    &kubevirtv1.Machine{Type: "pc-q35-rhel9.4.0"},
-			CurrentCPUTopology:         &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1},
-		},
+	notMigratable := func(t kubevirtv1.VirtualMachineInstanceConditionType, msg string) kvtest.VMIMod {
+		return kvtest.WithCondition(kubevirtv1.VirtualMachineInstanceCondition{
+			Type: t, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable,
+			Message: msg, LastTransitionTime: kvtest.At(-2*time.Hour + 25*time.Second),
+		})
 	}
+	return kvtest.RunningVMI(
+		kvtest.OnTarget,
+		kvtest.MigrationState(func(st *kubevirtv1.VirtualMachineInstanceMigrationState) {
+			st.EndTimestamp, st.TargetNodeDomainReadyTimestamp = kvtest.Atp(-time.Minute), kvtest.Atp(-time.Minute)
+			st.TargetNodeDomainDetected, st.Completed = true, true
+			st.TargetDirectMigrationNodePorts = map[string]int{"38091": 0, "44525": 49152}
+			st.MigrationPolicyName = ptr.To("fast-lane")
+			st.MigrationNetworkType = kubevirtv1.MigrationNetworkType("Pod")
+		}),
+		notMigratable(kubevirtv1.VirtualMachineInstanceIsMigratable, "cannot migrate VMI: PVC rootdisk is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)"),
+		notMigratable(kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable, ""),
+		func(v *kubevirtv1.VirtualMachineInstance) {
+			// A new object: no UID, owner or generation for the API server to refuse.
+			v.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{kubevirtv1.NodeNameLabel: kvtest.NodeB}}
+			v.Status.MigrationTransport = kubevirtv1.MigrationTransportUnix
+			v.Status.ActivePods = map[types.UID]string{kvtest.PodUID: kvtest.NodeA, kvtest.Pod2UID: kvtest.NodeB}
+			v.Status.VolumeStatus = []kubevirtv1.VolumeStatus{{Name: "rootdisk", Target: "vda", Phase: kubevirtv1.VolumeReady, Reason: "VolumeReady"}}
+			v.Status.VirtualMachineRevisionName = "revision-start-vm-1"
+			v.Status.RuntimeUser, v.Status.SelinuxContext = 107, "none"
+			v.Status.Machine = &kubevirtv1.Machine{Type: "pc-q35-rhel9.4.0"}
+			v.Status.CurrentCPUTopology = &kubevirtv1.CPUTopology{Cores: 1, Sockets: 1, Threads: 1}
+		})
 }
 
 func runningVM(ns, name string) *kubevirtv1.VirtualMachine {
