@@ -6,8 +6,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -15,7 +16,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "observability.vmobs.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// It is apimachinery's builder, as in kubebuilder's current scaffold:
+	// controller-runtime's pkg/scheme is deprecated, and an API package
+	// should not need controller-runtime to be imported.
+	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, &VMObservation{}, &VMObservationList{})
+		metav1.AddToGroupVersion(s, GroupVersion)
+		return nil
+	})
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme

@@ -417,7 +417,3 @@ type VMObservationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []VMObservation `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&VMObservation{}, &VMObservationList{})
-}
