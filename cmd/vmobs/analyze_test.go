@@ -69,7 +69,6 @@ func TestAnalyzeCommandJSON(t *testing.T) {
 	if want := []string{"lab/build-runner", "lab/scratch-vmi", "lab/ubuntu-dev"}; !slices.Equal(names, want) {
 		t.Errorf("items = %v, want %v", names, want)
 	}
-
 }
 
 func TestAnalyzeGuestAgentFlag(t *testing.T) {

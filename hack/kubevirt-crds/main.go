@@ -296,69 +296,80 @@ func (g *generator) convert(s spec.Schema, stack []string, path string) (obj, er
 	if typ == "" && len(s.Properties) > 0 {
 		typ = "object"
 	}
-	out := obj{}
 	switch typ {
 	case "":
 		// Untyped (interface{}): any JSON value.
 		return obj{"x-kubernetes-preserve-unknown-fields": true}, nil
 	case "object":
-		out["type"] = "object"
-		if len(s.Properties) > 0 {
-			props := obj{}
-			for _, p := range sortedKeys(s.Properties) {
-				ps, err := g.convert(s.Properties[p], stack, path+"."+p)
-				if err != nil {
-					return nil, err
-				}
-				props[p] = ps
-			}
-			out["properties"] = props
-			if len(s.Required) > 0 {
-				out["required"] = s.Required
-			}
-		} else if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
-			as, err := g.convert(*ap.Schema, stack, path+"[*]")
-			if err != nil {
-				return nil, err
-			}
-			out["additionalProperties"] = as
-		} else {
-			// Free-form map (map[string]interface{} and the like).
-			out["x-kubernetes-preserve-unknown-fields"] = true
-		}
-		if mt, ok := s.Extensions.GetString("x-kubernetes-map-type"); ok && (mt == "atomic" || mt == "granular") {
-			out["x-kubernetes-map-type"] = mt
-		}
+		return g.object(s, stack, path)
 	case "array":
-		var items *spec.Schema
-		if s.Items != nil {
-			if s.Items.Schema != nil {
-				items = s.Items.Schema
-			} else if len(s.Items.Schemas) == 1 {
-				items = &s.Items.Schemas[0]
-			}
-		}
-		if items == nil {
-			return nil, fmt.Errorf("%s: array without a single items schema", path)
-		}
-		is, err := g.convert(*items, stack, path+"[]")
-		if err != nil {
-			return nil, err
-		}
-		out["type"] = "array"
-		out["items"] = is
-		listTypeExtensions(s, is, out)
+		return g.array(s, stack, path)
 	case "string", "integer", "number", "boolean":
-		out["type"] = typ
+		out := obj{"type": typ}
 		if allowedFormats[s.Format] {
 			out["format"] = s.Format
 		}
 		if len(s.Enum) > 0 {
 			out["enum"] = s.Enum
 		}
+		return out, nil
 	default:
 		return nil, fmt.Errorf("%s: unknown type %q", path, typ)
 	}
+}
+
+// object converts an object schema: its properties, or the schema of its
+// map values, or a free-form map.
+func (g *generator) object(s spec.Schema, stack []string, path string) (obj, error) {
+	out := obj{"type": "object"}
+	if len(s.Properties) > 0 {
+		props := obj{}
+		for _, p := range sortedKeys(s.Properties) {
+			ps, err := g.convert(s.Properties[p], stack, path+"."+p)
+			if err != nil {
+				return nil, err
+			}
+			props[p] = ps
+		}
+		out["properties"] = props
+		if len(s.Required) > 0 {
+			out["required"] = s.Required
+		}
+	} else if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
+		as, err := g.convert(*ap.Schema, stack, path+"[*]")
+		if err != nil {
+			return nil, err
+		}
+		out["additionalProperties"] = as
+	} else {
+		// Free-form map (map[string]interface{} and the like).
+		out["x-kubernetes-preserve-unknown-fields"] = true
+	}
+	if mt, ok := s.Extensions.GetString("x-kubernetes-map-type"); ok && (mt == "atomic" || mt == "granular") {
+		out["x-kubernetes-map-type"] = mt
+	}
+	return out, nil
+}
+
+// array converts an array schema with a single items schema.
+func (g *generator) array(s spec.Schema, stack []string, path string) (obj, error) {
+	var items *spec.Schema
+	if s.Items != nil {
+		if s.Items.Schema != nil {
+			items = s.Items.Schema
+		} else if len(s.Items.Schemas) == 1 {
+			items = &s.Items.Schemas[0]
+		}
+	}
+	if items == nil {
+		return nil, fmt.Errorf("%s: array without a single items schema", path)
+	}
+	is, err := g.convert(*items, stack, path+"[]")
+	if err != nil {
+		return nil, err
+	}
+	out := obj{"type": "array", "items": is}
+	listTypeExtensions(s, is, out)
 	return out, nil
 }
 

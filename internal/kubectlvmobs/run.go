@@ -289,7 +289,7 @@ func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map
 				return nil
 			}
 			if ev.Type == watch.Error {
-				return fmt.Errorf("watching VMObservations: %v", apierrors.FromObject(ev.Object))
+				return fmt.Errorf("watching VMObservations: %w", apierrors.FromObject(ev.Object))
 			}
 			o, ok := ev.Object.(*v1alpha1.VMObservation)
 			if !ok || (len(want) > 0 && !want[o.Name]) {

@@ -3,6 +3,7 @@ package kubectlvmobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -246,7 +247,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		kubectl = exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), "vmobs", "no-such-vm", "--kubeconfig", kubeconfig)
 		kubectl.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 		b, err := kubectl.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(b), `"no-such-vm" not found`) {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(b), `"no-such-vm" not found`) {
 			t.Errorf("kubectl vmobs no-such-vm: %v, output %q; want exit 1 and a not-found error", err, b)
 		}
 	})

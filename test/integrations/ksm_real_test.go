@@ -287,9 +287,8 @@ func TestKSMRealBinary(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("kube-state-metrics output:\n%s", logs.String())
+		if err := <-exited; t.Failed() {
+			t.Logf("kube-state-metrics output (%v):\n%s", err, logs.String())
 		}
 	})
 	t.Logf("kube-state-metrics %s", strings.Join(args, " "))

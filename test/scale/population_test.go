@@ -221,12 +221,3 @@ func (w *world) heartbeatAll(ctx context.Context) error {
 	}
 	return nil
 }
-
-// nodeObjects lists the nodes (for the reports).
-func (w *world) nodeCount(ctx context.Context) int {
-	var nodes corev1.NodeList
-	if err := w.c.List(ctx, &nodes); err != nil {
-		return -1
-	}
-	return len(nodes.Items)
-}
