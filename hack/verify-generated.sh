@@ -12,16 +12,12 @@ trap 'rm -rf "$tmp"' EXIT
 # Copy the sources that generate into a scratch tree and regenerate there, so
 # the check never rewrites the working tree.
 mkdir -p "$tmp/tree"
-cp -r go.mod go.sum api hack "$tmp/tree/"
+cp -r go.mod go.sum api hack internal controllers "$tmp/tree/"
 mkdir -p "$tmp/tree/config/crd/bases" "$tmp/tree/config/rbac"
-cp -r internal "$tmp/tree/"
-[ -d controllers ] && cp -r controllers "$tmp/tree/"
 (
   cd "$tmp/tree"
   go tool controller-gen object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
-  paths=(paths="./api/...")
-  [ -d controllers ] && paths+=(paths="./controllers/...")
-  go tool controller-gen rbac:roleName=manager-role crd "${paths[@]}" \
+  go tool controller-gen rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." \
     output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 )
 
@@ -37,12 +33,8 @@ check "$tmp/tree/api/v1alpha1/zz_generated.deepcopy.go" api/v1alpha1/zz_generate
 for f in "$tmp"/tree/config/crd/bases/*.yaml; do
   check "$f" "config/crd/bases/$(basename "$f")"
 done
-if [ -f "$tmp/tree/config/rbac/role.yaml" ]; then
-  check "$tmp/tree/config/rbac/role.yaml" config/rbac/role.yaml
-fi
-if [ -x hack/verify-kubevirt-crds.sh ]; then
-  hack/verify-kubevirt-crds.sh || stale=1
-fi
+check "$tmp/tree/config/rbac/role.yaml" config/rbac/role.yaml
+hack/verify-kubevirt-crds.sh || stale=1
 if [ "$stale" != 0 ]; then
   echo "generated files are stale: run 'make manifests generate kubevirt-crds' and commit the result" >&2
   exit 1
