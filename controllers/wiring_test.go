@@ -25,6 +25,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -35,80 +36,40 @@ import (
 // writes. The suites on a real kube-apiserver (test/e2e) cover the same
 // paths end to end; these run in a second.
 
+// The world is kvtest's: vm1 in prod, its VMI running on node-a, the
+// launcher pod and the node, as the engine's tables build them.
 const (
-	wNS     = "prod"
-	wVM     = "vm1"
-	wNode   = "node-a"
-	wVMUID  = types.UID("vm-uid-1")
-	wVMIUID = types.UID("vmi-uid-1")
+	wNS     = kvtest.Namespace
+	wVM     = kvtest.VMName
+	wNode   = kvtest.NodeA
+	wVMUID  = kvtest.VMUID
+	wVMIUID = kvtest.VMIUID
 )
 
-var wNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var wNow = kvtest.Now
 
 func wVMObj(mods ...func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
-	vm := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: wVMUID, CreationTimestamp: metav1.NewTime(wNow.Add(-time.Hour))},
-		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyAlways)},
-		Status: kubevirtv1.VirtualMachineStatus{Created: true, Ready: true, PrintableStatus: kubevirtv1.VirtualMachineStatusRunning,
-			Conditions: []kubevirtv1.VirtualMachineCondition{{Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionTrue,
-				LastTransitionTime: metav1.NewTime(wNow.Add(-50 * time.Minute))}}},
-	}
-	for _, m := range mods {
-		m(vm)
-	}
-	return vm
+	return apply(kvtest.VM(), mods)
 }
 
 func wVMIObj(mods ...func(*kubevirtv1.VirtualMachineInstance)) *kubevirtv1.VirtualMachineInstance {
-	running := metav1.NewTime(wNow.Add(-50 * time.Minute))
-	vmi := &kubevirtv1.VirtualMachineInstance{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: wVMIUID, CreationTimestamp: metav1.NewTime(wNow.Add(-51 * time.Minute))},
-		Status: kubevirtv1.VirtualMachineInstanceStatus{
-			Phase: kubevirtv1.Running, NodeName: wNode,
-			PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: running}},
-			Conditions: []kubevirtv1.VirtualMachineInstanceCondition{
-				{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue, LastTransitionTime: running},
-				{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue, LastTransitionTime: running},
-			},
-			ActivePods: map[types.UID]string{"pod-uid-1": wNode},
-		},
-	}
-	for _, m := range mods {
-		m(vmi)
-	}
-	return vmi
+	return apply(kvtest.RunningVMI(), mods)
 }
 
 func wPodObj(mods ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "virt-launcher-vm1-abcde", UID: "pod-uid-1",
-			CreationTimestamp: metav1.NewTime(wNow.Add(-51 * time.Minute)),
-			Labels:            map[string]string{kubevirtv1.AppLabel: "virt-launcher", kubevirtv1.CreatedByLabel: string(wVMIUID)},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: wVM, UID: wVMIUID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
-		Spec: corev1.PodSpec{NodeName: wNode},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(wNow.Add(-50 * time.Minute))}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-	}
-	for _, m := range mods {
-		m(p)
-	}
-	return p
+	return apply(kvtest.LauncherPod(), mods)
 }
 
+// wNodeObj carries a resourceVersion: the node fan-out tests compare it.
 func wNodeObj(mods ...func(*corev1.Node)) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: wNode, ResourceVersion: "1",
-			Labels:      map[string]string{kubevirtv1.NodeSchedulable: "true"},
-			Annotations: map[string]string{kubevirtv1.VirtHandlerHeartbeat: wNow.Add(-30 * time.Second).Format(time.RFC3339)}},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}},
-	}
+	return apply(kvtest.Node(wNode, func(n *corev1.Node) { n.ResourceVersion = "1" }), mods)
+}
+
+func apply[T any](obj *T, mods []func(*T)) *T {
 	for _, m := range mods {
-		m(n)
+		m(obj)
 	}
-	return n
+	return obj
 }
 
 // writeLog counts what the reconciler writes, by verb.
@@ -425,7 +386,7 @@ func TestNodeFanOut(t *testing.T) {
 	}
 	notReady := wNodeObj(func(n *corev1.Node) {
 		n.ResourceVersion = "2"
-		n.Status.Conditions[0].Status = corev1.ConditionUnknown
+		kvtest.NodeReady(corev1.ConditionUnknown)(n)
 	})
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: notReady}, q)
 	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{wVM: true, "vm2": true}) {
