@@ -30,11 +30,8 @@ const (
 )
 
 type (
-	vmMod   = kvtest.VMMod
-	vmiMod  = kvtest.VMIMod
-	podMod  = kvtest.PodMod
-	nodeMod = kvtest.NodeMod
-	vmimMod = kvtest.VMIMMod
+	vmMod  = kvtest.VMMod
+	vmiMod = kvtest.VMIMod
 )
 
 var (
