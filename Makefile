@@ -96,6 +96,11 @@ test-reliability: envtest-bin ## Fault injection on the real control plane: lead
 MIXED_PKGS := ./internal/demo ./internal/kubectlvmobs
 CONTROL_PLANE_TESTS := ^(TestDemo|TestPluginAgainstAPIServer)$$
 
+.PHONY: update-golden
+update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Argo CD testdata); review the diff.
+	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs -update
+	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
+
 .PHONY: test-unit
 test-unit: ## Run exactly the tests that need no control plane (and hack/kubevirt-crds' tests).
 	pkgs=$$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \

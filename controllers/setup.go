@@ -196,7 +196,7 @@ func (r *Reconciler) nodeToVMs(ctx context.Context, node string) []reconcile.Req
 
 // updateOnly builds a predicate that passes creates and deletes, and updates
 // for which changed returns true. Resyncs (same resourceVersion) never pass.
-func updateOnly[T client.Object](changed func(old, new T) bool) predicate.Predicate {
+func updateOnly[T client.Object](changed func(older, newer T) bool) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
@@ -243,7 +243,7 @@ func vmChanged() predicate.Predicate {
 	return updateOnly(func(o, n *kubevirtv1.VirtualMachine) bool {
 		return o.UID != n.UID ||
 			!equality.Semantic.DeepEqual(o.Spec.RunStrategy, n.Spec.RunStrategy) ||
-			!equality.Semantic.DeepEqual(o.Spec.Running, n.Spec.Running) || //nolint:staticcheck // KubeVirt still honours spec.running
+			!equality.Semantic.DeepEqual(o.Spec.Running, n.Spec.Running) ||
 			!equality.Semantic.DeepEqual(o.Status, n.Status)
 	})
 }

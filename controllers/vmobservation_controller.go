@@ -26,8 +26,6 @@ import (
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-const ()
-
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=vmobservations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines;virtualmachineinstances;virtualmachineinstancemigrations,verbs=get;list;watch

@@ -283,7 +283,7 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 // The cached VMObservation keeps only the time of our last status write, and
 // lastStatusWrite still reads it.
 func TestTrimmedObservationKeepsTheLastWrite(t *testing.T) {
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:verdict":{}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:status":{"f:verdict":{}}}`)
 	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
 		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
 		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},

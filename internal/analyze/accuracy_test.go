@@ -30,7 +30,6 @@ import (
 // -update) and its "Misses" section argues every case vmobs still
 // gets wrong, and no other.
 
-
 const (
 	corpusDir   = "testdata/real"
 	accuracyDoc = "../../docs/accuracy.md"

@@ -19,7 +19,7 @@ import (
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-// update rewrites the golden files: go test ./internal/analyze -update
+// update rewrites the golden files (go test ./internal/analyze -update).
 var update = flag.Bool("update", false, "rewrite testdata/*/expected.{txt,yaml} and the corpus table in docs/accuracy.md (make update-golden)")
 
 // goldenNow is the --now of every golden case.

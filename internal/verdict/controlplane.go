@@ -113,6 +113,13 @@ func (e *engine) controlPlane() {
 	case lcRunning:
 		e.cpRunning(l)
 	}
+	e.cpAcrossPhases(l)
+}
+
+// cpAcrossPhases runs the control-plane rules that do not depend on the
+// lifecycle branch: the objects they read decide whether they apply.
+func (e *engine) cpAcrossPhases(l *layer) {
+	f := &e.f
 	switch f.lc {
 	case lcPreRunning, lcRunning, lcFailed, lcUnknown:
 		// Rules whose objects exist whatever the phase says: a failed

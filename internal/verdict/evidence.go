@@ -115,16 +115,6 @@ func (l *layer) explainedBy(reasons ...string) {
 	}
 }
 
-// worse says whether the layer has a finding worse than Healthy.
-func (l *layer) worse() bool {
-	for i := 0; i < l.nf; i++ {
-		if l.findings[i].verdict.Severity() > v1alpha1.VerdictHealthy.Severity() {
-			return true
-		}
-	}
-	return false
-}
-
 // severest is the highest severity among the findings, -1 with none.
 func (l *layer) severest() int {
 	s := -1

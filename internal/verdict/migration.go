@@ -290,14 +290,14 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 	m := &f.mig
 	var deadline time.Time
 	var since time.Time
-	switch {
-	case m.phase == kubevirtv1.MigrationPending || m.phase == kubevirtv1.MigrationPhaseUnset:
+	switch m.phase {
+	case kubevirtv1.MigrationPending, kubevirtv1.MigrationPhaseUnset:
 		// A Pending migration is often queued behind KubeVirt's
 		// parallel-migration limits during a drain; KubeVirt times out only
 		// its target pod (kv:pkg/virt-controller/watch/migration/
 		// migration.go handlePendingPodTimeout), which the node layer
 		// judges (TargetPodUnschedulable). No deadline here.
-	case m.phase == kubevirtv1.MigrationRunning:
+	case kubevirtv1.MigrationRunning:
 		// Memory transfer may take long; KubeVirt's progressTimeout and
 		// completionTimeoutPerGiB abort a transfer that stalls. Running is
 		// stuck only once the VMI says the transfer completed and the VMIM

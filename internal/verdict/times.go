@@ -10,9 +10,6 @@ const (
 	// clockSkew is how far ahead of now a timestamp may be before it counts
 	// as in the future: virt-handler stamps with its node's clock.
 	clockSkew = time.Minute
-	// unsetPhaseGrace is how long a new VMI may lack a phase:
-	// virt-controller sets Pending within milliseconds of creation.
-	unsetPhaseGrace = time.Minute
 	// launcherCleanupGrace is how long the source launcher may outlive a
 	// finished migration before two live launchers count as a problem.
 	launcherCleanupGrace = time.Minute
