@@ -58,18 +58,8 @@ func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMO
 	if g.Observation != nil {
 		policy = policy.WithOverrides(g.Observation.Spec.Policy)
 	}
-	in := verdict.Input{
-		Namespace:  g.Namespace,
-		Name:       g.Name,
-		VM:         g.VM,
-		VMI:        g.VMI,
-		Migrations: g.Migrations,
-		Pods:       g.Pods,
-		Nodes:      g.Nodes,
-		Uncaptured: g.Uncaptured,
-		Policy:     policy,
-		Now:        now,
-	}
+	in := g.Input
+	in.Policy, in.Now = policy, now
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("verdict engine failed: %v", r)

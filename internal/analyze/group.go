@@ -16,25 +16,18 @@ import (
 // VMGroup is everything the verdict engine reads about one VM, gathered
 // from the loaded objects as the controller's watches would gather it.
 type VMGroup struct {
-	Namespace, Name string
-	// VM and VMI may each be nil.
-	VM  *kubevirtv1.VirtualMachine
-	VMI *kubevirtv1.VirtualMachineInstance
-	// Migrations whose spec.vmiName is the VMI, oldest first.
-	Migrations []*kubevirtv1.VirtualMachineInstanceMigration
-	// Pods are the virt-launcher pods of the VMI, by name.
-	Pods []*corev1.Pod
-	// Nodes are the Nodes the VMI and the pods name and the input holds.
-	Nodes map[string]*corev1.Node
+	// Input holds the objects as the engine reads them: VM and VMI (each
+	// may be nil), the migrations whose spec.vmiName is the VMI (oldest
+	// first), the launcher pods of the VMI (by name), the Nodes they name
+	// that the input holds, and the kinds the input does not capture.
+	// Observe adds the policy and now.
+	verdict.Input
 	// MissingNodes are the node names the VMI and the pods name but the
 	// input lacks, sorted. The engine reports them (a missing Node).
 	MissingNodes []string
 	// Observation is the VMObservation the input declares for this VM,
 	// if any: its spec.policy overrides apply.
 	Observation *v1alpha1.VMObservation
-	// Uncaptured names the kinds the whole input holds none of: there an
-	// absent pod or Node was not captured, rather than gone.
-	Uncaptured verdict.Uncaptured
 }
 
 // Note is something the grouping or the engine run left out, and why.
@@ -61,8 +54,10 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 		k := nsName{ns, name}
 		g := groups[k]
 		if g == nil {
-			g = &VMGroup{Namespace: ns, Name: name, Nodes: map[string]*corev1.Node{},
-				Uncaptured: verdict.Uncaptured{VMIs: len(objs.VMIs) == 0, Pods: len(objs.Pods) == 0, Nodes: len(objs.Nodes) == 0}}
+			g = &VMGroup{Input: verdict.Input{Namespace: ns, Name: name, Nodes: map[string]*corev1.Node{},
+				// Kinds the whole input holds none of: there an absent
+				// pod or Node was not captured, rather than gone.
+				Uncaptured: verdict.Uncaptured{VMIs: len(objs.VMIs) == 0, Pods: len(objs.Pods) == 0, Nodes: len(objs.Nodes) == 0}}}
 			groups[k] = g
 		}
 		return g

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,24 +61,6 @@ func runPlugin(ctx context.Context, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
 	code := Run(ctx, args, &out, &errOut)
 	return code, out.String(), errOut.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestPluginAgainstAPIServer creates the fixtures on a real kube-apiserver
@@ -190,7 +171,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			reason := fmt.Sprintf("WatchTestReason%d", i)
 			wctx, wcancel := context.WithCancel(ctx)
 			defer wcancel()
-			var out, errOut syncBuffer
+			var out, errOut testenv.LockedBuffer
 			done := make(chan int, 1)
 			go func() {
 				done <- Run(wctx, append(w.args, kc...), &out, &errOut)
