@@ -144,8 +144,13 @@ func (l *layer) context(kind, name, field, value string, t time.Time) {
 	l.push(kind, name, field, value, t, -1)
 }
 
+// unheard is the owner of evidence a finding does not want: the kept
+// previous verdict of a contradiction within its lag grace, whose evidence
+// is the previous status's, not this one's.
+const unheard = -2
+
 func (l *layer) push(kind, name, field, value string, t time.Time, owner int) {
-	if l.ne == maxCollect {
+	if l.ne == maxCollect || owner == unheard {
 		return
 	}
 	l.ev[l.ne] = evidenceItem{kind: kind, name: name, field: field, value: value, t: t, owner: owner}

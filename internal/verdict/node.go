@@ -201,6 +201,9 @@ func (e *engine) contradiction(l *layer, since time.Time, v v1alpha1.Verdict, re
 	l.stale(end)
 	if p := l.prev; p != nil && p.Verdict != "" && p.Reason != "" && p.Verdict.Severity() < v.Severity() {
 		l.add(p.Verdict, p.Reason, p.Message, mtp(p.LastTransitionTime))
+		// The evidence the caller cites next is of the contradiction,
+		// not of the verdict kept.
+		l.cur = unheard
 		return
 	}
 	l.add(v1alpha1.VerdictProgressing, reason,

@@ -722,6 +722,12 @@ func lagSituations() []situation {
 			name:    "migration handoff with a previous Healthy verdict: it is kept",
 			in:      input(handoff, prevHealthy),
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
+			check: func(t *testing.T, r Result) {
+				// The kept verdict does not carry the contradiction's evidence.
+				if hasEvidence(r.Status.Layers.Node, kindPod, podName, "status.phase") {
+					t.Errorf("node evidence %+v", r.Status.Layers.Node.Evidence)
+				}
+			},
 		},
 		{
 			name: "the same contradiction past the grace is a verdict",
