@@ -441,7 +441,11 @@ func (f *facts) selectActive() {
 	var best *corev1.Pod
 	bestLive := false
 	for _, p := range f.pods {
-		if f.isTarget(p) {
+		// The target of a migration in progress is not the active pod,
+		// until the handoff: once the VMI names the target's node, the
+		// target runs the VM (a finished pod of an earlier stay on that
+		// node must not stand in for it).
+		if f.isTarget(p) && (f.nodeName == "" || p.Spec.NodeName != f.nodeName) {
 			continue
 		}
 		if f.nodeName != "" && p.Spec.NodeName != f.nodeName {

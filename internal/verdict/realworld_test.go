@@ -737,6 +737,32 @@ func lagSituations() []situation {
 			node: "Degraded/StatusLagging", guest: "Unknown/NotRunning",
 		},
 		{
+			// The VM migrates back to a node it left before: the launcher of
+			// that earlier stay is still there, Succeeded. At the handoff the
+			// VMI names the node while the VMIM is not final yet.
+			name: "the handoff back to a node with a finished launcher of an earlier stay",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(migrationState(func(st *kubevirtv1.VirtualMachineInstanceMigrationState) {
+					st.Completed, st.EndTimestamp = true, atp(-time.Second)
+				}), onTarget)
+				earlier := targetPod(podPhase(corev1.PodSucceeded), func(p *corev1.Pod) {
+					p.Name, p.UID = "virt-launcher-vm1-earli", "earlier-uid"
+					p.CreationTimestamp = at(-time.Hour)
+					delete(p.Labels, kubevirtv1.MigrationJobLabel)
+				})
+				in.Pods = []*corev1.Pod{launcherPod(), targetPod(), earlier}
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim()}
+			}),
+			node: "Healthy/LauncherRunning",
+			check: func(t *testing.T, r Result) {
+				for _, p := range r.Status.LauncherPods {
+					if p.Name == "virt-launcher-vm1-earli" && p.Role != v1alpha1.RoleStale {
+						t.Errorf("the earlier launcher is %s, want Stale", p.Role)
+					}
+				}
+			},
+		},
+		{
 			name: "the source launcher deleted before the VMI names the target",
 			in: input(handoff, prevHealthy, func(in *Input) {
 				in.Pods = in.Pods[1:]

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -205,6 +206,16 @@ var _ = Describe("A VM's life, observed", func() {
 		// At the handoff the source launcher completes before the VMI names
 		// the target node: status lags, and a successful migration must
 		// not flicker through Unknown or Degraded, nor raise a Warning.
+		Consistently(observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		// And back to the node it left: the finished launcher of that first
+		// stay is still there and must not stand in for the new one.
+		back := strings.TrimSuffix(target, "-b")
+		_, err = sim.Migrate(ctx, ns, vm, back, simulator.MigrationSucceeds)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.NodeName }, Equal(back)),
+		))
 		Consistently(observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		for _, v := range seen() {
 			Expect(v).NotTo(Or(ContainSubstring("Unknown"), ContainSubstring("Degraded"), ContainSubstring("Failed")),
