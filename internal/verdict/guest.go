@@ -54,7 +54,7 @@ func (e *engine) guestLayer() {
 	case lcUnknown:
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether the guest runs", time.Time{})
 	case lcVMIUnseen:
-		e.unseenVMILayer(l, "guest", v1alpha1.ReasonGuestStarting, "the guest")
+		e.unseenVMILayer(l, v1alpha1.ReasonGuestStarting, "the guest")
 	case lcRunning:
 		if e.guestCeiling(l) {
 			return

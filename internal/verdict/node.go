@@ -29,7 +29,7 @@ func (e *engine) nodeLayer() {
 		}
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VM has no VMI yet, so no node", time.Time{})
 	case lcVMIUnseen:
-		e.unseenVMILayer(l, "node", v1alpha1.ReasonNotScheduled, "its launcher pod")
+		e.unseenVMILayer(l, v1alpha1.ReasonNotScheduled, "its launcher pod")
 	case lcSucceeded:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "the guest shut down; nothing runs on a node", f.phaseSince)
 	case lcUnknown:
@@ -105,7 +105,7 @@ func (e *engine) nodeLayer() {
 // printableStatus Running is the launcher's readiness passed up twice, and
 // a VM that is starting has nothing running yet. Otherwise (the controller,
 // whose cache has every VMI) the VMI was just deleted or not seen yet.
-func (e *engine) unseenVMILayer(l *layer, name, progressReason, what string) {
+func (e *engine) unseenVMILayer(l *layer, progressReason, what string) {
 	f := &e.f
 	vm := f.vm
 	ps := vm.Status.PrintableStatus
