@@ -3,45 +3,100 @@ package verdict
 import (
 	"bytes"
 	"testing"
+	"time"
 
-	"github.com/vmobs/vmobs/internal/cachetrim"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
-// trimmed runs the manager's cache transforms on a copy of the input: what
-// the controller's Evaluate sees.
-func trimmed(t *testing.T, in Input) Input {
+// projected runs a copy of the input through the manager's cache: each
+// object through the informers' transform into its projection, and back
+// into the typed object the controller hands the engine. The previous
+// status goes through a VMObservation's projection.
+func projected(t *testing.T, in Input) Input {
 	t.Helper()
 	c := deepCopyInput(in)
-	must := func(_ any, err error) {
+	through := func(o any) any {
+		t.Helper()
+		p, err := projection.Transform(o)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return p
 	}
 	if c.VM != nil {
-		must(cachetrim.VM(c.VM))
+		c.VM = through(c.VM).(*projection.VM).ToVM()
 	}
 	if c.VMI != nil {
-		must(cachetrim.VMI(c.VMI))
+		c.VMI = through(c.VMI).(*projection.VMI).ToVMI()
 	}
-	for _, p := range c.Pods {
-		must(cachetrim.Pod(p))
+	for i, p := range c.Pods {
+		if p != nil {
+			c.Pods[i] = through(p).(*projection.Pod).ToPod()
+		}
 	}
-	for _, n := range c.Nodes {
-		must(cachetrim.Node(n))
+	for i, m := range c.Migrations {
+		if m != nil {
+			c.Migrations[i] = through(m).(*projection.Migration).ToMigration()
+		}
+	}
+	for k, n := range c.Nodes {
+		if n != nil {
+			c.Nodes[k] = through(n).(*projection.Node).ToNode()
+		}
+	}
+	if c.Previous != nil {
+		obs := &v1alpha1.VMObservation{Status: *c.Previous}
+		c.Previous = through(obs).(*projection.Observation).Previous()
 	}
 	return c
 }
 
-// TestCacheTransformsKeepWhatTheEngineReads runs every table case on the
-// objects as the manager's cache holds them: a transform that drops a field
-// the engine reads changes some status here.
-func TestCacheTransformsKeepWhatTheEngineReads(t *testing.T) {
+// TestCacheProjectionsKeepWhatTheEngineReads runs every table case on the
+// objects as the manager's cache holds them, twice: with the case's own
+// previous status, and a minute later with the status it computed as the
+// previous one. A projection that drops a field the engine reads changes
+// some status here.
+func TestCacheProjectionsKeepWhatTheEngineReads(t *testing.T) {
 	for _, c := range allSituations() {
 		t.Run(c.name, func(t *testing.T) {
-			want := mustJSON(t, Evaluate(c.in))
-			if got := mustJSON(t, Evaluate(trimmed(t, c.in))); !bytes.Equal(want, got) {
-				t.Fatalf("the trimmed input gives another status:\nwhole:   %s\ntrimmed: %s", want, got)
-			}
+			same(t, c.in)
+			next := deepCopyInput(c.in)
+			prev := Evaluate(c.in).Status
+			next.Previous = &prev
+			next.Now = c.in.Now.Add(time.Minute)
+			same(t, next)
 		})
+	}
+}
+
+func same(t *testing.T, in Input) {
+	t.Helper()
+	want := mustJSON(t, Evaluate(in))
+	if got := mustJSON(t, Evaluate(projected(t, in))); !bytes.Equal(want, got) {
+		t.Fatalf("the projected input gives another status:\nwhole:     %s\nprojected: %s", want, got)
+	}
+}
+
+// TestTransformNeverPanics feeds the transform objects with nothing set,
+// nil pointers and typed nils: an informer must not crash on them.
+func TestTransformNeverPanics(t *testing.T) {
+	for _, o := range []any{
+		nil, (*corev1.Pod)(nil), &corev1.Pod{}, (*corev1.Node)(nil), &corev1.Node{},
+		(*kubevirtv1.VirtualMachineInstance)(nil), &kubevirtv1.VirtualMachineInstance{},
+		(*kubevirtv1.VirtualMachine)(nil), &kubevirtv1.VirtualMachine{},
+		(*kubevirtv1.VirtualMachineInstanceMigration)(nil), &kubevirtv1.VirtualMachineInstanceMigration{},
+		(*v1alpha1.VMObservation)(nil), &v1alpha1.VMObservation{}, &corev1.ConfigMap{},
+	} {
+		p, err := projection.Transform(o)
+		if err != nil {
+			t.Fatalf("%T: %v", o, err)
+		}
+		if again, _ := projection.Transform(p); again != p {
+			t.Fatalf("%T: a projection must pass the transform unchanged", o)
+		}
 	}
 }

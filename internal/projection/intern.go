@@ -1,0 +1,83 @@
+package projection
+
+import "sync"
+
+// maxInterned bounds each intern table. The values interned are a fleet's
+// vocabulary (condition types and reasons, phases, node, namespace,
+// container and interface names), a few hundred to a few thousand; a
+// cluster with more distinct values than this keeps the excess as plain
+// copies instead of growing the table without end.
+const maxInterned = 1 << 14
+
+// table interns values of T: equal values share one copy, so a field that
+// holds one of a few hundred values costs a pointer, not a copy per object.
+// Entries are never removed; the bound keeps that finite.
+type table[T comparable] struct {
+	mu sync.RWMutex
+	m  map[T]*T
+}
+
+func (t *table[T]) intern(v T) *T {
+	t.mu.RLock()
+	p, ok := t.m[v]
+	t.mu.RUnlock()
+	if ok {
+		return p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.m[v]; ok {
+		return p
+	}
+	p = &v
+	if t.m == nil {
+		t.m = map[T]*T{}
+	}
+	if len(t.m) < maxInterned {
+		t.m[v] = p
+	}
+	return p
+}
+
+var symbols table[string]
+
+// Sym is an interned string: 8 bytes in a projection, and one copy of each
+// value however many objects hold it. The zero Sym is "".
+type Sym struct{ p *string }
+
+// Intern returns the Sym of s.
+func Intern(s string) Sym {
+	if s == "" {
+		return Sym{}
+	}
+	return Sym{symbols.intern(s)}
+}
+
+// String returns the interned value.
+func (s Sym) String() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+
+// optSym is an interned *string-valued field, nil kept apart from "".
+type optSym struct {
+	set bool
+	s   Sym
+}
+
+func internPtr[T ~string](p *T) optSym {
+	if p == nil {
+		return optSym{}
+	}
+	return optSym{set: true, s: Intern(string(*p))}
+}
+
+func symPtr[T ~string](o optSym) *T {
+	if !o.set {
+		return nil
+	}
+	v := T(o.s.String())
+	return &v
+}

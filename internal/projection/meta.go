@@ -1,0 +1,236 @@
+package projection
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Meta is the part of metav1.ObjectMeta vmobs reads: identity, version,
+// creation and deletion, and the labels and annotations of its kind that
+// the engine, the indexes or the predicates read. It implements
+// metav1.Object, so that controller-runtime's event plumbing carries a
+// projection like any object; the setters of what it does not keep drop
+// the value.
+type Meta struct {
+	Name            string
+	Namespace       Sym
+	UID             types.UID
+	ResourceVersion string
+	Generation      int64
+	Created         Time
+	// Deleted is the deletion timestamp; 0 while not being deleted.
+	Deleted     Time
+	Labels      Pairs
+	Annotations Pairs
+}
+
+// Pair is a kept label or annotation.
+type Pair struct {
+	Key   Sym
+	Value string
+}
+
+// Pairs are the kept labels or annotations of an object, in the order of
+// the keys asked for.
+type Pairs []Pair
+
+// keep copies the entries of m whose key is one of keys; values of the keys
+// in vocab are interned.
+func keep(m map[string]string, keys []string, vocab map[string]bool) Pairs {
+	n := 0
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(Pairs, 0, n)
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if vocab[k] {
+				v = Intern(v).String()
+			}
+			out = append(out, Pair{Key: Intern(k), Value: v})
+		}
+	}
+	return out
+}
+
+// Get returns the value of key and whether it is kept.
+func (p Pairs) Get(key string) (string, bool) {
+	for i := range p {
+		if p[i].Key.String() == key {
+			return p[i].Value, true
+		}
+	}
+	return "", false
+}
+
+// Map is p as a map, nil when empty.
+func (p Pairs) Map() map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(p))
+	for _, kv := range p {
+		m[kv.Key.String()] = kv.Value
+	}
+	return m
+}
+
+func metaOf(m *metav1.ObjectMeta, labels, annotations []string, vocab map[string]bool) Meta {
+	return Meta{
+		Name:            m.Name,
+		Namespace:       Intern(m.Namespace),
+		UID:             m.UID,
+		ResourceVersion: m.ResourceVersion,
+		Generation:      m.Generation,
+		Created:         metaTime(m.CreationTimestamp),
+		Deleted:         timePtr(m.DeletionTimestamp),
+		Labels:          keep(m.Labels, labels, vocab),
+		Annotations:     keep(m.Annotations, annotations, vocab),
+	}
+}
+
+// ObjectMeta rebuilds the metav1.ObjectMeta the projection was made from,
+// as far as it was kept.
+func (m *Meta) ObjectMeta() metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace.String(),
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation,
+		CreationTimestamp: m.Created.Meta(),
+		DeletionTimestamp: m.Deleted.Ptr(),
+		Labels:            m.Labels.Map(),
+		Annotations:       m.Annotations.Map(),
+	}
+}
+
+// deepCopy copies what is not shared: the pair slices (strings are
+// immutable, Syms shared by design).
+func (m *Meta) deepCopy() Meta {
+	c := *m
+	c.Labels = clone(m.Labels)
+	c.Annotations = clone(m.Annotations)
+	return c
+}
+
+// clone is slices.Clone that keeps nil and gives exact capacity.
+func clone[S ~[]E, E any](s S) S {
+	if s == nil {
+		return nil
+	}
+	return append(make(S, 0, len(s)), s...)
+}
+
+// GetObjectKind implements runtime.Object: projections carry no type
+// meta, as typed objects from an informer carry none.
+func (m *Meta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// metav1.Object.
+
+func (m *Meta) GetNamespace() string                        { return m.Namespace.String() }
+func (m *Meta) SetNamespace(ns string)                      { m.Namespace = Intern(ns) }
+func (m *Meta) GetName() string                             { return m.Name }
+func (m *Meta) SetName(name string)                         { m.Name = name }
+func (m *Meta) GetGenerateName() string                     { return "" }
+func (m *Meta) SetGenerateName(string)                      {}
+func (m *Meta) GetUID() types.UID                           { return m.UID }
+func (m *Meta) SetUID(uid types.UID)                        { m.UID = uid }
+func (m *Meta) GetResourceVersion() string                  { return m.ResourceVersion }
+func (m *Meta) SetResourceVersion(v string)                 { m.ResourceVersion = v }
+func (m *Meta) GetGeneration() int64                        { return m.Generation }
+func (m *Meta) SetGeneration(g int64)                       { m.Generation = g }
+func (m *Meta) GetSelfLink() string                         { return "" }
+func (m *Meta) SetSelfLink(string)                          {}
+func (m *Meta) GetCreationTimestamp() metav1.Time           { return m.Created.Meta() }
+func (m *Meta) SetCreationTimestamp(t metav1.Time)          { m.Created = metaTime(t) }
+func (m *Meta) GetDeletionTimestamp() *metav1.Time          { return m.Deleted.Ptr() }
+func (m *Meta) SetDeletionTimestamp(t *metav1.Time)         { m.Deleted = timePtr(t) }
+func (m *Meta) GetDeletionGracePeriodSeconds() *int64       { return nil }
+func (m *Meta) SetDeletionGracePeriodSeconds(*int64)        {}
+func (m *Meta) GetLabels() map[string]string                { return m.Labels.Map() }
+func (m *Meta) SetLabels(l map[string]string)               { m.Labels = keepAll(l) }
+func (m *Meta) GetAnnotations() map[string]string           { return m.Annotations.Map() }
+func (m *Meta) SetAnnotations(a map[string]string)          { m.Annotations = keepAll(a) }
+func (m *Meta) GetFinalizers() []string                     { return nil }
+func (m *Meta) SetFinalizers([]string)                      {}
+func (m *Meta) GetOwnerReferences() []metav1.OwnerReference { return nil }
+func (m *Meta) SetOwnerReferences([]metav1.OwnerReference)  {}
+func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return nil
+}
+func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry) {}
+
+// keepAll keeps every entry of m, sorted by key.
+func keepAll(m map[string]string) Pairs {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keep(m, keys, nil)
+}
+
+// OwnerRef is a compact metav1.OwnerReference.
+type OwnerRef struct {
+	APIVersion, Kind Sym
+	Name             string
+	UID              types.UID
+	// Controller and BlockOwnerDeletion: 0 nil, 1 false, 2 true.
+	Controller, BlockOwnerDeletion int8
+}
+
+func ownersOf(refs []metav1.OwnerReference) []OwnerRef {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]OwnerRef, len(refs))
+	for i := range refs {
+		r := &refs[i]
+		out[i] = OwnerRef{
+			APIVersion: Intern(r.APIVersion), Kind: Intern(r.Kind), Name: r.Name, UID: r.UID,
+			Controller: boolPtr(r.Controller), BlockOwnerDeletion: boolPtr(r.BlockOwnerDeletion),
+		}
+	}
+	return out
+}
+
+func ownerRefs(refs []OwnerRef) []metav1.OwnerReference {
+	if len(refs) == 0 {
+		return nil
+	}
+	out := make([]metav1.OwnerReference, len(refs))
+	for i, r := range refs {
+		out[i] = metav1.OwnerReference{
+			APIVersion: r.APIVersion.String(), Kind: r.Kind.String(), Name: r.Name, UID: r.UID,
+			Controller: ptrBool(r.Controller), BlockOwnerDeletion: ptrBool(r.BlockOwnerDeletion),
+		}
+	}
+	return out
+}
+
+func boolPtr(b *bool) int8 {
+	switch {
+	case b == nil:
+		return 0
+	case *b:
+		return 2
+	}
+	return 1
+}
+
+func ptrBool(v int8) *bool {
+	if v == 0 {
+		return nil
+	}
+	b := v == 2
+	return &b
+}

@@ -1,0 +1,199 @@
+package projection
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
+)
+
+var (
+	observationLabels = []string{membership.ManagedByLabel}
+	observationVocab  = map[string]bool{membership.ManagedByLabel: true}
+)
+
+// Observation is a VMObservation as the controller reads it: identity,
+// owners, the managed-by label and the policy overrides; of the status a
+// hash (for the write decision), when vmobs last wrote it (from
+// managedFields), and what the engine, the Events and the metrics read of
+// the previous status. The whole status is not kept: it is as large as
+// the VM's other objects together, and the controller only needs to know
+// whether the status it computes is the one stored.
+type Observation struct {
+	Meta
+	Owners []OwnerRef
+	Policy *v1alpha1.PolicyOverrides
+	// LastWrite is when vmobs last wrote the status (its managedFields
+	// entry for the status subresource): it survives restarts, unlike the
+	// controller's memory, so a restarted controller does not rewrite
+	// every status at once.
+	LastWrite Time
+	// Hash is StatusHash of the stored status, TimelessHash its hash
+	// without evidence times.
+	Hash, TimelessHash uint64
+
+	Verdict Sym
+	// VMIUID is status.vmi.uid: the previous status is of this VMI only if
+	// the UIDs match.
+	VMIUID         types.UID
+	AgentConnected bool
+	HasLayers      bool
+	Layers         [3]Layer // in v1alpha1.LayerNames order
+	Conditions     []Condition
+}
+
+// Layer is what is read of a stored layer: the verdict with its reason,
+// message and transition time (a verdict kept through the lag grace keeps
+// them), and the evidence times the metrics export.
+type Layer struct {
+	Verdict, Reason                       Sym
+	Message                               string
+	LastTransition, EvidenceTime, StaleAt Time
+}
+
+// Condition is what the engine reads of a stored condition: whether its
+// status changed, and since when.
+type Condition struct {
+	Type, Status   Sym
+	LastTransition Time
+}
+
+// FromObservation projects a VMObservation.
+func FromObservation(o *v1alpha1.VMObservation) *Observation {
+	st := &o.Status
+	out := &Observation{
+		Meta:         metaOf(&o.ObjectMeta, observationLabels, nil, observationVocab),
+		Owners:       ownersOf(o.OwnerReferences),
+		Policy:       o.Spec.Policy.DeepCopy(),
+		LastWrite:    timeOf(lastStatusWrite(o)),
+		Hash:         StatusHash(st),
+		TimelessHash: StatusHash(WithoutTimestamps(st)),
+		Verdict:      Intern(string(st.Verdict)),
+	}
+	if st.VMI != nil {
+		out.VMIUID = st.VMI.UID
+	}
+	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
+	if st.Layers != nil {
+		out.HasLayers = true
+		for i, name := range v1alpha1.LayerNames {
+			l := st.Layers.Get(name)
+			out.Layers[i] = Layer{
+				Verdict: Intern(string(l.Verdict)), Reason: Intern(l.Reason), Message: l.Message,
+				LastTransition: timePtr(l.LastTransitionTime), EvidenceTime: timePtr(l.EvidenceTime), StaleAt: timePtr(l.StaleAt),
+			}
+		}
+	}
+	if len(st.Conditions) > 0 {
+		out.Conditions = make([]Condition, len(st.Conditions))
+		for i, c := range st.Conditions {
+			out.Conditions[i] = Condition{Type: Intern(c.Type), Status: Intern(string(c.Status)), LastTransition: metaTime(c.LastTransitionTime)}
+		}
+	}
+	return out
+}
+
+// ToObservation rebuilds the VMObservation as far as it was kept: its
+// status is the previous status as the engine reads it (see Previous).
+func (o *Observation) ToObservation() *v1alpha1.VMObservation {
+	out := &v1alpha1.VMObservation{ObjectMeta: o.ObjectMeta()}
+	out.OwnerReferences = ownerRefs(o.Owners)
+	out.Spec.Policy = o.Policy
+	out.Status = *o.Previous()
+	return out
+}
+
+// Previous is the stored status as far as the engine, the Events and the
+// metrics read it: the overall and per-layer verdicts, the layers'
+// reasons, messages and times, the VMI's UID, whether the agent was
+// connected, and the conditions' statuses and transition times.
+func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
+	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
+	if o.VMIUID != "" {
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID}
+	}
+	if o.AgentConnected {
+		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
+	}
+	if o.HasLayers {
+		st.Layers = &v1alpha1.Layers{}
+		for i, name := range v1alpha1.LayerNames {
+			l := &o.Layers[i]
+			*st.Layers.Get(name) = v1alpha1.LayerStatus{
+				Verdict: v1alpha1.Verdict(l.Verdict.String()), Reason: l.Reason.String(), Message: l.Message,
+				LastTransitionTime: l.LastTransition.Ptr(), EvidenceTime: l.EvidenceTime.Ptr(), StaleAt: l.StaleAt.Ptr(),
+			}
+		}
+	}
+	if len(o.Conditions) > 0 {
+		st.Conditions = make([]metav1.Condition, len(o.Conditions))
+		for i, c := range o.Conditions {
+			st.Conditions[i] = metav1.Condition{
+				Type: c.Type.String(), Status: metav1.ConditionStatus(c.Status.String()), LastTransitionTime: c.LastTransition.Meta(),
+			}
+		}
+	}
+	return st
+}
+
+// GetOwnerReferences implements metav1.Object.
+func (o *Observation) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(o.Owners) }
+
+// DeepCopyObject implements runtime.Object.
+func (o *Observation) DeepCopyObject() runtime.Object {
+	c := *o
+	c.Meta = o.Meta.deepCopy()
+	c.Owners = clone(o.Owners)
+	c.Policy = o.Policy.DeepCopy()
+	c.Conditions = clone(o.Conditions)
+	return &c
+}
+
+// lastStatusWrite is when vmobs last wrote the status, read from the
+// object's managedFields.
+func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
+	var last time.Time
+	for _, mf := range obs.ManagedFields {
+		if mf.Manager == membership.FieldOwner && mf.Subresource == "status" && mf.Time != nil && mf.Time.After(last) {
+			last = mf.Time.Time
+		}
+	}
+	return last
+}
+
+// StatusHash is a hash of the status as it would be written: the write
+// decision compares the hash of the computed status with the stored one's.
+func StatusHash(s *v1alpha1.VMObservationStatus) uint64 {
+	h := fnv.New64a()
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return 0
+	}
+	_, _ = h.Write(raw)
+	return h.Sum64()
+}
+
+// WithoutTimestamps blanks what moves with renewing evidence without
+// changing a verdict: evidence times, staleAt and time-valued evidence.
+func WithoutTimestamps(s *v1alpha1.VMObservationStatus) *v1alpha1.VMObservationStatus {
+	c := s.DeepCopy()
+	if c.Layers == nil {
+		return c
+	}
+	for _, l := range []*v1alpha1.LayerStatus{&c.Layers.ControlPlane, &c.Layers.Node, &c.Layers.Guest} {
+		l.EvidenceTime, l.StaleAt = nil, nil
+		for i := range l.Evidence {
+			l.Evidence[i].Time = nil
+			if _, err := time.Parse(time.RFC3339, l.Evidence[i].Value); err == nil {
+				l.Evidence[i].Value = ""
+			}
+		}
+	}
+	return c
+}

@@ -1,0 +1,81 @@
+package projection
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// VM is a VirtualMachine as the engine reads it: its run strategy (or the
+// deprecated running flag) and the status virt-controller writes of its
+// VMI's life: created, ready, printableStatus, conditions, start failures
+// and pending state change requests.
+type VM struct {
+	Meta
+	RunStrategy     optSym
+	Running         int8 // 0 nil, 1 false, 2 true
+	Created, Ready  bool
+	PrintableStatus Sym
+	Conditions      []Cond
+	StartFailure    *kubevirtv1.VirtualMachineStartFailure
+	// StateChangeRequests keep their action only.
+	StateChangeRequests []kubevirtv1.VirtualMachineStateChangeRequest
+}
+
+// FromVM projects a VM.
+func FromVM(v *kubevirtv1.VirtualMachine) *VM {
+	st := &v.Status
+	out := &VM{
+		Meta:            metaOf(&v.ObjectMeta, nil, nil, nil),
+		RunStrategy:     internPtr(v.Spec.RunStrategy),
+		Running:         boolPtr(v.Spec.Running),
+		Created:         st.Created,
+		Ready:           st.Ready,
+		PrintableStatus: Intern(string(st.PrintableStatus)),
+		Conditions: condsOf(st.Conditions, all, func(c *kubevirtv1.VirtualMachineCondition) Cond {
+			return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
+				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastProbeTime)}
+		}),
+		StartFailure: st.StartFailure.DeepCopy(),
+	}
+	if len(st.StateChangeRequests) > 0 {
+		out.StateChangeRequests = make([]kubevirtv1.VirtualMachineStateChangeRequest, len(st.StateChangeRequests))
+		for i, r := range st.StateChangeRequests {
+			out.StateChangeRequests[i].Action = r.Action
+		}
+	}
+	return out
+}
+
+// ToVM rebuilds the VM as far as it was kept.
+func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
+	out := &kubevirtv1.VirtualMachine{ObjectMeta: v.ObjectMeta()}
+	out.Spec.RunStrategy = symPtr[kubevirtv1.VirtualMachineRunStrategy](v.RunStrategy)
+	out.Spec.Running = ptrBool(v.Running)
+	st := &out.Status
+	st.Created, st.Ready = v.Created, v.Ready
+	st.PrintableStatus = kubevirtv1.VirtualMachinePrintableStatus(v.PrintableStatus.String())
+	if len(v.Conditions) > 0 {
+		st.Conditions = make([]kubevirtv1.VirtualMachineCondition, len(v.Conditions))
+		for i, c := range v.Conditions {
+			st.Conditions[i] = kubevirtv1.VirtualMachineCondition{
+				Type: kubevirtv1.VirtualMachineConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
+				Reason: c.Reason.String(), Message: c.Message,
+				LastTransitionTime: c.LastTransition.Meta(), LastProbeTime: c.LastProbe.Meta(),
+			}
+		}
+	}
+	st.StartFailure = v.StartFailure
+	st.StateChangeRequests = v.StateChangeRequests
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (v *VM) DeepCopyObject() runtime.Object {
+	c := *v
+	c.Meta = v.Meta.deepCopy()
+	c.Conditions = clone(v.Conditions)
+	c.StartFailure = v.StartFailure.DeepCopy()
+	c.StateChangeRequests = clone(v.StateChangeRequests)
+	return &c
+}

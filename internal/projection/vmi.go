@@ -1,0 +1,418 @@
+package projection
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+var vmiAnnotations = []string{kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation}
+
+// VMI is a VirtualMachineInstance as the engine reads it. Of the spec: the
+// interfaces' binding methods, the networks, how many host devices and
+// GPUs, whether there is a readiness probe, the eviction strategy and the
+// termination grace period. Of the status: what the engine reads, the
+// migration state trimmed to its own fields.
+type VMI struct {
+	Meta
+	Interfaces  []SpecInterface
+	Networks    []Network
+	HostDevices uint8 // saturates: the engine asks for > 0
+	GPUs        uint8 // saturates: the engine asks for > 1
+	Probe       bool
+	// GraceSet tells a TerminationGracePeriodSeconds of 0 from none.
+	GraceSet bool
+	Grace    int64
+	Eviction optSym
+
+	Phase, Reason, NodeName, EvacuationNodeName Sym
+	Conditions                                  []Cond
+	PhaseTransitions                            []PhaseTime
+	ActivePods                                  []ActivePod
+	Status                                      []Interface
+	// GuestOSInfo is shared by every VMI with the same guest OS; nil when
+	// empty.
+	GuestOSInfo     *kubevirtv1.VirtualMachineInstanceGuestOSInfo
+	MigrationState  *kubevirtv1.VirtualMachineInstanceMigrationState
+	VolumeStatus    []kubevirtv1.VolumeStatus
+	MigratedVolumes []kubevirtv1.StorageMigratedVolumeInfo
+}
+
+// SpecInterface is a spec interface: its name and binding methods.
+type SpecInterface struct {
+	Name    Sym
+	Plugin  optSym // binding.name, set when a binding plugin is used
+	Binding uint8  // a bit per binding method set
+}
+
+// Binding method bits.
+const (
+	bindBridge uint8 = 1 << iota
+	bindSlirp
+	bindMasquerade
+	bindSRIOV
+	bindMacvtap
+	bindPasst
+)
+
+// Network is a spec network; the pod and Multus sources are shared by
+// every VMI that declares the same.
+type Network struct {
+	Name   Sym
+	Pod    *kubevirtv1.PodNetwork
+	Multus *kubevirtv1.MultusNetwork
+}
+
+var (
+	podNetworks    table[kubevirtv1.PodNetwork]
+	multusNetworks table[kubevirtv1.MultusNetwork]
+	guestOSInfos   table[kubevirtv1.VirtualMachineInstanceGuestOSInfo]
+)
+
+// PhaseTime is a status.phaseTransitionTimestamps entry.
+type PhaseTime struct {
+	Phase Sym
+	At    Time
+}
+
+// ActivePod is a status.activePods entry.
+type ActivePod struct {
+	UID  types.UID
+	Node Sym
+}
+
+// Interface is a status interface.
+type Interface struct {
+	Name Sym
+	IP   string
+	// IPs is nil when it is exactly [IP], as virt-handler writes it for a
+	// single address.
+	IPs                                     []string
+	IPsSame                                 bool
+	MAC                                     string
+	InterfaceName, InfoSource, PodInterface Sym
+	LinkState                               Sym
+}
+
+func specInterfaces(in []kubevirtv1.Interface) []SpecInterface {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]SpecInterface, len(in))
+	for i := range in {
+		s := &in[i]
+		o := &out[i]
+		o.Name = Intern(s.Name)
+		if s.Binding != nil {
+			o.Plugin = optSym{set: true, s: Intern(s.Binding.Name)}
+		}
+		for _, b := range [...]struct {
+			set bool
+			bit uint8
+		}{
+			{s.Bridge != nil, bindBridge}, {s.DeprecatedSlirp != nil, bindSlirp}, {s.Masquerade != nil, bindMasquerade},
+			{s.SRIOV != nil, bindSRIOV}, {s.DeprecatedMacvtap != nil, bindMacvtap}, {s.DeprecatedPasst != nil, bindPasst},
+		} {
+			if b.set {
+				o.Binding |= b.bit
+			}
+		}
+	}
+	return out
+}
+
+func (s *SpecInterface) spec() kubevirtv1.Interface {
+	out := kubevirtv1.Interface{Name: s.Name.String()}
+	if s.Plugin.set {
+		out.Binding = &kubevirtv1.PluginBinding{Name: s.Plugin.s.String()}
+	}
+	m := &out.InterfaceBindingMethod
+	if s.Binding&bindBridge != 0 {
+		m.Bridge = &kubevirtv1.InterfaceBridge{}
+	}
+	if s.Binding&bindSlirp != 0 {
+		m.DeprecatedSlirp = &kubevirtv1.DeprecatedInterfaceSlirp{}
+	}
+	if s.Binding&bindMasquerade != 0 {
+		m.Masquerade = &kubevirtv1.InterfaceMasquerade{}
+	}
+	if s.Binding&bindSRIOV != 0 {
+		m.SRIOV = &kubevirtv1.InterfaceSRIOV{}
+	}
+	if s.Binding&bindMacvtap != 0 {
+		m.DeprecatedMacvtap = &kubevirtv1.DeprecatedInterfaceMacvtap{}
+	}
+	if s.Binding&bindPasst != 0 {
+		m.DeprecatedPasst = &kubevirtv1.DeprecatedInterfacePasst{}
+	}
+	return out
+}
+
+func networks(in []kubevirtv1.Network) []Network {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Network, len(in))
+	for i := range in {
+		n := &in[i]
+		out[i].Name = Intern(n.Name)
+		if n.Pod != nil {
+			out[i].Pod = podNetworks.intern(*n.Pod)
+		}
+		if n.Multus != nil {
+			out[i].Multus = multusNetworks.intern(*n.Multus)
+		}
+	}
+	return out
+}
+
+func interfaces(in []kubevirtv1.VirtualMachineInstanceNetworkInterface) []Interface {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Interface, len(in))
+	for i := range in {
+		s := &in[i]
+		out[i] = Interface{
+			Name: Intern(s.Name), IP: s.IP, MAC: s.MAC, InterfaceName: Intern(s.InterfaceName),
+			InfoSource: Intern(s.InfoSource), PodInterface: Intern(s.PodInterfaceName), LinkState: Intern(s.LinkState),
+		}
+		if len(s.IPs) == 1 && s.IPs[0] == s.IP {
+			out[i].IPsSame = true
+		} else {
+			out[i].IPs = clone(s.IPs)
+		}
+	}
+	return out
+}
+
+func (s *Interface) status() kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	out := kubevirtv1.VirtualMachineInstanceNetworkInterface{
+		Name: s.Name.String(), IP: s.IP, MAC: s.MAC, InterfaceName: s.InterfaceName.String(),
+		InfoSource: s.InfoSource.String(), PodInterfaceName: s.PodInterface.String(), LinkState: s.LinkState.String(),
+		IPs: s.IPs,
+	}
+	if s.IPsSame {
+		out.IPs = []string{s.IP}
+	}
+	return out
+}
+
+// migrationState keeps what the engine reads of a migration state: its
+// identity, nodes, pods, times and outcome.
+func migrationState(s *kubevirtv1.VirtualMachineInstanceMigrationState) *kubevirtv1.VirtualMachineInstanceMigrationState {
+	if s == nil {
+		return nil
+	}
+	return &kubevirtv1.VirtualMachineInstanceMigrationState{
+		StartTimestamp: s.StartTimestamp, EndTimestamp: s.EndTimestamp,
+		TargetNodeDomainReadyTimestamp: s.TargetNodeDomainReadyTimestamp, TargetNodeDomainDetected: s.TargetNodeDomainDetected,
+		TargetNodeAddress: s.TargetNodeAddress, TargetNode: Intern(s.TargetNode).String(), TargetPod: s.TargetPod,
+		SourceNode: Intern(s.SourceNode).String(), SourcePod: s.SourcePod,
+		Completed: s.Completed, Failed: s.Failed, AbortRequested: s.AbortRequested, AbortStatus: s.AbortStatus,
+		FailureReason: s.FailureReason, MigrationUID: s.MigrationUID, Mode: s.Mode,
+	}
+}
+
+// volumes keeps the access modes of the volumes backed by a claim (can the
+// disks follow a migration) and the phase, reason and message of hotplug
+// volumes (did the hotplug fail).
+func volumes(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
+	n := 0
+	for i := range in {
+		if keepVolume(&in[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]kubevirtv1.VolumeStatus, 0, n)
+	for i := range in {
+		v := &in[i]
+		if !keepVolume(v) {
+			continue
+		}
+		k := kubevirtv1.VolumeStatus{Name: v.Name}
+		if c := v.PersistentVolumeClaimInfo; c != nil && len(c.AccessModes) > 0 {
+			k.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{AccessModes: clone(c.AccessModes)}
+		}
+		if v.HotplugVolume != nil {
+			k.HotplugVolume = &kubevirtv1.HotplugVolumeStatus{}
+			k.Phase, k.Reason, k.Message = v.Phase, v.Reason, v.Message
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+func keepVolume(v *kubevirtv1.VolumeStatus) bool {
+	c := v.PersistentVolumeClaimInfo
+	return (c != nil && len(c.AccessModes) > 0) || v.HotplugVolume != nil
+}
+
+// migrated keeps the names of the volumes being migrated, which are exempt
+// from the access-mode check.
+func migrated(in []kubevirtv1.StorageMigratedVolumeInfo) []kubevirtv1.StorageMigratedVolumeInfo {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]kubevirtv1.StorageMigratedVolumeInfo, len(in))
+	for i := range in {
+		out[i].VolumeName = in[i].VolumeName
+	}
+	return out
+}
+
+func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []Cond {
+	return condsOf(in, all, func(c *kubevirtv1.VirtualMachineInstanceCondition) Cond {
+		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
+			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastProbeTime)}
+	})
+}
+
+func sat(n int) uint8 { return uint8(min(n, 255)) }
+
+// FromVMI projects a VMI.
+func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI {
+	spec, st := &v.Spec, &v.Status
+	out := &VMI{
+		Meta:               metaOf(&v.ObjectMeta, nil, vmiAnnotations, nil),
+		Interfaces:         specInterfaces(spec.Domain.Devices.Interfaces),
+		Networks:           networks(spec.Networks),
+		HostDevices:        sat(len(spec.Domain.Devices.HostDevices)),
+		GPUs:               sat(len(spec.Domain.Devices.GPUs)),
+		Probe:              spec.ReadinessProbe != nil,
+		Eviction:           internPtr(spec.EvictionStrategy),
+		Phase:              Intern(string(st.Phase)),
+		Reason:             Intern(st.Reason),
+		NodeName:           Intern(st.NodeName),
+		EvacuationNodeName: Intern(st.EvacuationNodeName),
+		Conditions:         vmiConds(st.Conditions),
+		Status:             interfaces(st.Interfaces),
+		MigrationState:     migrationState(st.MigrationState),
+		VolumeStatus:       volumes(st.VolumeStatus),
+		MigratedVolumes:    migrated(st.MigratedVolumes),
+	}
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		out.GraceSet, out.Grace = true, *g
+	}
+	if len(st.PhaseTransitionTimestamps) > 0 {
+		out.PhaseTransitions = make([]PhaseTime, len(st.PhaseTransitionTimestamps))
+		for i, p := range st.PhaseTransitionTimestamps {
+			out.PhaseTransitions[i] = PhaseTime{Phase: Intern(string(p.Phase)), At: metaTime(p.PhaseTransitionTimestamp)}
+		}
+	}
+	if len(st.ActivePods) > 0 {
+		out.ActivePods = make([]ActivePod, 0, len(st.ActivePods))
+		for uid, node := range st.ActivePods {
+			out.ActivePods = append(out.ActivePods, ActivePod{UID: uid, Node: Intern(node)})
+		}
+		// Sorted, so that equal maps project to equal slices.
+		slices.SortFunc(out.ActivePods, func(a, b ActivePod) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	}
+	if st.GuestOSInfo != (kubevirtv1.VirtualMachineInstanceGuestOSInfo{}) {
+		out.GuestOSInfo = guestOSInfos.intern(st.GuestOSInfo)
+	}
+	return out
+}
+
+// ToVMI rebuilds the VMI as far as it was kept. Its network sources and
+// guest OS info are shared: the engine does not write into its input.
+func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
+	out := &kubevirtv1.VirtualMachineInstance{ObjectMeta: v.ObjectMeta()}
+	spec, st := &out.Spec, &out.Status
+	if len(v.Interfaces) > 0 {
+		spec.Domain.Devices.Interfaces = make([]kubevirtv1.Interface, len(v.Interfaces))
+		for i := range v.Interfaces {
+			spec.Domain.Devices.Interfaces[i] = v.Interfaces[i].spec()
+		}
+	}
+	if len(v.Networks) > 0 {
+		spec.Networks = make([]kubevirtv1.Network, len(v.Networks))
+		for i, n := range v.Networks {
+			spec.Networks[i] = kubevirtv1.Network{Name: n.Name.String(), NetworkSource: kubevirtv1.NetworkSource{Pod: n.Pod, Multus: n.Multus}}
+		}
+	}
+	if v.HostDevices > 0 {
+		spec.Domain.Devices.HostDevices = make([]kubevirtv1.HostDevice, v.HostDevices)
+	}
+	if v.GPUs > 0 {
+		spec.Domain.Devices.GPUs = make([]kubevirtv1.GPU, v.GPUs)
+	}
+	if v.Probe {
+		spec.ReadinessProbe = &kubevirtv1.Probe{}
+	}
+	if v.GraceSet {
+		g := v.Grace
+		spec.TerminationGracePeriodSeconds = &g
+	}
+	spec.EvictionStrategy = symPtr[kubevirtv1.EvictionStrategy](v.Eviction)
+
+	st.Phase, st.Reason = kubevirtv1.VirtualMachineInstancePhase(v.Phase.String()), v.Reason.String()
+	st.NodeName, st.EvacuationNodeName = v.NodeName.String(), v.EvacuationNodeName.String()
+	if len(v.Conditions) > 0 {
+		st.Conditions = make([]kubevirtv1.VirtualMachineInstanceCondition, len(v.Conditions))
+		for i, c := range v.Conditions {
+			st.Conditions[i] = kubevirtv1.VirtualMachineInstanceCondition{
+				Type: kubevirtv1.VirtualMachineInstanceConditionType(c.Type.String()), Status: corev1ConditionStatus(c.Status),
+				Reason: c.Reason.String(), Message: c.Message,
+				LastTransitionTime: c.LastTransition.Meta(), LastProbeTime: c.LastProbe.Meta(),
+			}
+		}
+	}
+	if len(v.PhaseTransitions) > 0 {
+		st.PhaseTransitionTimestamps = make([]kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp, len(v.PhaseTransitions))
+		for i, p := range v.PhaseTransitions {
+			st.PhaseTransitionTimestamps[i] = kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
+				Phase: kubevirtv1.VirtualMachineInstancePhase(p.Phase.String()), PhaseTransitionTimestamp: p.At.Meta(),
+			}
+		}
+	}
+	if len(v.ActivePods) > 0 {
+		st.ActivePods = make(map[types.UID]string, len(v.ActivePods))
+		for _, p := range v.ActivePods {
+			st.ActivePods[p.UID] = p.Node.String()
+		}
+	}
+	if len(v.Status) > 0 {
+		st.Interfaces = make([]kubevirtv1.VirtualMachineInstanceNetworkInterface, len(v.Status))
+		for i := range v.Status {
+			st.Interfaces[i] = v.Status[i].status()
+		}
+	}
+	if v.GuestOSInfo != nil {
+		st.GuestOSInfo = *v.GuestOSInfo
+	}
+	st.MigrationState = v.MigrationState
+	st.VolumeStatus = v.VolumeStatus
+	st.MigratedVolumes = v.MigratedVolumes
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (v *VMI) DeepCopyObject() runtime.Object {
+	c := *v
+	c.Meta = v.Meta.deepCopy()
+	c.Interfaces = clone(v.Interfaces)
+	c.Networks = clone(v.Networks)
+	c.Conditions = clone(v.Conditions)
+	c.PhaseTransitions = clone(v.PhaseTransitions)
+	c.ActivePods = clone(v.ActivePods)
+	c.Status = clone(v.Status)
+	for i := range c.Status {
+		c.Status[i].IPs = clone(c.Status[i].IPs)
+	}
+	c.MigrationState = v.MigrationState.DeepCopy()
+	if v.VolumeStatus != nil {
+		c.VolumeStatus = make([]kubevirtv1.VolumeStatus, len(v.VolumeStatus))
+		for i := range v.VolumeStatus {
+			v.VolumeStatus[i].DeepCopyInto(&c.VolumeStatus[i])
+		}
+	}
+	c.MigratedVolumes = clone(v.MigratedVolumes)
+	return &c
+}
