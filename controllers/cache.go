@@ -3,14 +3,12 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/cachetrim"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 const (
@@ -19,20 +17,14 @@ const (
 )
 
 // CacheOptions bounds what the manager caches: launcher pods only, and of
-// every object only the fields the engine and the predicates read (see
-// internal/cachetrim). A full launcher pod costs tens of KiB in the cache,
-// mostly managedFields and spec; what is left is a few KiB.
-//
-// The kinds vmobs only reads (VMIs, VMs, migrations, pods, nodes) are handed
-// out of the cache without a deep copy: a reconcile reads a VM's objects
-// and its node, and copying them cost more than evaluating them. Nothing in
-// vmobs writes to an object it read from the cache, except VMObservations,
-// which are still copied.
+// every object only its projection (internal/projection): what the
+// engine, the write decision, the indexes and the predicates read, in
+// compact form. The informers' stores hold the projections; the controller
+// reads them through Store, never through the manager's client.
 //
 // namespaces limits the cache (and so the controller) to those namespaces;
-// empty means all. trim false keeps whole objects (to measure what the
-// transforms save).
-func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) cache.Options {
+// empty means all.
+func CacheOptions(namespaces []string, vmSelector labels.Selector) cache.Options {
 	launchers, err := labels.Parse(LauncherLabel)
 	if err != nil {
 		panic(err) // a constant
@@ -48,13 +40,14 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
 		obs  = &v1alpha1.VMObservation{}
 	)
-	readOnly := ptr.To(true)
+	project := projection.Transform
 	byObject := map[client.Object]cache.ByObject{
-		pod:  {Label: launchers, UnsafeDisableDeepCopy: readOnly},
-		node: {UnsafeDisableDeepCopy: readOnly},
-		vmi:  {UnsafeDisableDeepCopy: readOnly},
-		vm:   {UnsafeDisableDeepCopy: readOnly},
-		vmim: {UnsafeDisableDeepCopy: readOnly},
+		pod:  {Label: launchers, Transform: project},
+		node: {Transform: project},
+		vmi:  {Transform: project},
+		vm:   {Transform: project},
+		vmim: {Transform: project},
+		obs:  {Transform: project},
 	}
 	if vmSelector != nil && !vmSelector.Empty() {
 		for _, o := range []client.Object{vm, vmi, obs} {
@@ -70,21 +63,5 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 			opts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	if !trim {
-		return opts
-	}
-	opts.DefaultTransform = cache.TransformStripManagedFields()
-	set := func(obj client.Object, t toolscache.TransformFunc) {
-		bo := byObject[obj]
-		bo.Transform = t
-		byObject[obj] = bo
-	}
-	set(pod, cachetrim.Pod)
-	set(node, cachetrim.Node)
-	set(vmi, cachetrim.VMI)
-	set(vm, cachetrim.VM)
-	// VMObservations keep the time of our last status write, read from
-	// managedFields (see lastStatusWrite).
-	set(obs, cachetrim.Observation)
 	return opts
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 type transition struct {
@@ -41,7 +42,8 @@ func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
 // otherwise post three Events for each (the scale harness saw them cost a
 // third of the cold start and most of the memory held after it), and
 // "None -> Healthy" tells a reader nothing the status does not.
-func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *v1alpha1.VMObservationStatus) {
+func (r *Reconciler) recordTransitions(obs *projection.Observation, prev, next *v1alpha1.VMObservationStatus) {
+	var regarding *v1alpha1.VMObservation
 	for _, t := range transitions(prev, next) {
 		if r.Metrics != nil {
 			r.Metrics.Observe(t.layer, string(t.from), string(t.to))
@@ -54,7 +56,10 @@ func (r *Reconciler) recordTransitions(obs *v1alpha1.VMObservation, prev, next *
 		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(obs, nil, eventType, t.reason, "Evaluate", "%s: %s -> %s: %s", t.layer, verdictOrNone(t.from), t.to, t.message)
+		if regarding == nil {
+			regarding = &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}
+		}
+		r.Recorder.Eventf(regarding, nil, eventType, t.reason, "Evaluate", "%s: %s -> %s: %s", t.layer, verdictOrNone(t.from), t.to, t.message)
 	}
 }
 

@@ -3,8 +3,10 @@ package controllers
 import (
 	"context"
 
+	"reflect"
+
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -19,85 +21,21 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/projection"
 )
-
-// Index names. Each maps a secondary object to the VM key it affects, so an
-// event costs an index lookup, never a cluster-wide List.
-const (
-	// IndexMigrationVMI indexes VMIMs by spec.vmiName.
-	IndexMigrationVMI = "vmobs.spec.vmiName"
-	// IndexPodVMI indexes launcher pods by the name of their controlling VMI.
-	IndexPodVMI = "vmobs.controller.vmi"
-	// IndexVMINode indexes VMIs by every node their status names (the node
-	// they run on, the migration's source and target, activePods' nodes).
-	IndexVMINode = "vmobs.status.nodes"
-)
-
-// SetupIndexes registers the field indexes the reconciler and the map
-// functions use.
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, ix := range indexes() {
-		if err := indexer.IndexField(ctx, ix.obj, ix.name, ix.fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type index struct {
-	obj  client.Object
-	name string
-	fn   client.IndexerFunc
-}
-
-// indexes lists the field indexes; tests register the same on a fake
-// client.
-func indexes() []index {
-	return []index{
-		{&kubevirtv1.VirtualMachineInstanceMigration{}, IndexMigrationVMI, migrationVMIIndex},
-		{&corev1.Pod{}, IndexPodVMI, podVMIIndex},
-		{&kubevirtv1.VirtualMachineInstance{}, IndexVMINode, vmiNodeIndex},
-	}
-}
-
-func migrationVMIIndex(o client.Object) []string {
-	m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
-	if !ok || m.Spec.VMIName == "" {
-		return nil
-	}
-	return []string{m.Spec.VMIName}
-}
-
-func podVMIIndex(o client.Object) []string {
-	if name := controllingVMI(o); name != "" {
-		return []string{name}
-	}
-	return nil
-}
-
-func vmiNodeIndex(o client.Object) []string {
-	vmi, ok := o.(*kubevirtv1.VirtualMachineInstance)
-	if !ok {
-		return nil
-	}
-	return membership.NodeNames(vmi, nil)
-}
-
-// controllingVMI is the name of the VMI that controls a launcher pod, or
-// "" (the index needs a name; a pod known only by its created-by label has
-// none).
-func controllingVMI(o client.Object) string {
-	ref, _ := membership.LauncherRef(o)
-	return ref.Name
-}
 
 // SetupWithManager wires the watches: VMs and VMIs are primary, the rest map
 // to the VM key through the owner reference or an index.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.setup()
-	if err := SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	store, err := OpenStore(context.Background(), mgr.GetCache())
+	if err != nil {
 		return err
 	}
+	if err := store.AddIndexes(); err != nil {
+		return err
+	}
+	r.Store = store
 	ticks, err := livenessSource(mgr, LivenessTick)
 	if err != nil {
 		return err
@@ -116,11 +54,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 func migrationToVM(_ context.Context, o client.Object) []reconcile.Request {
-	m, ok := o.(*kubevirtv1.VirtualMachineInstanceMigration)
-	if !ok || m.Spec.VMIName == "" {
+	m, ok := o.(*projection.Migration)
+	if !ok || m.VMIName == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.VMIName}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.VMIName}}}
 }
 
 func podToVM(_ context.Context, o client.Object) []reconcile.Request {
@@ -142,7 +80,7 @@ func podToVM(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) nodeHandler() handler.EventHandler {
 	enqueue := func(ctx context.Context, node string, q workqueue.TypedRateLimitingInterface[reconcile.Request], heartbeatOnly bool) {
 		for _, req := range r.nodeToVMs(ctx, node) {
-			if heartbeatOnly && !r.heartbeatMatters(ctx, req.NamespacedName) {
+			if heartbeatOnly && !r.heartbeatMatters(req.NamespacedName) {
 				continue
 			}
 			q.Add(req)
@@ -153,8 +91,8 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 			enqueue(ctx, e.Object.GetName(), q, false)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			o, ok1 := e.ObjectOld.(*corev1.Node)
-			n, ok2 := e.ObjectNew.(*corev1.Node)
+			o, ok1 := e.ObjectOld.(*projection.Node)
+			n, ok2 := e.ObjectNew.(*projection.Node)
 			enqueue(ctx, e.ObjectNew.GetName(), q, ok1 && ok2 && heartbeatOnly(o, n))
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -168,33 +106,32 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 
 // heartbeatOnly says whether, of what the engine reads of a Node, only
 // virt-handler's heartbeat changed.
-func heartbeatOnly(o, n *corev1.Node) bool {
-	return o.Labels[kubevirtv1.NodeSchedulable] == n.Labels[kubevirtv1.NodeSchedulable] &&
+func heartbeatOnly(o, n *projection.Node) bool {
+	return o.Labels.Value(kubevirtv1.NodeSchedulable) == n.Labels.Value(kubevirtv1.NodeSchedulable) &&
 		readyOf(o) == readyOf(n) &&
 		!deletionChanged(o, n)
 }
 
 // heartbeatMatters says whether a fresher heartbeat could change the VM's
 // stored status: it has none yet, or its verdict is not Healthy.
-func (r *Reconciler) heartbeatMatters(ctx context.Context, key types.NamespacedName) bool {
-	obs := &v1alpha1.VMObservation{}
-	if err := r.Client.Get(ctx, key, obs); err != nil {
+func (r *Reconciler) heartbeatMatters(key types.NamespacedName) bool {
+	obs, ok, err := get[*projection.Observation](r.Store.Observations, key.String())
+	if err != nil || !ok {
 		return true
 	}
-	return obs.Status.Verdict != v1alpha1.VerdictHealthy
+	return obs.Verdict.String() != string(v1alpha1.VerdictHealthy)
 }
 
-// nodeToVMs lists the VMIs whose status names the node. The VMIs are read
-// without a copy: only their keys are used.
+// nodeToVMs lists the VMIs whose status names the node.
 func (r *Reconciler) nodeToVMs(ctx context.Context, node string) []reconcile.Request {
-	vmis := &kubevirtv1.VirtualMachineInstanceList{}
-	if err := r.Client.List(ctx, vmis, client.MatchingFields{IndexVMINode: node}, client.UnsafeDisableDeepCopy); err != nil {
+	vmis, err := byIndex[*projection.VMI](r.Store.VMIs, IndexVMINode, node)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing VMIs of a node failed", "node", node)
 		return nil
 	}
-	out := make([]reconcile.Request, 0, len(vmis.Items))
-	for i := range vmis.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vmis.Items[i])})
+	out := make([]reconcile.Request, 0, len(vmis))
+	for _, v := range vmis {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(v)})
 	}
 	return out
 }
@@ -224,67 +161,66 @@ func deletionChanged(o, n client.Object) bool {
 func observationChanged() predicate.Predicate {
 	// Our own status writes keep the generation: they must not come back as
 	// work. Spec edits and owner changes (a recreated VM) do.
-	return updateOnly(func(o, n *v1alpha1.VMObservation) bool {
-		return o.Generation != n.Generation || o.Labels[membership.ManagedByLabel] != n.Labels[membership.ManagedByLabel]
+	return updateOnly(func(o, n *projection.Observation) bool {
+		return o.Generation != n.Generation || o.Labels.Value(membership.ManagedByLabel) != n.Labels.Value(membership.ManagedByLabel)
 	})
 }
 
+// The projections hold only what the engine reads: any difference but the
+// version is a change the engine may see. The VMI has no status
+// subresource, so its generation moves on every status write; it says
+// nothing either.
+
 func vmiChanged() predicate.Predicate {
-	// The VMI has no status subresource: its generation moves on every
-	// status write, so compare what the engine reads instead.
-	return updateOnly(func(o, n *kubevirtv1.VirtualMachineInstance) bool {
-		return o.UID != n.UID ||
-			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
-			!equality.Semantic.DeepEqual(o.Spec.EvictionStrategy, n.Spec.EvictionStrategy) ||
-			!equality.Semantic.DeepEqual(o.Spec.TerminationGracePeriodSeconds, n.Spec.TerminationGracePeriodSeconds) ||
-			!equality.Semantic.DeepEqual(o.Spec.ReadinessProbe == nil, n.Spec.ReadinessProbe == nil) ||
-			!equality.Semantic.DeepEqual(o.Spec.Domain.Devices, n.Spec.Domain.Devices) ||
-			!equality.Semantic.DeepEqual(o.Spec.Networks, n.Spec.Networks) ||
-			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
+	return updateOnly(func(o, n *projection.VMI) bool {
+		oc, nc := *o, *n
+		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
 	})
 }
 
 func vmChanged() predicate.Predicate {
-	return updateOnly(func(o, n *kubevirtv1.VirtualMachine) bool {
-		return o.UID != n.UID ||
-			!equality.Semantic.DeepEqual(o.Spec.RunStrategy, n.Spec.RunStrategy) ||
-			!equality.Semantic.DeepEqual(o.Spec.Running, n.Spec.Running) ||
-			!equality.Semantic.DeepEqual(o.Status, n.Status)
+	return updateOnly(func(o, n *projection.VM) bool {
+		oc, nc := *o, *n
+		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
 	})
 }
 
 func migrationChanged() predicate.Predicate {
-	return updateOnly(func(o, n *kubevirtv1.VirtualMachineInstanceMigration) bool {
-		return o.Spec.VMIName != n.Spec.VMIName || !equality.Semantic.DeepEqual(o.Status, n.Status)
+	return updateOnly(func(o, n *projection.Migration) bool {
+		oc, nc := *o, *n
+		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
 	})
 }
 
 func podChanged() predicate.Predicate {
-	return updateOnly(func(o, n *corev1.Pod) bool {
-		return o.Spec.NodeName != n.Spec.NodeName ||
-			!equality.Semantic.DeepEqual(o.Status, n.Status) ||
-			!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
+	return updateOnly(func(o, n *projection.Pod) bool {
+		oc, nc := *o, *n
+		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
 	})
+}
+
+// changed compares two copies of a projection (om and nm their metadata)
+// after blanking, in the copies, what moves on every write.
+func changed[T any](o, n *T, om, nm *projection.Meta) bool {
+	om.ResourceVersion, nm.ResourceVersion = "", ""
+	om.Generation, nm.Generation = 0, 0
+	return !reflect.DeepEqual(o, n)
 }
 
 // nodeChanged passes only what the engine reads of a Node: its Ready
 // condition, virt-handler's heartbeat and the schedulable label. Kubelet's
 // own status updates (every 10s to 1m) are dropped here.
 func nodeChanged() predicate.Predicate {
-	return updateOnly(func(o, n *corev1.Node) bool {
-		return o.Annotations[kubevirtv1.VirtHandlerHeartbeat] != n.Annotations[kubevirtv1.VirtHandlerHeartbeat] ||
-			o.Labels[kubevirtv1.NodeSchedulable] != n.Labels[kubevirtv1.NodeSchedulable] ||
+	return updateOnly(func(o, n *projection.Node) bool {
+		return o.Annotations.Value(kubevirtv1.VirtHandlerHeartbeat) != n.Annotations.Value(kubevirtv1.VirtHandlerHeartbeat) ||
+			o.Labels.Value(kubevirtv1.NodeSchedulable) != n.Labels.Value(kubevirtv1.NodeSchedulable) ||
 			readyOf(o) != readyOf(n)
 	})
 }
 
-func readyOf(n *corev1.Node) string {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return string(c.Status) + "/" + c.Reason
-		}
+func readyOf(n *projection.Node) string {
+	if c := n.Ready; c != nil {
+		return c.Status.String() + "/" + c.Reason.String()
 	}
 	return ""
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -23,6 +22,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -38,7 +38,11 @@ import (
 // Reconciler keeps the VMObservation of one VM (namespace/name shared by the
 // VM, its VMI and the VMObservation) true.
 type Reconciler struct {
-	Client   client.Client
+	// Client writes; nothing is read through it.
+	Client client.Client
+	// Store holds the cached objects, as projections; SetupWithManager
+	// sets it to the manager's.
+	Store    *Store
 	Recorder recorder.EventRecorder
 	// Policy holds the default thresholds; a VMObservation's spec.policy
 	// overrides them.
@@ -95,13 +99,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	ctx = ctrl.LoggerInto(ctx, log)
 
 	// Gather, evaluate, decide, apply, record.
-	in, obs, err := r.gather(ctx, req.NamespacedName)
+	in, obs, err := r.gather(req.NamespacedName)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 
 	if in.VM == nil && in.VMI == nil {
-		if obs == nil || obs.Labels[membership.ManagedByLabel] == membership.ManagedByValue {
+		if obs == nil || obs.Labels.Value(membership.ManagedByLabel) == membership.ManagedByValue {
 			return ctrl.Result{}, r.deleteOrphan(ctx, obs)
 		}
 		// A user declared this one (say, in Git, before the VM exists): it
@@ -112,9 +116,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if !r.AutoCreate {
 			return ctrl.Result{}, nil
 		}
-		if obs, err = r.create(ctx, in); err != nil || obs == nil {
+		created, err := r.create(ctx, in)
+		if err != nil || created == nil {
 			return ctrl.Result{}, err
 		}
+		obs = projection.FromObservation(created)
 	} else if in.VM != nil || in.VMI != nil {
 		if err := r.adopt(ctx, obs, in); err != nil {
 			return ctrl.Result{}, err
@@ -122,8 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	// Evaluate: a pure function of the gathered objects and now.
-	in.Policy = r.Policy.WithOverrides(obs.Spec.Policy)
-	in.Previous = &obs.Status
+	in.Policy = r.Policy.WithOverrides(obs.Policy)
+	prev := obs.Previous()
+	in.Previous = prev
 	now := r.now()
 	in.Now = now
 	result := verdict.Evaluate(in)
@@ -134,8 +141,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	decision := r.policy.decide(writeRequest{
-		key: req.NamespacedName, uid: obs.UID, stored: &obs.Status, next: &next,
-		storedWrite: lastStatusWrite(obs), now: now,
+		key: req.NamespacedName, uid: obs.UID, stored: storedSums(obs), next: &next,
+		storedWrite: obs.LastWrite.Time(), now: now,
 	})
 	// A write held back (a refresh, coalesced progress) is made when its
 	// window ends, even if no other event comes; a deadline likewise.
@@ -148,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.UID, now, decision)
-	r.recordTransitions(obs, &obs.Status, &next)
+	r.recordTransitions(obs, prev, &next)
 	log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
 	return requeueAt(requeue), nil
 }
@@ -183,63 +190,63 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// gather reads everything the engine needs from the cache.
-func (r *Reconciler) gather(ctx context.Context, key types.NamespacedName) (verdict.Input, *v1alpha1.VMObservation, error) {
+// gather reads everything the engine needs from the cache, rebuilding the
+// typed objects the engine reads from their projections: short-lived, one
+// reconcile's worth.
+func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projection.Observation, error) {
 	in := verdict.Input{Namespace: key.Namespace, Name: key.Name}
+	k := key.String()
 
-	vm := &kubevirtv1.VirtualMachine{}
-	if err := r.Client.Get(ctx, key, vm); err == nil {
-		in.VM = vm
-	} else if !apierrors.IsNotFound(err) {
+	vm, ok, err := get[*projection.VM](r.Store.VMs, k)
+	if err != nil {
 		return in, nil, fmt.Errorf("getting VirtualMachine: %w", err)
 	}
-
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := r.Client.Get(ctx, key, vmi); err == nil {
-		in.VMI = vmi
-	} else if !apierrors.IsNotFound(err) {
+	if ok {
+		in.VM = vm.ToVM()
+	}
+	vmi, ok, err := get[*projection.VMI](r.Store.VMIs, k)
+	if err != nil {
 		return in, nil, fmt.Errorf("getting VirtualMachineInstance: %w", err)
 	}
-
-	var obs *v1alpha1.VMObservation
-	o := &v1alpha1.VMObservation{}
-	if err := r.Client.Get(ctx, key, o); err == nil {
-		obs = o
-	} else if !apierrors.IsNotFound(err) {
+	if ok {
+		in.VMI = vmi.ToVMI()
+	}
+	obs, _, err := get[*projection.Observation](r.Store.Observations, k)
+	if err != nil {
 		return in, nil, fmt.Errorf("getting VMObservation: %w", err)
 	}
-
 	if in.VMI == nil {
 		return in, obs, nil
 	}
 
-	migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
-	if err := r.Client.List(ctx, migrations, client.InNamespace(key.Namespace), client.MatchingFields{IndexMigrationVMI: key.Name}); err != nil {
+	migrations, err := byIndex[*projection.Migration](r.Store.Migrations, IndexMigrationVMI, k)
+	if err != nil {
 		return in, nil, fmt.Errorf("listing migrations: %w", err)
 	}
-	for i := range migrations.Items {
-		in.Migrations = append(in.Migrations, &migrations.Items[i])
+	for _, m := range migrations {
+		in.Migrations = append(in.Migrations, m.ToMigration())
 	}
 
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(key.Namespace), client.MatchingFields{IndexPodVMI: key.Name}); err != nil {
+	pods, err := byIndex[*projection.Pod](r.Store.Pods, IndexPodVMI, k)
+	if err != nil {
 		return in, nil, fmt.Errorf("listing launcher pods: %w", err)
 	}
-	for i := range pods.Items {
+	for _, p := range pods {
 		// A pod that names this VMI but carries another UID belongs to an
 		// earlier VMI of the same name: it says nothing about this one.
-		if membership.IsLauncherOf(&pods.Items[i], vmi) {
-			in.Pods = append(in.Pods, &pods.Items[i])
+		if pod := p.ToPod(); membership.IsLauncherOf(pod, in.VMI) {
+			in.Pods = append(in.Pods, pod)
 		}
 	}
 
 	in.Nodes = map[string]*corev1.Node{}
-	for _, name := range membership.NodeNames(vmi, in.Pods) {
-		node := &corev1.Node{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err == nil {
-			in.Nodes[name] = node
-		} else if !apierrors.IsNotFound(err) {
+	for _, name := range membership.NodeNames(in.VMI, in.Pods) {
+		node, ok, err := get[*projection.Node](r.Store.Nodes, name)
+		if err != nil {
 			return in, nil, fmt.Errorf("getting Node %s: %w", name, err)
+		}
+		if ok {
+			in.Nodes[name] = node.ToNode()
 		}
 	}
 	return in, obs, nil
@@ -276,11 +283,12 @@ func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VM
 // adopt points the VMObservation at its current owner: a user-declared one
 // gets an owner reference, and one whose VM was recreated (new UID) follows
 // the new VM. Other owner references are kept.
-func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in verdict.Input) error {
+func (r *Reconciler) adopt(ctx context.Context, obs *projection.Observation, in verdict.Input) error {
 	want := owner(in)
-	refs := make([]metav1.OwnerReference, 0, len(obs.OwnerReferences)+1)
+	current := obs.GetOwnerReferences()
+	refs := make([]metav1.OwnerReference, 0, len(current)+1)
 	found := false
-	for _, ref := range obs.OwnerReferences {
+	for _, ref := range current {
 		if membership.IsOwnerKind(ref) {
 			if ref.Kind == want.Kind && ref.Name == want.Name && ref.UID == want.UID && !found {
 				found = true
@@ -290,15 +298,17 @@ func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in 
 		}
 		refs = append(refs, ref)
 	}
-	if found && len(refs) == len(obs.OwnerReferences) {
+	if found && len(refs) == len(current) {
 		return nil
 	}
 	if !found {
 		refs = append(refs, want)
 	}
-	patch := client.MergeFromWithOptions(obs.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	obs.OwnerReferences = refs
-	if err := r.Client.Patch(ctx, obs, patch, client.FieldOwner(membership.FieldOwner)); err != nil {
+	o := &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}
+	o.OwnerReferences = current
+	patch := client.MergeFromWithOptions(o.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	o.OwnerReferences = refs
+	if err := r.Client.Patch(ctx, o, patch, client.FieldOwner(membership.FieldOwner)); err != nil {
 		return fmt.Errorf("adopting VMObservation: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Adopted VMObservation", "ownerKind", want.Kind, "ownerUID", want.UID)
@@ -308,12 +318,13 @@ func (r *Reconciler) adopt(ctx context.Context, obs *v1alpha1.VMObservation, in 
 // deleteOrphan deletes a VMObservation the controller created once neither
 // its VM nor its VMI exists. The garbage collector would do it in a cluster
 // that runs one, but may lag, and envtest runs none.
-func (r *Reconciler) deleteOrphan(ctx context.Context, obs *v1alpha1.VMObservation) error {
-	if obs == nil || obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue || obs.DeletionTimestamp != nil {
+func (r *Reconciler) deleteOrphan(ctx context.Context, obs *projection.Observation) error {
+	if obs == nil || obs.Labels.Value(membership.ManagedByLabel) != membership.ManagedByValue || obs.Deleted != 0 {
 		return nil
 	}
 	r.policy.forget(client.ObjectKeyFromObject(obs))
-	err := r.Client.Delete(ctx, obs, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
+	o := &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}
+	err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)
 	}

@@ -9,9 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -27,6 +29,7 @@ import (
 	"github.com/vmobs/vmobs/internal/analyze"
 	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -99,16 +102,14 @@ func (w *writeLog) total() int {
 	return n
 }
 
-// fakeWorld is a fake client holding objs, with the controller's indexes
-// and the status subresource, whose writes are counted.
+// fakeWorld is a fake client holding objs, with the status subresource,
+// whose writes are counted. The reconciler reads it through a Store the
+// tests fill from it before each reconcile (storeOf): the cache caught up.
 func fakeWorld(t *testing.T, objs ...client.Object) (client.Client, *writeLog) {
 	t.Helper()
 	w := &writeLog{}
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.VMObservation{})
-	for _, ix := range indexes() {
-		b = b.WithIndex(ix.obj, ix.name, ix.fn)
-	}
 	b = b.WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.add("create")
@@ -154,8 +155,52 @@ func wReconciler(c client.Client) *Reconciler {
 	return r
 }
 
+// storeOf is what the manager's informers would hold of c's objects: each
+// through the cache transform, in stores with the controller's indexes.
+func storeOf(t *testing.T, c client.Reader) *Store {
+	t.Helper()
+	s := &Store{}
+	for _, k := range []struct {
+		list client.ObjectList
+		dst  *toolscache.Indexer
+	}{
+		{&kubevirtv1.VirtualMachineList{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstanceList{}, &s.VMIs},
+		{&corev1.PodList{}, &s.Pods}, {&corev1.NodeList{}, &s.Nodes},
+		{&kubevirtv1.VirtualMachineInstanceMigrationList{}, &s.Migrations}, {&v1alpha1.VMObservationList{}, &s.Observations},
+	} {
+		*k.dst = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+		if err := c.List(context.Background(), k.list); err != nil {
+			t.Fatal(err)
+		}
+		items, err := apimeta.ExtractList(k.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range items {
+			if err := (*k.dst).Add(project(t, o)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.AddIndexes(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// project is o as the cache holds it.
+func project(t *testing.T, o any) client.Object {
+	t.Helper()
+	p, err := projection.Transform(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(client.Object)
+}
+
 func wReconcile(t *testing.T, r *Reconciler) ctrl.Result {
 	t.Helper()
+	r.Store = storeOf(t, r.Client)
 	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wNS, Name: wVM}})
 	if err != nil {
 		t.Fatalf("Reconcile: %v", err)
@@ -363,21 +408,21 @@ func TestAnalyzerAndControllerAgree(t *testing.T) {
 
 func TestMapFunctions(t *testing.T) {
 	key := types.NamespacedName{Namespace: wNS, Name: wVM}
-	if got := migrationToVM(context.Background(), &kubevirtv1.VirtualMachineInstanceMigration{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "m"}, Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: wVM}}); len(got) != 1 || got[0].NamespacedName != key {
+	if got := migrationToVM(context.Background(), project(t, &kubevirtv1.VirtualMachineInstanceMigration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "m"}, Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: wVM}})); len(got) != 1 || got[0].NamespacedName != key {
 		t.Errorf("migrationToVM = %v", got)
 	}
-	if got := migrationToVM(context.Background(), &kubevirtv1.VirtualMachineInstanceMigration{}); got != nil {
+	if got := migrationToVM(context.Background(), project(t, &kubevirtv1.VirtualMachineInstanceMigration{})); got != nil {
 		t.Errorf("migrationToVM of a migration without a VMI = %v", got)
 	}
-	if got := podToVM(context.Background(), wPodObj()); len(got) != 1 || got[0].NamespacedName != key {
+	if got := podToVM(context.Background(), project(t, wPodObj())); len(got) != 1 || got[0].NamespacedName != key {
 		t.Errorf("podToVM of a launcher = %v", got)
 	}
 	hotplug := wPodObj(func(p *corev1.Pod) {
 		p.Labels[kubevirtv1.AppLabel] = "hotplug-disk"
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "virt-launcher-vm1-abcde", UID: "pod-uid-1", Controller: ptr.To(true)}}
 	})
-	if got := podToVM(context.Background(), hotplug); got != nil {
+	if got := podToVM(context.Background(), project(t, hotplug)); got != nil {
 		t.Errorf("podToVM of a hotplug attachment pod = %v", got)
 	}
 }
@@ -397,6 +442,7 @@ func TestNodeFanOut(t *testing.T) {
 	})
 	c, _ := fakeWorld(t, wVMIObj(), vm2, other, healthy, degraded)
 	r := wReconciler(c)
+	r.Store = storeOf(t, c)
 	h := r.nodeHandler()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -410,19 +456,19 @@ func TestNodeFanOut(t *testing.T) {
 		}
 		return got
 	}
-	old := wNodeObj()
-	beat := wNodeObj(func(n *corev1.Node) {
+	old := project(t, wNodeObj())
+	beat := project(t, wNodeObj(func(n *corev1.Node) {
 		n.ResourceVersion = "2"
 		n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = wNow.Format(time.RFC3339)
-	})
+	}))
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: beat}, q)
 	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{"vm2": true}) {
 		t.Errorf("heartbeat-only change woke %v, want only the non-Healthy VM on the node", got)
 	}
-	notReady := wNodeObj(func(n *corev1.Node) {
+	notReady := project(t, wNodeObj(func(n *corev1.Node) {
 		n.ResourceVersion = "2"
 		kvtest.NodeReady(corev1.ConditionUnknown)(n)
-	})
+	}))
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: notReady}, q)
 	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{wVM: true, "vm2": true}) {
 		t.Errorf("a Ready change woke %v, want every VM whose VMI names the node", got)
@@ -464,6 +510,12 @@ func TestPredicates(t *testing.T) {
 		{"node kubelet status only", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) {
 			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse})
 		}), "2"), false},
+		{"node kubelet heartbeat", nodeChanged(), rv(wNodeObj(), "1"), rv(wNodeObj(func(n *corev1.Node) {
+			for i := range n.Status.Conditions {
+				n.Status.Conditions[i].LastHeartbeatTime = metav1.NewTime(wNow)
+			}
+		}), "2"), false},
+		{"pod label vmobs does not read", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Labels["other"] = "x" }), "2"), false},
 		{"migration phase", migrationChanged(), rv(&kubevirtv1.VirtualMachineInstanceMigration{}, "1"),
 			rv(&kubevirtv1.VirtualMachineInstanceMigration{Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning}}, "2"), true},
 		{"observation status only (our own write)", observationChanged(),
@@ -473,10 +525,12 @@ func TestPredicates(t *testing.T) {
 			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, "1"), rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, "2"), true},
 	}
 	for _, c := range cases {
-		if got := c.p.Update(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+		// The events carry what the cache holds: projections.
+		old, nw := project(t, c.old), project(t, c.new)
+		if got := c.p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: nw}); got != c.want {
 			t.Errorf("%s: Update = %v, want %v", c.name, got, c.want)
 		}
-		if !c.p.Create(event.CreateEvent{Object: c.new}) || !c.p.Delete(event.DeleteEvent{Object: c.new}) {
+		if !c.p.Create(event.CreateEvent{Object: nw}) || !c.p.Delete(event.DeleteEvent{Object: nw}) {
 			t.Errorf("%s: creates and deletes must pass", c.name)
 		}
 	}

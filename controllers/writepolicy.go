@@ -5,10 +5,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 // writePolicy decides, in one place, whether a computed status is written
@@ -32,15 +32,31 @@ func newWritePolicy(refreshEvery, coalesce time.Duration, refreshQPS float64) *w
 	return &writePolicy{refreshEvery: refreshEvery, coalesce: coalesce, budget: newRefreshBudget(refreshQPS)}
 }
 
-// writeRequest is what decide weighs: the object, the stored and the
-// computed status, when the API server last recorded our status write
-// (managedFields), and now.
+// writeRequest is what decide weighs: the object, the stored status (as
+// the cache keeps it: hashes and the verdict) and the computed one, when
+// the API server last recorded our status write (managedFields), and now.
 type writeRequest struct {
-	key          types.NamespacedName
-	uid          types.UID
-	stored, next *v1alpha1.VMObservationStatus
-	storedWrite  time.Time
-	now          time.Time
+	key         types.NamespacedName
+	uid         types.UID
+	stored      statusSums
+	next        *v1alpha1.VMObservationStatus
+	storedWrite time.Time
+	now         time.Time
+}
+
+// statusSums stand for a status in the write decision: its hash whole and
+// without evidence times (projection.StatusHash), and its verdict.
+type statusSums struct {
+	whole, timeless uint64
+	verdict         v1alpha1.Verdict
+}
+
+func storedSums(o *projection.Observation) statusSums {
+	return statusSums{whole: o.Hash, timeless: o.TimelessHash, verdict: v1alpha1.Verdict(o.Verdict.String())}
+}
+
+func sumsOf(s *v1alpha1.VMObservationStatus) statusSums {
+	return statusSums{whole: projection.StatusHash(s), timeless: projection.StatusHash(projection.WithoutTimestamps(s)), verdict: s.Verdict}
 }
 
 // decide returns the final answer, in this order:
@@ -64,7 +80,6 @@ func (p *writePolicy) decide(r writeRequest) writeDecision {
 	if !d.write {
 		return d
 	}
-	d.sum = statusHash(r.next)
 	if seen && recent.sum == d.sum && r.now.Sub(recent.at) < cacheLagTolerance {
 		return writeDecision{why: "already written, cache not caught up"}
 	}
@@ -112,28 +127,35 @@ type writeDecision struct {
 // While the stored and the computed verdicts are both Progressing, changes
 // are coalesced to one write per coalesce window: the verdict a reader acts
 // on is the same, and a boot costs two or three writes instead of six.
-func decideWrite(stored, next *v1alpha1.VMObservationStatus, lastWrite, now time.Time, refresh, coalesce time.Duration) writeDecision {
-	if equality.Semantic.DeepEqual(stored, next) {
+//
+// The stored status is known by its hashes: the cache does not keep it
+// whole. The computed one's hash without timestamps is taken only when the
+// whole hashes differ.
+func decideWrite(stored statusSums, next *v1alpha1.VMObservationStatus, lastWrite, now time.Time, refresh, coalesce time.Duration) writeDecision {
+	sum := projection.StatusHash(next)
+	if sum == stored.whole {
 		return writeDecision{why: "unchanged"}
 	}
-	if !equality.Semantic.DeepEqual(withoutTimestamps(stored), withoutTimestamps(next)) {
-		if stored.Verdict == v1alpha1.VerdictProgressing && next.Verdict == v1alpha1.VerdictProgressing &&
+	d := writeDecision{write: true, sum: sum}
+	switch {
+	case projection.StatusHash(projection.WithoutTimestamps(next)) != stored.timeless:
+		if stored.verdict == v1alpha1.VerdictProgressing && next.Verdict == v1alpha1.VerdictProgressing &&
 			!lastWrite.IsZero() && coalesce > 0 && now.Before(lastWrite.Add(coalesce)) {
 			return writeDecision{why: "progress coalesced", retryAfter: lastWrite.Add(coalesce).Sub(now)}
 		}
-		return writeDecision{write: true, why: "changed"}
+		d.why = "changed"
+	case refresh <= 0:
+		d.why = "evidence times changed"
+	case lastWrite.IsZero():
+		d.why, d.refresh = "evidence refresh", true
+	default:
+		due := lastWrite.Add(refresh)
+		if now.Before(due) {
+			return writeDecision{why: "evidence refresh held back", retryAfter: due.Sub(now)}
+		}
+		d.why, d.refresh = "evidence refresh", true
 	}
-	if refresh <= 0 {
-		return writeDecision{write: true, why: "evidence times changed"}
-	}
-	if lastWrite.IsZero() {
-		return writeDecision{write: true, why: "evidence refresh", refresh: true}
-	}
-	if due := lastWrite.Add(refresh); !now.Before(due) {
-		return writeDecision{write: true, why: "evidence refresh", refresh: true}
-	} else {
-		return writeDecision{why: "evidence refresh held back", retryAfter: due.Sub(now)}
-	}
+	return d
 }
 
 // refreshInterval is the evidence refresh interval of one object: between
@@ -150,25 +172,6 @@ func refreshInterval(base time.Duration, uid types.UID) time.Duration {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(uid))
 	return base + time.Duration(uint64(base/5)*uint64(h.Sum32()%1024)/1024)
-}
-
-// withoutTimestamps blanks what moves on every heartbeat without changing a
-// verdict: evidence times, staleAt and time-valued evidence.
-func withoutTimestamps(s *v1alpha1.VMObservationStatus) *v1alpha1.VMObservationStatus {
-	c := s.DeepCopy()
-	if c.Layers == nil {
-		return c
-	}
-	for _, l := range []*v1alpha1.LayerStatus{&c.Layers.ControlPlane, &c.Layers.Node, &c.Layers.Guest} {
-		l.EvidenceTime, l.StaleAt = nil, nil
-		for i := range l.Evidence {
-			l.Evidence[i].Time = nil
-			if _, err := time.Parse(time.RFC3339, l.Evidence[i].Value); err == nil {
-				l.Evidence[i].Value = ""
-			}
-		}
-	}
-	return c
 }
 
 // cacheLagTolerance bounds how long the controller trusts its own memory of

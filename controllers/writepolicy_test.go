@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,8 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/cachetrim"
-	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -60,7 +58,7 @@ func TestDecideWrite(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideWrite(tc.stored, tc.next, tc.lastWrite, tc.now, refresh, time.Second)
+			d := decideWrite(sumsOf(tc.stored), tc.next, tc.lastWrite, tc.now, refresh, time.Second)
 			if d.write != tc.write || d.retryAfter != tc.retryAfter {
 				t.Fatalf("decideWrite = %+v, want write=%v retryAfter=%v", d, tc.write, tc.retryAfter)
 			}
@@ -108,16 +106,20 @@ func TestWritePolicyDecide(t *testing.T) {
 			stored:  healthy, next: fresher, storedWrite: t0, now: t0.Add(every + time.Minute),
 			why: "evidence refresh held back", retryAfter: every - time.Minute},
 		{name: "the same status written a moment ago: the cache has not caught up",
-			prepare: func(p *writePolicy) { p.recent.put(key, uid, t0.Add(time.Second), statusHash(status("Degraded", t0))) },
-			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second),
+			prepare: func(p *writePolicy) {
+				p.recent.put(key, uid, t0.Add(time.Second), projection.StatusHash(status("Degraded", t0)))
+			},
+			stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second),
 			why: "already written, cache not caught up"},
 		{name: "the same status written long ago: the cache is trusted again",
-			prepare: func(p *writePolicy) { p.recent.put(key, uid, t0.Add(time.Second), statusHash(status("Degraded", t0))) },
-			stored:  healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second + cacheLagTolerance),
+			prepare: func(p *writePolicy) {
+				p.recent.put(key, uid, t0.Add(time.Second), projection.StatusHash(status("Degraded", t0)))
+			},
+			stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second + cacheLagTolerance),
 			write: true, why: "changed"},
 		{name: "a memory of another object with the same name (recreated) is ignored",
 			prepare: func(p *writePolicy) {
-				p.recent.put(key, "old-uid", t0.Add(time.Second), statusHash(status("Degraded", t0)))
+				p.recent.put(key, "old-uid", t0.Add(time.Second), projection.StatusHash(status("Degraded", t0)))
 			},
 			stored: healthy, next: status("Degraded", t0), storedWrite: t0, now: t0.Add(2 * time.Second), write: true, why: "changed"},
 		{name: "refresh due, the budget has no free slot",
@@ -143,11 +145,11 @@ func TestWritePolicyDecide(t *testing.T) {
 			if tc.prepare != nil {
 				tc.prepare(p)
 			}
-			d := p.decide(writeRequest{key: key, uid: uid, stored: tc.stored, next: tc.next, storedWrite: tc.storedWrite, now: tc.now})
+			d := p.decide(writeRequest{key: key, uid: uid, stored: sumsOf(tc.stored), next: tc.next, storedWrite: tc.storedWrite, now: tc.now})
 			if d.write != tc.write || d.why != tc.why || d.retryAfter != tc.retryAfter {
 				t.Fatalf("decide = %+v, want write=%v why=%q retryAfter=%v", d, tc.write, tc.why, tc.retryAfter)
 			}
-			if d.write && d.sum != statusHash(tc.next) {
+			if d.write && d.sum != projection.StatusHash(tc.next) {
 				t.Errorf("decide carries sum %d, want the hash of the status to write", d.sum)
 			}
 		})
@@ -159,7 +161,7 @@ func TestWritePolicyDecide(t *testing.T) {
 func TestWritePolicyRemembersItsWrites(t *testing.T) {
 	key := types.NamespacedName{Namespace: "prod", Name: "vm1"}
 	p := newWritePolicy(5*time.Minute, time.Second, 0)
-	req := writeRequest{key: key, uid: "u", stored: status("Healthy", t0), next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second)}
+	req := writeRequest{key: key, uid: "u", stored: sumsOf(status("Healthy", t0)), next: status("Degraded", t0), storedWrite: t0, now: t0.Add(time.Second)}
 	d := p.decide(req)
 	if !d.write {
 		t.Fatalf("first decide = %+v", d)
@@ -186,17 +188,6 @@ func TestEarliest(t *testing.T) {
 	}
 }
 
-func TestLastStatusWrite(t *testing.T) {
-	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0))},
-		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(time.Hour)))},
-		{Manager: "kubectl", Subresource: "status", Time: ptr.To(metav1.NewTime(t0.Add(2 * time.Hour)))},
-	}}}
-	if got := lastStatusWrite(obs); !got.Equal(t0) {
-		t.Fatalf("lastStatusWrite = %v, want %v (only our status writes count)", got, t0)
-	}
-}
-
 func TestTransitions(t *testing.T) {
 	prev := status("Healthy", t0)
 	next := status("Healthy", t0)
@@ -210,95 +201,36 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
-func TestTrimPodKeepsWhatTheEngineReads(t *testing.T) {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "virt-launcher-vm1-abcde",
-			Annotations: map[string]string{
-				membership.NetworkStatusAnnotation: `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.17"],"default":true}]`,
-				"kubevirt.io/domain":               "vm1",
-				corev1.LastAppliedConfigAnnotation: "{...}",
-			},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "virt-controller"}},
-		},
-		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
-		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			PodIPs:            []corev1.PodIP{{IP: "10.244.0.17"}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true, Image: "quay.io/kubevirt/virt-launcher:v1.9.0", RestartCount: 1}},
-		},
-	}
-	out, err := cachetrim.Pod(pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := out.(*corev1.Pod)
-	if p.ManagedFields != nil || len(p.Spec.Containers) != 0 || p.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
-		t.Fatalf("trimPod kept what vmobs never reads: %+v", p)
-	}
-	if p.Spec.NodeName != "node-a" || p.Annotations[membership.NetworkStatusAnnotation] == "" || p.Annotations["kubevirt.io/domain"] != "vm1" ||
-		p.Status.Phase != corev1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 1 || p.Status.PodIPs[0].IP != "10.244.0.17" {
-		t.Fatalf("trimPod dropped what the engine reads: %+v", p)
-	}
-}
-
 // One ByObject entry per kind: two would make controller-runtime keep one at
 // random, losing the launcher-pod selector or the transform.
 func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 	sel, _ := labels.Parse("team=db")
-	for _, trim := range []bool{true, false} {
-		opts := CacheOptions([]string{"a"}, sel, trim)
-		seen := map[string]cache.ByObject{}
-		for obj, bo := range opts.ByObject {
-			kind := fmt.Sprintf("%T", obj)
-			if _, dup := seen[kind]; dup {
-				t.Fatalf("trim=%v: %s has two ByObject entries", trim, kind)
-			}
-			seen[kind] = bo
+	opts := CacheOptions([]string{"a"}, sel)
+	seen := map[string]cache.ByObject{}
+	for obj, bo := range opts.ByObject {
+		kind := fmt.Sprintf("%T", obj)
+		if _, dup := seen[kind]; dup {
+			t.Fatalf("%s has two ByObject entries", kind)
 		}
-		pod := seen["*v1.Pod"]
-		if pod.Label == nil || pod.Label.String() != LauncherLabel {
-			t.Fatalf("trim=%v: pod selector %v, want %s", trim, pod.Label, LauncherLabel)
-		}
-		if trim && pod.Transform == nil {
-			t.Fatalf("pods are cached untrimmed")
-		}
-		// pods, nodes, VMIs, VMs and migrations (no deep copy), and
-		// VMObservations (the selector, and with trim a transform).
-		want := 6
-		if len(seen) != want {
-			t.Fatalf("trim=%v: %d kinds configured, want %d", trim, len(seen), want)
-		}
-		// The reconciler patches the VMObservations it reads: those
-		// must come out of the cache as copies; the rest it only reads.
-		for kind, bo := range seen {
-			shared := bo.UnsafeDisableDeepCopy != nil && *bo.UnsafeDisableDeepCopy
-			if shared == (kind == "*v1alpha1.VMObservation") {
-				t.Errorf("trim=%v: %s is read without a copy: %v", trim, kind, shared)
-			}
+		seen[kind] = bo
+	}
+	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != LauncherLabel {
+		t.Fatalf("pod selector %v, want %s", pod.Label, LauncherLabel)
+	}
+	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
+	// the controller reads is cached as its projection.
+	if len(seen) != 6 {
+		t.Fatalf("%d kinds configured, want 6", len(seen))
+	}
+	for kind, bo := range seen {
+		if bo.Transform == nil {
+			t.Errorf("%s is cached without its projection", kind)
 		}
 	}
-}
-
-// The cached VMObservation keeps only the time of our last status write, and
-// lastStatusWrite still reads it.
-func TestTrimmedObservationKeepsTheLastWrite(t *testing.T) {
-	fields := metav1.NewFieldsV1(`{"f:status":{"f:verdict":{}}}`)
-	obs := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
-		{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},
-		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: ptr.To(metav1.NewTime(t0.Add(time.Minute))), FieldsV1: fields},
-	}}}
-	out, err := cachetrim.Observation(obs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := out.(*v1alpha1.VMObservation)
-	if len(got.ManagedFields) != 1 || got.ManagedFields[0].FieldsV1 != nil {
-		t.Fatalf("managedFields kept: %+v", got.ManagedFields)
-	}
-	if w := lastStatusWrite(got); !w.Equal(t0) {
-		t.Fatalf("lastStatusWrite = %v, want %v", w, t0)
+	for _, kind := range []string{"*v1.VirtualMachine", "*v1.VirtualMachineInstance", "*v1alpha1.VMObservation"} {
+		if l := seen[kind].Label; l == nil || l.String() != "team=db" {
+			t.Errorf("%s: selector %v, want the VM selector", kind, l)
+		}
 	}
 }
 

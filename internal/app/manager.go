@@ -81,8 +81,6 @@ type Options struct {
 	KubeAPIQPS float32
 	// KubeAPIBurst is the burst above KubeAPIQPS; 0 is twice KubeAPIQPS.
 	KubeAPIBurst int
-	// TrimCache strips the fields vmobs never reads from cached objects.
-	TrimCache bool
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Registry receives vmobs' metrics; nil is controller-runtime's global
@@ -105,7 +103,6 @@ func Defaults() Options {
 		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
-		TrimCache:               true,
 	}
 }
 
@@ -127,7 +124,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
-		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector, opts.TrimCache),
+		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// vmobs never reads Secrets or ConfigMaps; should a future
 			// change do so, it must not pull every one into memory.
@@ -139,21 +136,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	reg := opts.Registry
-	if reg == nil {
-		reg = ctrlmetrics.Registry
-	}
 	transitions, liveness := metrics.NewTransitions(), metrics.NewLiveness()
-	collectors := append(transitions.Collectors(), liveness.Collectors()...)
-	for _, c := range append(collectors, &metrics.Collector{Reader: mgr.GetCache()}) {
-		if err := reg.Register(c); err != nil {
-			var already prometheus.AlreadyRegisteredError
-			if !errors.As(err, &already) {
-				return nil, fmt.Errorf("registering metrics: %w", err)
-			}
-		}
-	}
-
 	r := &controllers.Reconciler{
 		Client:                  mgr.GetClient(),
 		Recorder:                mgr.GetEventRecorder("vmobs"),
@@ -168,6 +151,20 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
+	}
+
+	reg := opts.Registry
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	collectors := append(transitions.Collectors(), liveness.Collectors()...)
+	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return nil, fmt.Errorf("registering metrics: %w", err)
+			}
+		}
 	}
 	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
 		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -4,13 +4,13 @@
 package metrics
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 // Verdicts lists the six verdicts in the order the gauges emit them.
@@ -33,12 +33,13 @@ var (
 		"When a layer's evidence stops being trustworthy, as stored in the VMObservation.",
 		[]string{"namespace", "name", "layer"}, nil)
 	scrapeErrorsDesc = prometheus.NewDesc("vmobs_collector_errors",
-		"1 when the last scrape could not list VMObservations from the cache.", nil, nil)
+		"1 when the last scrape could not read the VMObservations in the cache.", nil, nil)
 )
 
-// Collector reads VMObservations from the cache at scrape time.
+// Collector reads VMObservations from the cache at scrape time: their
+// projections, which keep each layer's verdict, reason and evidence times.
 type Collector struct {
-	Reader client.Reader
+	Observations toolscache.Store
 }
 
 // Describe implements prometheus.Collector.
@@ -52,40 +53,43 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	list := &v1alpha1.VMObservationList{}
-	// A scrape reads every VMObservation once and keeps nothing: copying
-	// them all out of the cache would double the heap for a moment.
-	if err := c.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	if c.Observations == nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, 1)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, 0)
-	for i := range list.Items {
-		o := &list.Items[i]
-		if o.Status.Layers == nil {
+	failed := 0.0
+	for _, item := range c.Observations.List() {
+		o, ok := item.(*projection.Observation)
+		if !ok {
+			failed = 1
 			continue
 		}
-		for name, l := range o.Status.Layers.All() {
+		if !o.HasLayers {
+			continue
+		}
+		ns := o.GetNamespace()
+		for i, name := range v1alpha1.LayerNames {
+			l := &o.Layers[i]
+			verdict := v1alpha1.Verdict(l.Verdict.String())
 			for _, v := range Verdicts {
 				val := 0.0
-				if l.Verdict == v {
+				if verdict == v {
 					val = 1
 				}
-				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, o.Namespace, o.Name, name, string(v))
+				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, ns, o.Name, name, string(v))
 			}
-			if l.Reason != "" {
-				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, o.Namespace, o.Name, name, l.Reason)
+			if r := l.Reason.String(); r != "" {
+				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, ns, o.Name, name, r)
 			}
-			if l.EvidenceTime != nil {
-				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(l.EvidenceTime.Unix()), o.Namespace, o.Name, name)
+			if t := l.EvidenceTime.Ptr(); t != nil {
+				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, name)
 			}
-			if l.StaleAt != nil {
-				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(l.StaleAt.Unix()), o.Namespace, o.Name, name)
+			if t := l.StaleAt.Ptr(); t != nil {
+				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, name)
 			}
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(scrapeErrorsDesc, prometheus.GaugeValue, failed)
 }
 
 // Transitions counts verdict changes per layer, with no per-object label so

@@ -71,6 +71,12 @@ func (p Pairs) Get(key string) (string, bool) {
 	return "", false
 }
 
+// Value returns the value of key, "" when it is not kept.
+func (p Pairs) Value(key string) string {
+	v, _ := p.Get(key)
+	return v
+}
+
 // Map is p as a map, nil when empty.
 func (p Pairs) Map() map[string]string {
 	if len(p) == 0 {

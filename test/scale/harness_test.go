@@ -64,7 +64,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := managerOptions(cfg, true)
+	opts := managerOptions(cfg)
 	r.policy, r.refresh = opts.Policy, opts.EvidenceRefreshInterval
 	r.res.RefreshSeconds = r.refresh.Seconds()
 	r.res.Workers = opts.MaxConcurrentReconciles
@@ -92,13 +92,11 @@ func TestScale(t *testing.T) {
 			r.benchmarks(ctx, t)
 		}
 		if slices.Contains(cfg.MemPoints, level) {
-			for _, trim := range []bool{true, false} {
-				pt, err := measureChild(ctx, t, r, level, trim)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.res.MemoryPoints = append(r.res.MemoryPoints, pt)
+			pt, err := measureChild(ctx, t, r, level)
+			if err != nil {
+				t.Fatal(err)
 			}
+			r.res.MemoryPoints = append(r.res.MemoryPoints, pt)
 		}
 	}
 	// A failed correctness check does not stop the measurements: the
@@ -172,7 +170,7 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	wl := &writeLog{dropEvents: cfg.NoEvents}
 	mcfg := wl.Wrap(counter.Wrap(r.env.Config))
 	start := func() *app.InProcess {
-		m, err := app.StartInProcess(ctx, mcfg, managerOptions(cfg, true))
+		m, err := app.StartInProcess(ctx, mcfg, managerOptions(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}

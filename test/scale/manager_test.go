@@ -19,9 +19,8 @@ import (
 // with what an in-process or child run must change (app.InProcessOptions:
 // no metrics or probe listeners, a private metrics registry) and the run's
 // refresh interval.
-func managerOptions(cfg config, trim bool) app.Options {
+func managerOptions(cfg config) app.Options {
 	opts := app.InProcessOptions()
-	opts.TrimCache = trim
 	if cfg.Refresh > 0 {
 		opts.EvidenceRefreshInterval = cfg.Refresh
 	}

@@ -19,16 +19,16 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -45,7 +45,6 @@ const childEnv = "VMOBS_SCALE_CHILD"
 // childSpec configures a child manager.
 type childSpec struct {
 	Kubeconfig string        `json:"kubeconfig"`
-	Trim       bool          `json:"trim"`
 	Refresh    time.Duration `json:"refresh"`
 }
 
@@ -66,16 +65,18 @@ type childStats struct {
 	NumGC       uint32 `json:"num_gc"`
 	Goroutines  int    `json:"goroutines"`
 	// At "variant", once the caches synced: what the Pod cache holds.
-	CachedPods         int    `json:"cached_pods"`
-	CachedNonLaunchers int    `json:"cached_non_launchers"`
-	CachedFullPods     int    `json:"cached_full_pods"`
-	Error              string `json:"error,omitempty"`
+	CachedPods         int `json:"cached_pods"`
+	CachedNonLaunchers int `json:"cached_non_launchers"`
+	// CachedFullPods counts the pods cached whole instead of as their
+	// projection.
+	CachedFullPods int    `json:"cached_full_pods"`
+	Error          string `json:"error,omitempty"`
 	// At "stats": the estimated bytes of the cached objects, by kind.
 	Cache map[string]cacheSize `json:"cache,omitempty"`
 }
 
 // cacheSize is the estimated size of one kind's cached objects (deepSize
-// of each object as the cache returns it).
+// of each object's projection as the informer's store holds it).
 type cacheSize struct {
 	Objects int   `json:"objects"`
 	Bytes   int64 `json:"bytes"`
@@ -115,7 +116,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	cfg.UserAgent = "vmobs-controller"
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
-	opts := managerOptions(config{Refresh: spec.Refresh}, spec.Trim)
+	opts := managerOptions(config{Refresh: spec.Refresh})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := app.StartInProcess(ctx, cfg, opts)
@@ -130,25 +131,26 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 		switch cmd {
 		case "variant":
 			// Which Pod cache this manager got: with the label selector
-			// (no bystander pod cached) and with the trimming transform
-			// (no launcher pod with containers).
+			// (no bystander pod cached) and with the projection (no pod
+			// cached whole).
 			if !mgr.GetCache().WaitForCacheSync(ctx) {
 				st.Error = "caches did not sync"
 				break
 			}
-			var pods corev1.PodList
-			if err := mgr.GetCache().List(ctx, &pods); err != nil {
+			store, err := controllers.OpenStore(ctx, mgr.GetCache())
+			if err != nil {
 				st.Error = err.Error()
 				break
 			}
-			for i := range pods.Items {
-				p := &pods.Items[i]
+			for _, o := range store.Pods.List() {
 				st.CachedPods++
-				if p.Labels[kubevirtv1.AppLabel] != "virt-launcher" {
-					st.CachedNonLaunchers++
-				}
-				if len(p.Spec.Containers) > 0 {
+				p, ok := o.(*projection.Pod)
+				if !ok {
 					st.CachedFullPods++
+					continue
+				}
+				if p.Labels.Value(kubevirtv1.AppLabel) != "virt-launcher" {
+					st.CachedNonLaunchers++
 				}
 			}
 		case "mark":
@@ -182,27 +184,29 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	return mgr.Stop()
 }
 
-// cacheSizes estimates what the manager's cache holds, by kind.
-func cacheSizes(ctx context.Context, c client.Reader) map[string]cacheSize {
+// cacheSizes estimates what the manager's informer stores hold, by kind.
+// A value shared between objects (an interned string) counts once, in the
+// first kind that reaches it.
+func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
+	store, err := controllers.OpenStore(ctx, c)
+	if err != nil {
+		return nil
+	}
 	out := map[string]cacheSize{}
-	for name, list := range map[string]client.ObjectList{
-		"VMObservation": &v1alpha1.VMObservationList{}, "VirtualMachineInstance": &kubevirtv1.VirtualMachineInstanceList{},
-		"VirtualMachine": &kubevirtv1.VirtualMachineList{}, "Pod": &corev1.PodList{}, "Node": &corev1.NodeList{},
-		"VirtualMachineInstanceMigration": &kubevirtv1.VirtualMachineInstanceMigrationList{},
+	seen := map[uintptr]bool{}
+	for _, k := range []struct {
+		name  string
+		store toolscache.Store
+	}{
+		{"VMObservation", store.Observations}, {"VirtualMachineInstance", store.VMIs}, {"VirtualMachine", store.VMs},
+		{"Pod", store.Pods}, {"Node", store.Nodes}, {"VirtualMachineInstanceMigration", store.Migrations},
 	} {
-		if err := c.List(ctx, list); err != nil {
-			continue
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			continue
-		}
 		var cs cacheSize
-		for _, o := range items {
+		for _, o := range k.store.List() {
 			cs.Objects++
-			cs.Bytes += deepSize(o)
+			cs.Bytes += deepSizeSeen(o, seen)
 		}
-		out[name] = cs
+		out[k.name] = cs
 	}
 	return out
 }
@@ -344,10 +348,9 @@ func (c *child) stop() error {
 	}
 }
 
-// memPoint is the memory figures at one VM count and trim setting.
+// memPoint is the memory figures at one VM count.
 type memPoint struct {
 	VMs                  int     `json:"vms"`
-	Trim                 bool    `json:"trim"`
 	ConvergenceSeconds   float64 `json:"convergence_seconds"`
 	HeapAlloc            uint64  `json:"heap_alloc_bytes"`
 	HeapInuse            uint64  `json:"heap_inuse_bytes"`
@@ -357,14 +360,12 @@ type memPoint struct {
 	VmRSS                uint64  `json:"rss_bytes"`
 	VmHWM                uint64  `json:"rss_peak_bytes"`
 	Goroutines           int     `json:"goroutines"`
-	// What the child's Pod cache held (see measureChild): the launcher
-	// label selector applied (no bystander pod cached), the trimming
-	// transform applied (no launcher pod with its containers), after how
-	// many child starts.
+	// What the child's Pod cache held: the launcher label selector
+	// applied (no bystander pod cached), the projection applied (no pod
+	// cached whole).
 	CachedPods          int  `json:"cached_pods"`
 	PodSelectorApplied  bool `json:"pod_selector_applied"`
 	PodTransformApplied bool `json:"pod_transform_applied"`
-	Attempts            int  `json:"attempts"`
 	// Cache is the estimated size of the cached objects by kind.
 	Cache map[string]cacheSize `json:"cache,omitempty"`
 }
@@ -373,66 +374,42 @@ type memPoint struct {
 // VMObservations deleted first, so that it creates and writes them all),
 // waits for convergence, marks the start-up peak, lets it run a steady
 // window with heartbeats, and reads its heap.
-//
-// controllers.CacheOptions registers the Pod cache twice (the label
-// selector and the trimming transform under two different *corev1.Pod
-// keys), and controller-runtime keeps one of the two at random: a manager
-// gets either the launcher selector without the transform or the transform
-// without the selector. The child reports which (see "variant"); with the
-// transforms on, a child that lost the transform is restarted (up to 8
-// times) so that the figure is that of the transforms as written, and the
-// restarts are reported.
-func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool) (memPoint, error) {
-	pt := memPoint{VMs: vms, Trim: trim}
-	var (
-		ch    *child
-		start time.Time
-		want  map[string]summary
-	)
+func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint, error) {
+	pt := memPoint{VMs: vms}
+	if err := deleteObservations(ctx, r.w.c, r.w.nsList()); err != nil {
+		return pt, err
+	}
+	if err := r.tr.waitGone(ctx, isVMNamespace, 2*time.Minute); err != nil {
+		return pt, err
+	}
+	want, _, err := expected(ctx, r.w.c, r.policy, time.Now(), isVMNamespace)
+	if err != nil {
+		return pt, err
+	}
+	r.res.LoadAvg[fmt.Sprintf("memory %d", vms)] = loadavg()
+	start := time.Now()
+	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh})
+	if err != nil {
+		return pt, err
+	}
 	defer func() {
 		if ch != nil {
 			_ = ch.stop()
 		}
 	}()
-	for attempt := 1; ; attempt++ {
-		if err := deleteObservations(ctx, r.w.c, r.w.nsList()); err != nil {
-			return pt, err
-		}
-		if err := r.tr.waitGone(ctx, isVMNamespace, 2*time.Minute); err != nil {
-			return pt, err
-		}
-		var err error
-		want, _, err = expected(ctx, r.w.c, r.policy, time.Now(), isVMNamespace)
-		if err != nil {
-			return pt, err
-		}
-		r.res.LoadAvg[fmt.Sprintf("memory %d trim=%v", vms, trim)] = loadavg()
-		start = time.Now()
-		ch, err = startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Trim: trim, Refresh: r.cfg.Refresh})
-		if err != nil {
-			return pt, err
-		}
-		v, err := ch.ask("variant")
-		if err != nil {
-			return pt, err
-		}
-		if v.Error != "" {
-			return pt, fmt.Errorf("child: %s (log %s)", v.Error, ch.log)
-		}
-		pt.Attempts = attempt
-		pt.CachedPods = v.CachedPods
-		pt.PodSelectorApplied = v.CachedNonLaunchers == 0
-		pt.PodTransformApplied = v.CachedFullPods == 0
-		if !trim || vms == 0 || pt.PodTransformApplied || attempt == 8 {
-			break
-		}
-		t.Logf("memory: %d VMs: the child manager got the Pod cache without its transform (%d of %d pods whole); restarting it", vms, v.CachedFullPods, v.CachedPods)
-		_ = ch.stop()
-		ch = nil
+	v, err := ch.ask("variant")
+	if err != nil {
+		return pt, err
 	}
+	if v.Error != "" {
+		return pt, fmt.Errorf("child: %s (log %s)", v.Error, ch.log)
+	}
+	pt.CachedPods = v.CachedPods
+	pt.PodSelectorApplied = v.CachedNonLaunchers == 0
+	pt.PodTransformApplied = v.CachedFullPods == 0
 	last, err := r.tr.waitMatch(ctx, want, nil, r.cfg.Converge)
 	if err != nil {
-		return pt, fmt.Errorf("child manager (trim=%v) at %d VMs: %w (log %s)", trim, vms, err, ch.log)
+		return pt, fmt.Errorf("child manager at %d VMs: %w (log %s)", vms, err, ch.log)
 	}
 	if vms > 0 {
 		pt.ConvergenceSeconds = last.Sub(start).Seconds()
@@ -444,7 +421,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool)
 	time.Sleep(r.cfg.Settle)
 	cmd := "stats"
 	if r.cfg.ProfileDir != "" {
-		cmd += " " + filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("heap-%d-trim-%v.pb.gz", vms, trim))
+		cmd += " " + filepath.Join(r.cfg.ProfileDir, fmt.Sprintf("heap-%d.pb.gz", vms))
 	}
 	st, err := ch.ask(cmd)
 	if err != nil {
@@ -462,9 +439,9 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool)
 	}
 	pt.VmRSS, pt.VmHWM, pt.Goroutines = st.VmRSS, st.VmHWM, st.Goroutines
 	pt.Cache = st.Cache
-	t.Logf("memory: %d VMs, trim=%v: live heap %s, heap in use %s, start-up peak %s vs steady max %s, RSS %s (peak %s), converged in %.1fs; pod cache: selector %v, transform %v (attempt %d)",
-		vms, trim, mib(pt.HeapAlloc), mib(pt.HeapInuse), mib(pt.StartupPeakHeapInuse), mib(pt.SteadyMaxHeapInuse), mib(pt.VmRSS), mib(pt.VmHWM), pt.ConvergenceSeconds,
-		pt.PodSelectorApplied, pt.PodTransformApplied, pt.Attempts)
+	t.Logf("memory: %d VMs: live heap %s, heap in use %s, start-up peak %s vs steady max %s, RSS %s (peak %s), converged in %.1fs; pod cache: selector %v, projection %v",
+		vms, mib(pt.HeapAlloc), mib(pt.HeapInuse), mib(pt.StartupPeakHeapInuse), mib(pt.SteadyMaxHeapInuse), mib(pt.VmRSS), mib(pt.VmHWM), pt.ConvergenceSeconds,
+		pt.PodSelectorApplied, pt.PodTransformApplied)
 	return pt, nil
 }
 

@@ -78,24 +78,22 @@ type results struct {
 	LatencyNearP99     float64 `json:"latency_p99_near_heartbeats_ms"`
 	LatencyNearChanges int     `json:"latency_changes_near_heartbeats"`
 
-	HeapBytesPerVM          float64    `json:"heap_bytes_per_vm"`
-	HeapBytesPerVMUntrimmed float64    `json:"heap_bytes_per_vm_untrimmed"`
-	StartupPeakRatio        float64    `json:"startup_peak_ratio"`
-	StartupPeakRSSRatio     float64    `json:"startup_peak_rss_ratio"`
-	RSSBytes                uint64     `json:"rss_bytes"`
-	RSSVMs                  int        `json:"rss_vms"`
-	MemoryPoints            []memPoint `json:"memory_points"`
+	HeapBytesPerVM      float64    `json:"heap_bytes_per_vm"`
+	StartupPeakRatio    float64    `json:"startup_peak_ratio"`
+	StartupPeakRSSRatio float64    `json:"startup_peak_rss_ratio"`
+	RSSBytes            uint64     `json:"rss_bytes"`
+	RSSVMs              int        `json:"rss_vms"`
+	MemoryPoints        []memPoint `json:"memory_points"`
 	// CacheBytesPerVM estimates, at the largest memory point, the cached
-	// objects' bytes per VM by kind (deepSize), with the transforms on and
-	// off; "total" is their sum and "other" the rest of the live heap's
-	// slope (informer indexes, queues, the controller's own state).
-	CacheBytesPerVM          map[string]float64 `json:"cache_bytes_per_vm"`
-	CacheBytesPerVMUntrimmed map[string]float64 `json:"cache_bytes_per_vm_untrimmed"`
-	Binary                   *binaryRSS         `json:"vmobs_binary,omitempty"`
-	Checks                   int                `json:"correctness_checks"`
-	Mismatches               int                `json:"mismatches"`
-	Targets                  []target           `json:"targets"`
-	Machine                  map[string]any     `json:"machine"`
+	// projections' bytes per VM by kind (deepSize); "total" is their sum
+	// and "other" the rest of the live heap's slope (informer indexes,
+	// queues, the controller's own state).
+	CacheBytesPerVM map[string]float64 `json:"cache_bytes_per_vm"`
+	Binary          *binaryRSS         `json:"vmobs_binary,omitempty"`
+	Checks          int                `json:"correctness_checks"`
+	Mismatches      int                `json:"mismatches"`
+	Targets         []target           `json:"targets"`
+	Machine         map[string]any     `json:"machine"`
 	// LoadAvg is the machine's 1-minute load average as each phase began:
 	// the machine is shared, and this says how much.
 	LoadAvg         map[string]string `json:"loadavg"`
@@ -117,7 +115,7 @@ type target struct {
 var requiredKeys = []string{
 	"n", "floor_seconds", "convergence_seconds", "convergence_ratio", "idle_writes", "restart_writes",
 	"writes_per_vm_cold", "latency_p50_ms", "latency_p99_ms", "floor_watch_p50_ms", "heap_bytes_per_vm",
-	"heap_bytes_per_vm_untrimmed", "startup_peak_ratio",
+	"startup_peak_ratio",
 }
 
 func newResults(cfg config) *results {
@@ -162,50 +160,29 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 	tr.mu.Unlock()
 
 	var largest *memPoint
-	for _, trim := range []bool{true, false} {
-		var x, y []float64
-		for i := range r.MemoryPoints {
-			p := &r.MemoryPoints[i]
-			if p.Trim != trim {
-				continue
-			}
-			x = append(x, float64(p.VMs))
-			y = append(y, float64(p.HeapAlloc))
-			if trim && (largest == nil || p.VMs > largest.VMs) {
-				largest = p
-			}
-		}
-		if trim {
-			r.HeapBytesPerVM = slope(x, y)
-		} else {
-			r.HeapBytesPerVMUntrimmed = slope(x, y)
+	var x, y []float64
+	for i := range r.MemoryPoints {
+		p := &r.MemoryPoints[i]
+		x = append(x, float64(p.VMs))
+		y = append(y, float64(p.HeapAlloc))
+		if largest == nil || p.VMs > largest.VMs {
+			largest = p
 		}
 	}
-	perVM := func(trim bool, slope float64) map[string]float64 {
-		var p *memPoint
-		for i := range r.MemoryPoints {
-			if q := &r.MemoryPoints[i]; q.Trim == trim && q.VMs > 0 && (p == nil || q.VMs > p.VMs) {
-				p = q
-			}
-		}
-		if p == nil || len(p.Cache) == 0 {
-			return nil
-		}
-		out := map[string]float64{}
+	r.HeapBytesPerVM = slope(x, y)
+	if p := largest; p != nil && p.VMs > 0 && len(p.Cache) > 0 {
+		r.CacheBytesPerVM = map[string]float64{}
 		var total float64
 		for k, c := range p.Cache {
 			v := float64(c.Bytes) / float64(p.VMs)
-			out[k] = math.Round(v)
+			r.CacheBytesPerVM[k] = math.Round(v)
 			total += v
 		}
-		out["total"] = math.Round(total)
-		if slope > 0 {
-			out["other"] = math.Round(slope - total)
+		r.CacheBytesPerVM["total"] = math.Round(total)
+		if r.HeapBytesPerVM > 0 {
+			r.CacheBytesPerVM["other"] = math.Round(r.HeapBytesPerVM - total)
 		}
-		return out
 	}
-	r.CacheBytesPerVM = perVM(true, r.HeapBytesPerVM)
-	r.CacheBytesPerVMUntrimmed = perVM(false, r.HeapBytesPerVMUntrimmed)
 	if largest != nil {
 		r.StartupPeakRatio = largest.StartupPeakRatio
 		r.RSSBytes, r.RSSVMs = largest.VmRSS, largest.VMs
@@ -221,7 +198,7 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 		}
 		return "no"
 	}
-	memMeasured := len(r.MemoryPoints) >= 4 // two counts, trimmed and not
+	memMeasured := len(r.MemoryPoints) >= 2 // two counts
 	r.Targets = []target{
 		{"cold-start convergence", "≤ 1.25× the floor", fmt.Sprintf("%.2f×", r.ConvergenceRatio), yes(r.ConvergenceRatio <= 1.25)},
 		{"writes at idle", "0 beyond the refresh policy", fmt.Sprintf("%d (of %d; %d refreshes)", r.IdleUnexplained, r.IdleWrites, r.IdleRefreshWrites), yes(r.IdleUnexplained == 0)},
@@ -230,12 +207,12 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 	}
 	if memMeasured {
 		r.Targets = append(r.Targets,
-			target{"heap per VM (transforms on)", "< 4096 B", fmt.Sprintf("%.0f B", r.HeapBytesPerVM), yes(r.HeapBytesPerVM < 4096)},
+			target{"heap per VM", "< 4096 B", fmt.Sprintf("%.0f B", r.HeapBytesPerVM), yes(r.HeapBytesPerVM < 4096)},
 			target{"start-up peak (heap in use)", "< 2× steady state", fmt.Sprintf("%.2f×", r.StartupPeakRatio), yes(r.StartupPeakRatio < 2)},
 		)
 	} else {
 		r.Targets = append(r.Targets,
-			target{"heap per VM (transforms on)", "< 4096 B", "not measured", "n/a"},
+			target{"heap per VM", "< 4096 B", "not measured", "n/a"},
 			target{"start-up peak (heap in use)", "< 2× steady state", "not measured", "n/a"})
 	}
 	switch {
@@ -299,23 +276,17 @@ func (r *results) printTable(out io.Writer) {
 		fmt.Sprintf("watch p50 %.1f ms p99 %.1f ms; write p50 %.1f ms; 2×watch+write %.1f ms", r.FloorWatchP50, r.FloorWatchP99, r.SourceWriteP50, r.LatencyFloorP50))
 	row("  controller's share (status − source watch)", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", r.ControllerShareP50, r.ControllerShareP99),
 		fmt.Sprintf("p99 %.1f ms for the %d changes ≤2 s after a heartbeat round, %.1f ms for the others", r.LatencyNearP99, r.LatencyNearChanges, r.LatencyAwayP99))
-	row("heap per VM (transforms on / off)", fmt.Sprintf("%.0f B / %.0f B", r.HeapBytesPerVM, r.HeapBytesPerVMUntrimmed), "live heap after GC, slope over the memory points")
+	row("heap per VM", fmt.Sprintf("%.0f B", r.HeapBytesPerVM), "live heap after GC, slope over the memory points")
 	for _, p := range r.MemoryPoints {
-		row(fmt.Sprintf("  %d VMs, transforms %s", p.VMs, onOff(p.Trim)),
+		row(fmt.Sprintf("  %d VMs", p.VMs),
 			fmt.Sprintf("live %s, in use %s, RSS %s", mib(p.HeapAlloc), mib(p.HeapInuse), mib(p.VmRSS)),
-			fmt.Sprintf("start-up peak %s vs steady max %s (%.2f×); RSS peak %s; converged %.1f s; pod cache: selector %s, transform %s, start %d",
+			fmt.Sprintf("start-up peak %s vs steady max %s (%.2f×); RSS peak %s; converged %.1f s; pod cache: selector %s, projection %s",
 				mib(p.StartupPeakHeapInuse), mib(p.SteadyMaxHeapInuse), p.StartupPeakRatio, mib(p.VmHWM), p.ConvergenceSeconds,
-				yesNo(p.PodSelectorApplied), yesNo(p.PodTransformApplied), p.Attempts))
+				yesNo(p.PodSelectorApplied), yesNo(p.PodTransformApplied)))
 	}
-	for _, c := range []struct {
-		name string
-		m    map[string]float64
-	}{{"cached bytes per VM, transforms on", r.CacheBytesPerVM}, {"cached bytes per VM, transforms off", r.CacheBytesPerVMUntrimmed}} {
-		if c.m == nil {
-			continue
-		}
-		row(c.name, fmt.Sprintf("%.0f B", c.m["total"]), fmt.Sprintf("VMObservation %.0f, VMI %.0f, Pod %.0f, VM %.0f, Node %.0f, VMIM %.0f; rest of the heap slope %.0f",
-			c.m["VMObservation"], c.m["VirtualMachineInstance"], c.m["Pod"], c.m["VirtualMachine"], c.m["Node"], c.m["VirtualMachineInstanceMigration"], c.m["other"]))
+	if m := r.CacheBytesPerVM; m != nil {
+		row("cached bytes per VM", fmt.Sprintf("%.0f B", m["total"]), fmt.Sprintf("VMObservation %.0f, VMI %.0f, Pod %.0f, VM %.0f, Node %.0f, VMIM %.0f; rest of the heap slope %.0f",
+			m["VMObservation"], m["VirtualMachineInstance"], m["Pod"], m["VirtualMachine"], m["Node"], m["VirtualMachineInstanceMigration"], m["other"]))
 	}
 	if r.Binary != nil {
 		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×)", mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio))
@@ -339,13 +310,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
 }
 
 // checkKeys asserts the results file has every required key.

@@ -2,8 +2,7 @@
 // (kube-apiserver and etcd from `make envtest-bin`) it populates N VMs shaped
 // by the simulator and measures the controller against a floor measured in
 // the same run: cold-start convergence, writes at idle and across restarts,
-// change-to-status latency at a steady change rate, and heap per VM with the
-// cache transforms on and off.
+// change-to-status latency at a steady change rate, and heap per VM.
 //
 // `go test ./test/scale` runs a smoke version (N=50, seconds-long phases)
 // that asserts only correctness. `make bench-scale N=1000` runs the full

@@ -5,14 +5,15 @@ import (
 	"unsafe"
 )
 
-// deepSize estimates the heap bytes an object graph holds: every pointer,
-// slice backing array, string and map reached from v, each counted once and
-// rounded up to a malloc size class (approximately: 8-byte steps to 32
-// bytes, 16-byte steps above). Maps are counted as their entries plus a
-// bucket overhead. It is an estimate for the cache breakdown, not a
-// measurement; the heap figures come from runtime.MemStats.
-func deepSize(v any) int64 {
-	seen := map[uintptr]bool{}
+// deepSizeSeen estimates the heap bytes an object graph holds: every
+// pointer, slice backing array, string and map reached from v and not in
+// seen, each counted once and rounded up to a malloc size class
+// (approximately: 8-byte steps to 32 bytes, 16-byte steps above). Maps are
+// counted as their entries plus a bucket overhead. Over several objects
+// with one seen, what they share counts once. It is an estimate for the
+// cache breakdown, not a measurement; the heap figures come from
+// runtime.MemStats.
+func deepSizeSeen(v any, seen map[uintptr]bool) int64 {
 	return sizeOf(reflect.ValueOf(v), seen, false)
 }
 

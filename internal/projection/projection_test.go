@@ -1,0 +1,161 @@
+package projection
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func TestPodKeepsWhatTheEngineReadsAndNothingElse(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "prod", Name: "virt-launcher-vm1-abcde", ResourceVersion: "7",
+			Labels: map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-uid", "vm.kubevirt.io/name": "vm1"},
+			Annotations: map[string]string{
+				membership.NetworkStatusAnnotation: `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.17"],"default":true}]`,
+				"kubevirt.io/domain":               "vm1",
+				corev1.LastAppliedConfigAnnotation: "{...}",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "vmi-uid", Controller: ptr.To(true)}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "virt-controller"}},
+		},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+		Status: corev1.PodStatus{
+			Phase:  corev1.PodRunning,
+			PodIP:  "10.244.0.17",
+			PodIPs: []corev1.PodIP{{IP: "10.244.0.17"}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodInitialized, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "compute", Ready: true, Image: "quay.io/kubevirt/virt-launcher:v1.9.0", RestartCount: 1,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "guest-console-log", RestartCount: 2, Image: "x"}},
+		},
+	}
+	got := FromPod(pod).ToPod()
+	if got.Annotations[corev1.LastAppliedConfigAnnotation] != "" || got.Annotations["kubevirt.io/domain"] != "" || got.Labels["vm.kubevirt.io/name"] != "" {
+		t.Errorf("metadata vmobs never reads was kept: %v %v", got.Labels, got.Annotations)
+	}
+	if len(got.Spec.Containers) != 0 || got.Status.ContainerStatuses[0].Image != "" || len(got.Status.Conditions) != 1 {
+		t.Errorf("status vmobs never reads was kept: %+v", got.Status)
+	}
+	if got.Spec.NodeName != "node-a" || got.Annotations[membership.NetworkStatusAnnotation] == "" || got.Labels["kubevirt.io/created-by"] != "vmi-uid" ||
+		got.Status.Phase != corev1.PodRunning || got.Status.ContainerStatuses[0].RestartCount != 1 || got.Status.PodIPs[0].IP != "10.244.0.17" ||
+		got.Status.Conditions[0].Type != corev1.PodReady || !got.Status.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: t0}) ||
+		got.Status.ContainerStatuses[0].State.Running == nil || got.Status.InitContainerStatuses[0].RestartCount != 2 ||
+		len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != "vmi-uid" || !*got.OwnerReferences[0].Controller {
+		t.Errorf("the projection lost what the engine reads: %+v", got)
+	}
+}
+
+// A pod with conditions, none of which the engine reads, keeps one: the
+// engine tells a pod without conditions (a pasted row) apart.
+func TestPodKeepsThatItHadConditions(t *testing.T) {
+	pod := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}}}}
+	if got := FromPod(pod).ToPod(); len(got.Status.Conditions) != 1 {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+	if got := FromPod(&corev1.Pod{}).ToPod(); got.Status.Conditions != nil {
+		t.Fatalf("conditions %+v", got.Status.Conditions)
+	}
+}
+
+// The projected VMObservation keeps when vmobs last wrote the status (only
+// our status writes count), the hashes of the stored status, and what the
+// engine, the Events and the metrics read of it.
+func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
+	fields := metav1.NewFieldsV1(`{"f:status":{"f:verdict":{}}}`)
+	st := v1alpha1.VMObservationStatus{
+		Verdict: v1alpha1.VerdictDegraded, Reason: "R", Message: "long message", ObservedGeneration: 3,
+		VMI: &v1alpha1.VMISummary{Name: "vm1", UID: "vmi-uid"}, Guest: &v1alpha1.GuestSummary{AgentConnected: true, OSPrettyName: "os"},
+		Layers: &v1alpha1.Layers{Node: v1alpha1.LayerStatus{
+			Verdict: v1alpha1.VerdictDegraded, Reason: "NodeNotReady", Message: "m", LastTransitionTime: ptr.To(metav1.NewTime(t0)),
+			StaleAt: ptr.To(metav1.NewTime(t0.Add(time.Minute))), Evidence: []v1alpha1.Evidence{{Kind: "Node", Name: "n"}},
+		}},
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: "m", LastTransitionTime: metav1.NewTime(t0)}},
+	}
+	obs := &v1alpha1.VMObservation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "vm1", Generation: 3, Labels: map[string]string{membership.ManagedByLabel: membership.ManagedByValue, "x": "y"},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), FieldsV1: fields},
+				{Manager: membership.FieldOwner, Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0)), FieldsV1: fields},
+				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Subresource: "status", Time: ptr.To(metav1.NewTime(t0.Add(time.Minute))), FieldsV1: fields},
+			}},
+		Spec:   v1alpha1.VMObservationSpec{VMName: "vm1", Policy: &v1alpha1.PolicyOverrides{GuestAgentExpected: ptr.To(true)}},
+		Status: st,
+	}
+	p := FromObservation(obs)
+	if !p.LastWrite.Time().Equal(t0) {
+		t.Errorf("LastWrite = %v, want %v (only our status writes count)", p.LastWrite.Time(), t0)
+	}
+	if p.Hash != StatusHash(&st) || p.TimelessHash != StatusHash(WithoutTimestamps(&st)) || p.Hash == p.TimelessHash {
+		t.Errorf("hashes %d/%d, want those of the stored status", p.Hash, p.TimelessHash)
+	}
+	if p.Labels.Value(membership.ManagedByLabel) != membership.ManagedByValue || p.Labels.Value("x") != "" {
+		t.Errorf("labels %v", p.Labels)
+	}
+	if p.Policy == nil || !*p.Policy.GuestAgentExpected {
+		t.Errorf("policy %+v", p.Policy)
+	}
+	prev := p.Previous()
+	if prev.Verdict != st.Verdict || prev.VMI.UID != "vmi-uid" || !prev.Guest.AgentConnected ||
+		prev.Layers.Node.Reason != "NodeNotReady" || prev.Layers.Node.Message != "m" || !prev.Layers.Node.LastTransitionTime.Equal(&metav1.Time{Time: t0}) ||
+		!prev.Layers.Node.StaleAt.Equal(&metav1.Time{Time: t0.Add(time.Minute)}) || prev.Layers.Node.EvidenceTime != nil ||
+		len(prev.Conditions) != 1 || prev.Conditions[0].Status != metav1.ConditionFalse {
+		t.Errorf("previous status %+v", prev)
+	}
+	if prev.Message != "" || prev.Layers.Node.Evidence != nil || prev.Guest.OSPrettyName != "" {
+		t.Errorf("the projection kept what nothing reads: %+v", prev)
+	}
+}
+
+func TestTimeKeepsNilZeroAndSeconds(t *testing.T) {
+	if got := timePtr(nil).Ptr(); got != nil {
+		t.Errorf("nil came back as %v", got)
+	}
+	if got := timePtr(&metav1.Time{}).Ptr(); got == nil || !got.IsZero() {
+		t.Errorf("a pointer to the zero time came back as %v", got)
+	}
+	if got := metaTime(metav1.Time{}); got != 0 || !got.Time().IsZero() {
+		t.Errorf("the zero time is %d", got)
+	}
+	epoch := time.Unix(0, 0)
+	if got := timeOf(epoch).Time(); !got.Equal(epoch) {
+		t.Errorf("the epoch came back as %v", got)
+	}
+	if got := timeOf(t0).Time(); !got.Equal(t0) {
+		t.Errorf("%v came back as %v", t0, got)
+	}
+}
+
+// The intern table stops growing at its bound; values past it are still
+// returned right, as copies.
+func TestInternIsBounded(t *testing.T) {
+	var tab table[string]
+	for i := range maxInterned + 10 {
+		v := fmt.Sprint("v", i)
+		if p := tab.intern(v); *p != v {
+			t.Fatalf("intern(%q) = %q", v, *p)
+		}
+	}
+	if len(tab.m) != maxInterned {
+		t.Fatalf("the table holds %d values, want its bound %d", len(tab.m), maxInterned)
+	}
+	if a, b := tab.intern("v1"), tab.intern("v1"); a != b {
+		t.Errorf("an interned value is not shared")
+	}
+	x := Intern("x")
+	if Intern("") != (Sym{}) || x.String() != "x" || Intern("x") != x {
+		t.Errorf("Intern")
+	}
+}
