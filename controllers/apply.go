@@ -27,7 +27,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, obs *projection.Observatio
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "VMObservation",
-		"metadata":   map[string]any{"name": obs.Name, "namespace": obs.GetNamespace(), "uid": string(obs.UID)},
+		"metadata":   map[string]any{"name": obs.Name, "namespace": obs.GetNamespace(), "uid": string(obs.GetUID())},
 		"status":     statusMap,
 	}}
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(membership.FieldOwner), client.ForceOwnership); err != nil {

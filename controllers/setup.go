@@ -107,7 +107,7 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 // heartbeatOnly says whether, of what the engine reads of a Node, only
 // virt-handler's heartbeat changed.
 func heartbeatOnly(o, n *projection.Node) bool {
-	return o.Labels.Value(kubevirtv1.NodeSchedulable) == n.Labels.Value(kubevirtv1.NodeSchedulable) &&
+	return o.Value(kubevirtv1.NodeSchedulable) == n.Value(kubevirtv1.NodeSchedulable) &&
 		readyOf(o) == readyOf(n) &&
 		!deletionChanged(o, n)
 }
@@ -162,14 +162,14 @@ func observationChanged() predicate.Predicate {
 	// Our own status writes keep the generation: they must not come back as
 	// work. Spec edits and owner changes (a recreated VM) do.
 	return updateOnly(func(o, n *projection.Observation) bool {
-		return o.Generation != n.Generation || o.Labels.Value(membership.ManagedByLabel) != n.Labels.Value(membership.ManagedByLabel)
+		return o.Generation != n.Generation || o.Value(membership.ManagedByLabel) != n.Value(membership.ManagedByLabel)
 	})
 }
 
 // The projections hold only what the engine reads: any difference but the
-// version is a change the engine may see. The VMI has no status
-// subresource, so its generation moves on every status write; it says
-// nothing either.
+// resourceVersion is a change the engine may see. (The VMI's generation,
+// which moves on every status write since its CRD has no status
+// subresource, is not kept.)
 
 func vmiChanged() predicate.Predicate {
 	return updateOnly(func(o, n *projection.VMI) bool {
@@ -200,10 +200,10 @@ func podChanged() predicate.Predicate {
 }
 
 // changed compares two copies of a projection (om and nm their metadata)
-// after blanking, in the copies, what moves on every write.
+// after blanking, in the copies, the resourceVersion, which moves on every
+// write.
 func changed[T any](o, n *T, om, nm *projection.Meta) bool {
 	om.ResourceVersion, nm.ResourceVersion = "", ""
-	om.Generation, nm.Generation = 0, 0
 	return !reflect.DeepEqual(o, n)
 }
 
@@ -212,8 +212,8 @@ func changed[T any](o, n *T, om, nm *projection.Meta) bool {
 // own status updates (every 10s to 1m) are dropped here.
 func nodeChanged() predicate.Predicate {
 	return updateOnly(func(o, n *projection.Node) bool {
-		return o.Annotations.Value(kubevirtv1.VirtHandlerHeartbeat) != n.Annotations.Value(kubevirtv1.VirtHandlerHeartbeat) ||
-			o.Labels.Value(kubevirtv1.NodeSchedulable) != n.Labels.Value(kubevirtv1.NodeSchedulable) ||
+		return o.Value(kubevirtv1.VirtHandlerHeartbeat) != n.Value(kubevirtv1.VirtHandlerHeartbeat) ||
+			o.Value(kubevirtv1.NodeSchedulable) != n.Value(kubevirtv1.NodeSchedulable) ||
 			readyOf(o) != readyOf(n)
 	})
 }

@@ -3,6 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -53,8 +56,8 @@ func OpenStore(ctx context.Context, c cache.Cache) (*Store, error) {
 const (
 	// IndexMigrationVMI indexes VMIMs by namespace/spec.vmiName.
 	IndexMigrationVMI = "vmobs.spec.vmiName"
-	// IndexPodVMI indexes launcher pods by namespace/name of their
-	// controlling VMI.
+	// IndexPodVMI indexes launcher pods by a bucket of the namespace/name
+	// of their controlling VMI (podBucket).
 	IndexPodVMI = "vmobs.controller.vmi"
 	// IndexVMINode indexes VMIs by every node their status names (the node
 	// they run on, the migration's source and target, activePods' nodes).
@@ -89,9 +92,49 @@ func podVMIIndex(o any) ([]string, error) {
 		return nil, nil
 	}
 	if name := controllingVMI(p); name != "" {
-		return []string{p.GetNamespace() + "/" + name}, nil
+		return []string{podBucket(p.GetNamespace(), name)}, nil
 	}
 	return nil, nil
+}
+
+// podBuckets is how many values the pod index has. Each value costs the
+// index a set (a Go map of about 200 bytes, whatever it holds): one per VMI
+// cost more than a launcher pod's projection. A bucket holds the pods of
+// several VMIs, and a lookup filters them (launcherPods).
+const podBuckets = 256
+
+var podBucketNames = func() (names [podBuckets]string) {
+	for i := range names {
+		names[i] = strconv.Itoa(i)
+	}
+	return names
+}()
+
+// podBucket is the pod index value of the VMI namespace/name.
+func podBucket(namespace, name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace))
+	_, _ = h.Write([]byte{'/'})
+	_, _ = h.Write([]byte(name))
+	return podBucketNames[h.Sum32()%podBuckets]
+}
+
+// launcherPods are the pods the VMI namespace/name controls.
+func (s *Store) launcherPods(namespace, name string) ([]*projection.Pod, error) {
+	pods, err := byIndex[*projection.Pod](s.Pods, IndexPodVMI, podBucket(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	out := pods[:0]
+	for _, p := range pods {
+		// The namespace and an owner of that name first: the bucket
+		// holds other VMIs' pods, and controllingVMI builds maps.
+		if p.GetNamespace() == namespace && slices.ContainsFunc(p.Owners, func(r projection.OwnerRef) bool { return r.Name == name }) &&
+			controllingVMI(p) == name {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 func vmiNodeIndex(o any) ([]string, error) {

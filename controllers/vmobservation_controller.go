@@ -105,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	if in.VM == nil && in.VMI == nil {
-		if obs == nil || obs.Labels.Value(membership.ManagedByLabel) == membership.ManagedByValue {
+		if obs == nil || obs.Value(membership.ManagedByLabel) == membership.ManagedByValue {
 			return ctrl.Result{}, r.deleteOrphan(ctx, obs)
 		}
 		// A user declared this one (say, in Git, before the VM exists): it
@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	decision := r.policy.decide(writeRequest{
-		key: req.NamespacedName, uid: obs.UID, stored: storedSums(obs), next: &next,
+		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &next,
 		storedWrite: obs.LastWrite.Time(), now: now,
 	})
 	// A write held back (a refresh, coalesced progress) is made when its
@@ -154,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.applyStatus(ctx, obs, &next); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.policy.wrote(req.NamespacedName, obs.UID, now, decision)
+	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
 	r.recordTransitions(obs, prev, &next)
 	log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
 	return requeueAt(requeue), nil
@@ -227,7 +227,7 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 		in.Migrations = append(in.Migrations, m.ToMigration())
 	}
 
-	pods, err := byIndex[*projection.Pod](r.Store.Pods, IndexPodVMI, k)
+	pods, err := r.Store.launcherPods(key.Namespace, key.Name)
 	if err != nil {
 		return in, nil, fmt.Errorf("listing launcher pods: %w", err)
 	}
@@ -319,12 +319,12 @@ func (r *Reconciler) adopt(ctx context.Context, obs *projection.Observation, in 
 // its VM nor its VMI exists. The garbage collector would do it in a cluster
 // that runs one, but may lag, and envtest runs none.
 func (r *Reconciler) deleteOrphan(ctx context.Context, obs *projection.Observation) error {
-	if obs == nil || obs.Labels.Value(membership.ManagedByLabel) != membership.ManagedByValue || obs.Deleted != 0 {
+	if obs == nil || obs.Value(membership.ManagedByLabel) != membership.ManagedByValue || obs.Deleted != 0 {
 		return nil
 	}
 	r.policy.forget(client.ObjectKeyFromObject(obs))
 	o := &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}
-	err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr.To(obs.UID), ResourceVersion: ptr.To(obs.ResourceVersion)})
+	err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr.To(obs.GetUID()), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting VMObservation of a deleted VM: %w", err)
 	}

@@ -3,12 +3,12 @@ package projection
 import corev1 "k8s.io/api/core/v1"
 
 // Cond is a compact condition of a pod, node, VM or VMI: its type, status
-// and reason interned, its message kept as is.
+// and reason interned, its message kept as is. Only a VMI's conditions
+// keep their lastProbeTime (VMICond): the engine reads it of none other.
 type Cond struct {
 	Type, Status, Reason Sym
 	Message              string
 	LastTransition       Time
-	LastProbe            Time
 }
 
 func condsOf[C any](in []C, keepType func(string) bool, conv func(*C) Cond) []Cond {

@@ -6,6 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Meta is the part of metav1.ObjectMeta vmobs reads: identity, version,
@@ -17,15 +20,31 @@ import (
 type Meta struct {
 	Name            string
 	Namespace       Sym
-	UID             types.UID
+	UID             UID
 	ResourceVersion string
-	Generation      int64
 	Created         Time
 	// Deleted is the deletion timestamp; 0 while not being deleted.
-	Deleted     Time
-	Labels      Pairs
-	Annotations Pairs
+	Deleted Time
+	// Kept are the labels and annotations kept, in one list: their keys
+	// never overlap (labelKeys says which are labels).
+	Kept Pairs
 }
+
+// labelKeys are the label keys any projection keeps; every other kept key
+// is an annotation.
+var labelKeys = map[string]bool{
+	membership.ManagedByLabel: true, kubevirtv1.NodeSchedulable: true,
+	kubevirtv1.AppLabel: true, kubevirtv1.CreatedByLabel: true, kubevirtv1.MigrationJobLabel: true,
+}
+
+// annotationKeys are the annotation keys any projection keeps.
+var annotationKeys = map[string]bool{
+	kubevirtv1.VirtHandlerHeartbeat: true, kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation: true,
+	membership.NetworkStatusAnnotation: true, kubevirtv1.EphemeralProvisioningObject: true,
+}
+
+// Value is the value of a kept label or annotation, "" when there is none.
+func (m *Meta) Value(key string) string { return m.Kept.Value(key) }
 
 // Pair is a kept label or annotation.
 type Pair struct {
@@ -37,28 +56,48 @@ type Pair struct {
 // the keys asked for.
 type Pairs []Pair
 
-// keep copies the entries of m whose key is one of keys; values of the keys
-// in vocab are interned.
-func keep(m map[string]string, keys []string, vocab map[string]bool) Pairs {
+// keep copies the entries of the label and annotation maps whose key is
+// one of labels or annotations; values of the keys in vocab are interned.
+func keep(lm, am map[string]string, labels, annotations []string, vocab map[string]bool) Pairs {
 	n := 0
-	for _, k := range keys {
-		if _, ok := m[k]; ok {
-			n++
+	each := func(f func(k, v string)) {
+		for _, src := range [...]struct {
+			m    map[string]string
+			keys []string
+		}{{lm, labels}, {am, annotations}} {
+			for _, k := range src.keys {
+				if v, ok := src.m[k]; ok {
+					f(k, v)
+				}
+			}
 		}
 	}
+	each(func(string, string) { n++ })
 	if n == 0 {
 		return nil
 	}
 	out := make(Pairs, 0, n)
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			if vocab[k] {
-				v = Intern(v).String()
+	each(func(k, v string) {
+		if vocab[k] {
+			v = Intern(v).String()
+		}
+		out = append(out, Pair{Key: Intern(k), Value: v})
+	})
+	return out
+}
+
+// filter is the map of the kept pairs whose key is a label (or not).
+func (p Pairs) filter(labels bool) map[string]string {
+	var m map[string]string
+	for _, kv := range p {
+		if k := kv.Key.String(); labelKeys[k] == labels {
+			if m == nil {
+				m = make(map[string]string, len(p))
 			}
-			out = append(out, Pair{Key: Intern(k), Value: v})
+			m[k] = kv.Value
 		}
 	}
-	return out
+	return m
 }
 
 // Get returns the value of key and whether it is kept.
@@ -77,29 +116,15 @@ func (p Pairs) Value(key string) string {
 	return v
 }
 
-// Map is p as a map, nil when empty.
-func (p Pairs) Map() map[string]string {
-	if len(p) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(p))
-	for _, kv := range p {
-		m[kv.Key.String()] = kv.Value
-	}
-	return m
-}
-
 func metaOf(m *metav1.ObjectMeta, labels, annotations []string, vocab map[string]bool) Meta {
 	return Meta{
 		Name:            m.Name,
 		Namespace:       Intern(m.Namespace),
-		UID:             m.UID,
+		UID:             uidOf(m.UID),
 		ResourceVersion: m.ResourceVersion,
-		Generation:      m.Generation,
 		Created:         metaTime(m.CreationTimestamp),
 		Deleted:         timePtr(m.DeletionTimestamp),
-		Labels:          keep(m.Labels, labels, vocab),
-		Annotations:     keep(m.Annotations, annotations, vocab),
+		Kept:            keep(m.Labels, m.Annotations, labels, annotations, vocab),
 	}
 }
 
@@ -109,22 +134,20 @@ func (m *Meta) ObjectMeta() metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:              m.Name,
 		Namespace:         m.Namespace.String(),
-		UID:               m.UID,
+		UID:               m.UID.UID(),
 		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
 		CreationTimestamp: m.Created.Meta(),
 		DeletionTimestamp: m.Deleted.Ptr(),
-		Labels:            m.Labels.Map(),
-		Annotations:       m.Annotations.Map(),
+		Labels:            m.Kept.filter(true),
+		Annotations:       m.Kept.filter(false),
 	}
 }
 
-// deepCopy copies what is not shared: the pair slices (strings are
+// deepCopy copies what is not shared: the pair slice (strings are
 // immutable, Syms shared by design).
 func (m *Meta) deepCopy() Meta {
 	c := *m
-	c.Labels = clone(m.Labels)
-	c.Annotations = clone(m.Annotations)
+	c.Kept = clone(m.Kept)
 	return c
 }
 
@@ -148,12 +171,12 @@ func (m *Meta) GetName() string                             { return m.Name }
 func (m *Meta) SetName(name string)                         { m.Name = name }
 func (m *Meta) GetGenerateName() string                     { return "" }
 func (m *Meta) SetGenerateName(string)                      {}
-func (m *Meta) GetUID() types.UID                           { return m.UID }
-func (m *Meta) SetUID(uid types.UID)                        { m.UID = uid }
+func (m *Meta) GetUID() types.UID                           { return m.UID.UID() }
+func (m *Meta) SetUID(uid types.UID)                        { m.UID = uidOf(uid) }
 func (m *Meta) GetResourceVersion() string                  { return m.ResourceVersion }
 func (m *Meta) SetResourceVersion(v string)                 { m.ResourceVersion = v }
-func (m *Meta) GetGeneration() int64                        { return m.Generation }
-func (m *Meta) SetGeneration(g int64)                       { m.Generation = g }
+func (m *Meta) GetGeneration() int64                        { return 0 }
+func (m *Meta) SetGeneration(int64)                         {}
 func (m *Meta) GetSelfLink() string                         { return "" }
 func (m *Meta) SetSelfLink(string)                          {}
 func (m *Meta) GetCreationTimestamp() metav1.Time           { return m.Created.Meta() }
@@ -162,10 +185,10 @@ func (m *Meta) GetDeletionTimestamp() *metav1.Time          { return m.Deleted.P
 func (m *Meta) SetDeletionTimestamp(t *metav1.Time)         { m.Deleted = timePtr(t) }
 func (m *Meta) GetDeletionGracePeriodSeconds() *int64       { return nil }
 func (m *Meta) SetDeletionGracePeriodSeconds(*int64)        {}
-func (m *Meta) GetLabels() map[string]string                { return m.Labels.Map() }
-func (m *Meta) SetLabels(l map[string]string)               { m.Labels = keepAll(l) }
-func (m *Meta) GetAnnotations() map[string]string           { return m.Annotations.Map() }
-func (m *Meta) SetAnnotations(a map[string]string)          { m.Annotations = keepAll(a) }
+func (m *Meta) GetLabels() map[string]string                { return m.Kept.filter(true) }
+func (m *Meta) SetLabels(l map[string]string)               { m.Kept = keepKnown(l, m.Kept.filter(false)) }
+func (m *Meta) GetAnnotations() map[string]string           { return m.Kept.filter(false) }
+func (m *Meta) SetAnnotations(a map[string]string)          { m.Kept = keepKnown(m.Kept.filter(true), a) }
 func (m *Meta) GetFinalizers() []string                     { return nil }
 func (m *Meta) SetFinalizers([]string)                      {}
 func (m *Meta) GetOwnerReferences() []metav1.OwnerReference { return nil }
@@ -175,21 +198,27 @@ func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry {
 }
 func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry) {}
 
-// keepAll keeps every entry of m, sorted by key.
-func keepAll(m map[string]string) Pairs {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// keepKnown keeps the entries of labels and annotations whose keys some
+// projection keeps, sorted by key.
+func keepKnown(labels, annotations map[string]string) Pairs {
+	keys := func(m map[string]string, known map[string]bool) []string {
+		var out []string
+		for k := range m {
+			if known[k] {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return out
 	}
-	slices.Sort(keys)
-	return keep(m, keys, nil)
+	return keep(labels, annotations, keys(labels, labelKeys), keys(annotations, annotationKeys), nil)
 }
 
 // OwnerRef is a compact metav1.OwnerReference.
 type OwnerRef struct {
 	APIVersion, Kind Sym
 	Name             string
-	UID              types.UID
+	UID              UID
 	// Controller and BlockOwnerDeletion: 0 nil, 1 false, 2 true.
 	Controller, BlockOwnerDeletion int8
 }
@@ -202,7 +231,7 @@ func ownersOf(refs []metav1.OwnerReference) []OwnerRef {
 	for i := range refs {
 		r := &refs[i]
 		out[i] = OwnerRef{
-			APIVersion: Intern(r.APIVersion), Kind: Intern(r.Kind), Name: r.Name, UID: r.UID,
+			APIVersion: Intern(r.APIVersion), Kind: Intern(r.Kind), Name: r.Name, UID: uidOf(r.UID),
 			Controller: boolPtr(r.Controller), BlockOwnerDeletion: boolPtr(r.BlockOwnerDeletion),
 		}
 	}
@@ -216,7 +245,7 @@ func ownerRefs(refs []OwnerRef) []metav1.OwnerReference {
 	out := make([]metav1.OwnerReference, len(refs))
 	for i, r := range refs {
 		out[i] = metav1.OwnerReference{
-			APIVersion: r.APIVersion.String(), Kind: r.Kind.String(), Name: r.Name, UID: r.UID,
+			APIVersion: r.APIVersion.String(), Kind: r.Kind.String(), Name: r.Name, UID: r.UID.UID(),
 			Controller: ptrBool(r.Controller), BlockOwnerDeletion: ptrBool(r.BlockOwnerDeletion),
 		}
 	}

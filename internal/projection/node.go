@@ -25,7 +25,7 @@ func FromNode(n *corev1.Node) *Node {
 	for i := range n.Status.Conditions {
 		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
 			out.Ready = &Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastHeartbeatTime)}
+				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 			break
 		}
 	}
@@ -39,7 +39,7 @@ func (n *Node) ToNode() *corev1.Node {
 		out.Status.Conditions = []corev1.NodeCondition{{
 			Type: corev1.NodeConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
 			Reason: c.Reason.String(), Message: c.Message,
-			LastTransitionTime: c.LastTransition.Meta(), LastHeartbeatTime: c.LastProbe.Meta(),
+			LastTransitionTime: c.LastTransition.Meta(),
 		}}
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
@@ -27,8 +26,11 @@ var (
 // whether the status it computes is the one stored.
 type Observation struct {
 	Meta
-	Owners []OwnerRef
-	Policy *v1alpha1.PolicyOverrides
+	// Generation is the one projection's generation read: its status
+	// carries it, and a spec edit moves it.
+	Generation int64
+	Owners     []OwnerRef
+	Policy     *v1alpha1.PolicyOverrides
 	// LastWrite is when vmobs last wrote the status (its managedFields
 	// entry for the status subresource): it survives restarts, unlike the
 	// controller's memory, so a restarted controller does not rewrite
@@ -41,7 +43,7 @@ type Observation struct {
 	Verdict Sym
 	// VMIUID is status.vmi.uid: the previous status is of this VMI only if
 	// the UIDs match.
-	VMIUID         types.UID
+	VMIUID         UID
 	AgentConnected bool
 	HasLayers      bool
 	Layers         [3]Layer // in v1alpha1.LayerNames order
@@ -69,6 +71,7 @@ func FromObservation(o *v1alpha1.VMObservation) *Observation {
 	st := &o.Status
 	out := &Observation{
 		Meta:         metaOf(&o.ObjectMeta, observationLabels, nil, observationVocab),
+		Generation:   o.Generation,
 		Owners:       ownersOf(o.OwnerReferences),
 		Policy:       o.Spec.Policy.DeepCopy(),
 		LastWrite:    timeOf(lastStatusWrite(o)),
@@ -77,7 +80,7 @@ func FromObservation(o *v1alpha1.VMObservation) *Observation {
 		Verdict:      Intern(string(st.Verdict)),
 	}
 	if st.VMI != nil {
-		out.VMIUID = st.VMI.UID
+		out.VMIUID = uidOf(st.VMI.UID)
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Layers != nil {
@@ -103,6 +106,7 @@ func FromObservation(o *v1alpha1.VMObservation) *Observation {
 // status is the previous status as the engine reads it (see Previous).
 func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 	out := &v1alpha1.VMObservation{ObjectMeta: o.ObjectMeta()}
+	out.Generation = o.Generation
 	out.OwnerReferences = ownerRefs(o.Owners)
 	out.Spec.Policy = o.Policy
 	out.Status = *o.Previous()
@@ -115,8 +119,8 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 // connected, and the conditions' statuses and transition times.
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
-	if o.VMIUID != "" {
-		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID}
+	if !o.VMIUID.IsZero() {
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
@@ -141,6 +145,12 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	}
 	return st
 }
+
+// GetGeneration implements metav1.Object.
+func (o *Observation) GetGeneration() int64 { return o.Generation }
+
+// SetGeneration implements metav1.Object.
+func (o *Observation) SetGeneration(g int64) { o.Generation = g }
 
 // GetOwnerReferences implements metav1.Object.
 func (o *Observation) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(o.Owners) }

@@ -1,9 +1,14 @@
 package projection
 
 import (
+	"bytes"
+	"encoding/json"
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/membership"
@@ -13,9 +18,8 @@ import (
 // (which VMI a pod belongs to), the migration target label, and Multus'
 // network status.
 var (
-	podLabels      = []string{kubevirtv1.AppLabel, kubevirtv1.CreatedByLabel, kubevirtv1.MigrationJobLabel}
 	podAnnotations = []string{membership.NetworkStatusAnnotation, kubevirtv1.EphemeralProvisioningObject}
-	podVocab       = map[string]bool{kubevirtv1.AppLabel: true, kubevirtv1.EphemeralProvisioningObject: true}
+	podVocab       = map[string]bool{kubevirtv1.EphemeralProvisioningObject: true}
 )
 
 // Pod is a launcher pod as the engine reads it: its owners and membership
@@ -24,20 +28,27 @@ var (
 // Multus' network status.
 type Pod struct {
 	Meta
-	Owners   []OwnerRef
-	NodeName Sym
-	Phase    Sym
-	Reason   Sym
-	PodIP    string
+	// The labels vmobs reads: kubevirt.io (which kind of KubeVirt pod),
+	// kubevirt.io/created-by (the VMI's UID) and kubevirt.io/migrationJobUID
+	// (the migration a target pod is for). An empty label reads as none.
+	App          Sym
+	CreatedBy    UID
+	MigrationJob UID
+	Owners       []OwnerRef
+	NodeName     Sym
+	Phase        Sym
+	Reason       Sym
+	PodIP        string
 	// PodIPs are status.podIPs; nil when they are exactly [PodIP], as the
 	// kubelet writes them for a single-stack pod.
 	PodIPs     []string
 	PodIPsSame bool
 	Conditions []Cond
 	Containers []Container
-	// InitContainers keep only names and restart counts: the engine counts
-	// the restarts of the guest-console-log sidecar.
-	InitContainers []Container
+	// InitRestarts is the sum of the init containers' restarts, all the
+	// engine reads of them (guest-console-log is a native sidecar: its
+	// restarts show there).
+	InitRestarts int32
 }
 
 // Container is a container status.
@@ -58,7 +69,7 @@ type Container struct {
 func podConds(in []corev1.PodCondition) []Cond {
 	conv := func(c *corev1.PodCondition) Cond {
 		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastProbeTime)}
+			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 	}
 	out := condsOf(in, func(t string) bool { return t == string(corev1.PodReady) || t == string(corev1.PodScheduled) }, conv)
 	if out == nil && len(in) > 0 {
@@ -67,18 +78,14 @@ func podConds(in []corev1.PodCondition) []Cond {
 	return out
 }
 
-func containersOf(in []corev1.ContainerStatus, full bool) []Container {
+func containersOf(in []corev1.ContainerStatus) []Container {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]Container, len(in))
 	for i := range in {
 		c := &in[i]
-		out[i] = Container{Name: Intern(c.Name), RestartCount: c.RestartCount}
-		if !full {
-			continue
-		}
-		out[i].Ready, out[i].Started = c.Ready, boolPtr(c.Started)
+		out[i] = Container{Name: Intern(c.Name), RestartCount: c.RestartCount, Ready: c.Ready, Started: boolPtr(c.Started)}
 		if r := c.State.Running; r != nil {
 			out[i].Running = timePtr(&r.StartedAt)
 		}
@@ -123,15 +130,25 @@ func containerStatuses(in []Container) []corev1.ContainerStatus {
 func FromPod(p *corev1.Pod) *Pod {
 	st := &p.Status
 	out := &Pod{
-		Meta:           metaOf(&p.ObjectMeta, podLabels, podAnnotations, podVocab),
-		Owners:         ownersOf(p.OwnerReferences),
-		NodeName:       Intern(p.Spec.NodeName),
-		Phase:          Intern(string(st.Phase)),
-		Reason:         Intern(st.Reason),
-		PodIP:          st.PodIP,
-		Conditions:     podConds(st.Conditions),
-		Containers:     containersOf(st.ContainerStatuses, true),
-		InitContainers: containersOf(st.InitContainerStatuses, false),
+		Meta:         metaOf(&p.ObjectMeta, nil, podAnnotations, podVocab),
+		App:          Intern(p.Labels[kubevirtv1.AppLabel]),
+		CreatedBy:    uidOf(types.UID(p.Labels[kubevirtv1.CreatedByLabel])),
+		MigrationJob: uidOf(types.UID(p.Labels[kubevirtv1.MigrationJobLabel])),
+		Owners:       ownersOf(p.OwnerReferences),
+		NodeName:     Intern(p.Spec.NodeName),
+		Phase:        Intern(string(st.Phase)),
+		Reason:       Intern(st.Reason),
+		PodIP:        st.PodIP,
+		Conditions:   podConds(st.Conditions),
+		Containers:   containersOf(st.ContainerStatuses),
+	}
+	for i := range st.InitContainerStatuses {
+		out.InitRestarts = satAdd(out.InitRestarts, st.InitContainerStatuses[i].RestartCount)
+	}
+	for i := range out.Kept {
+		if a := &out.Kept[i]; a.Key.String() == membership.NetworkStatusAnnotation {
+			a.Value = compactJSON(a.Value)
+		}
 	}
 	if len(st.PodIPs) == 1 && st.PodIPs[0].IP == st.PodIP {
 		out.PodIPsSame = true
@@ -147,6 +164,7 @@ func FromPod(p *corev1.Pod) *Pod {
 // ToPod rebuilds the pod as far as it was kept.
 func (p *Pod) ToPod() *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: p.ObjectMeta()}
+	out.Labels = p.GetLabels()
 	out.OwnerReferences = ownerRefs(p.Owners)
 	out.Spec.NodeName = p.NodeName.String()
 	st := &out.Status
@@ -165,14 +183,33 @@ func (p *Pod) ToPod() *corev1.Pod {
 		for i, c := range p.Conditions {
 			st.Conditions[i] = corev1.PodCondition{
 				Type: corev1.PodConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-				Reason: c.Reason.String(), Message: c.Message,
-				LastTransitionTime: c.LastTransition.Meta(), LastProbeTime: c.LastProbe.Meta(),
+				Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
 			}
 		}
 	}
 	st.ContainerStatuses = containerStatuses(p.Containers)
-	st.InitContainerStatuses = containerStatuses(p.InitContainers)
+	if p.InitRestarts > 0 {
+		st.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", RestartCount: p.InitRestarts}}
+	}
 	return out
+}
+
+// GetLabels implements metav1.Object.
+func (p *Pod) GetLabels() map[string]string {
+	var m map[string]string
+	for _, l := range [...]struct{ key, value string }{
+		{kubevirtv1.AppLabel, p.App.String()},
+		{kubevirtv1.CreatedByLabel, string(p.CreatedBy.UID())},
+		{kubevirtv1.MigrationJobLabel, string(p.MigrationJob.UID())},
+	} {
+		if l.value != "" {
+			if m == nil {
+				m = make(map[string]string, 3)
+			}
+			m[l.key] = l.value
+		}
+	}
+	return m
 }
 
 // GetOwnerReferences implements metav1.Object.
@@ -186,7 +223,6 @@ func (p *Pod) DeepCopyObject() runtime.Object {
 	c.PodIPs = clone(p.PodIPs)
 	c.Conditions = clone(p.Conditions)
 	c.Containers = cloneContainers(p.Containers)
-	c.InitContainers = cloneContainers(p.InitContainers)
 	return &c
 }
 
@@ -203,4 +239,35 @@ func cloneContainers(in []Container) []Container {
 		}
 	}
 	return out
+}
+
+// SetLabels implements metav1.Object: it keeps the labels a Pod projection
+// holds.
+func (p *Pod) SetLabels(l map[string]string) {
+	p.App = Intern(l[kubevirtv1.AppLabel])
+	p.CreatedBy = uidOf(types.UID(l[kubevirtv1.CreatedByLabel]))
+	p.MigrationJob = uidOf(types.UID(l[kubevirtv1.MigrationJobLabel]))
+}
+
+// satAdd adds the non-negative part of n to sum, saturating.
+func satAdd(sum, n int32) int32 {
+	if n <= 0 {
+		return sum
+	}
+	if sum > math.MaxInt32-n {
+		return math.MaxInt32
+	}
+	return sum + n
+}
+
+// compactJSON drops the insignificant whitespace of a JSON text: Multus
+// indents its network status, a third of its bytes. Anything that is not
+// JSON is kept as it is (the engine cites an unreadable annotation as
+// written).
+func compactJSON(s string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil || b.Len() >= len(s) {
+		return s
+	}
+	return b.String()
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -101,8 +102,8 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	if p.Hash != StatusHash(&st) || p.TimelessHash != StatusHash(WithoutTimestamps(&st)) || p.Hash == p.TimelessHash {
 		t.Errorf("hashes %d/%d, want those of the stored status", p.Hash, p.TimelessHash)
 	}
-	if p.Labels.Value(membership.ManagedByLabel) != membership.ManagedByValue || p.Labels.Value("x") != "" {
-		t.Errorf("labels %v", p.Labels)
+	if p.Value(membership.ManagedByLabel) != membership.ManagedByValue || p.Value("x") != "" {
+		t.Errorf("labels %v", p.Kept)
 	}
 	if p.Policy == nil || !*p.Policy.GuestAgentExpected {
 		t.Errorf("policy %+v", p.Policy)
@@ -157,5 +158,20 @@ func TestInternIsBounded(t *testing.T) {
 	x := Intern("x")
 	if Intern("") != (Sym{}) || x.String() != "x" || Intern("x") != x {
 		t.Errorf("Intern")
+	}
+}
+
+func TestUIDRoundTrips(t *testing.T) {
+	for _, u := range []types.UID{
+		"", "5b0f5a3e-8c1a-4b9e-9f55-0a7c1d2e3f41", "5B0F5A3E-8C1A-4B9E-9F55-0A7C1D2E3F41", "vmi-uid",
+		"00000000-0000-0000-0000-000000000000", "5b0f5a3e-8c1a-4b9e-9f55-0a7c1d2e3f4g", "5b0f5a3e+8c1a-4b9e-9f55-0a7c1d2e3f41",
+	} {
+		got := uidOf(u)
+		if got.UID() != u || got.IsZero() != (u == "") {
+			t.Errorf("%q came back as %q", u, got.UID())
+		}
+	}
+	if uidOf("5b0f5a3e-8c1a-4b9e-9f55-0a7c1d2e3f41").other != nil {
+		t.Errorf("a UUID is kept as a string")
 	}
 }

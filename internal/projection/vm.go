@@ -34,7 +34,7 @@ func FromVM(v *kubevirtv1.VirtualMachine) *VM {
 		PrintableStatus: Intern(string(st.PrintableStatus)),
 		Conditions: condsOf(st.Conditions, all, func(c *kubevirtv1.VirtualMachineCondition) Cond {
 			return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastProbeTime)}
+				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 		}),
 		StartFailure: st.StartFailure.DeepCopy(),
 	}
@@ -60,8 +60,7 @@ func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
 		for i, c := range v.Conditions {
 			st.Conditions[i] = kubevirtv1.VirtualMachineCondition{
 				Type: kubevirtv1.VirtualMachineConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-				Reason: c.Reason.String(), Message: c.Message,
-				LastTransitionTime: c.LastTransition.Meta(), LastProbeTime: c.LastProbe.Meta(),
+				Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
 			}
 		}
 	}

@@ -29,7 +29,7 @@ type VMI struct {
 	Eviction optSym
 
 	Phase, Reason, NodeName, EvacuationNodeName Sym
-	Conditions                                  []Cond
+	Conditions                                  []VMICond
 	PhaseTransitions                            []PhaseTime
 	ActivePods                                  []ActivePod
 	Status                                      []Interface
@@ -80,7 +80,7 @@ type PhaseTime struct {
 
 // ActivePod is a status.activePods entry.
 type ActivePod struct {
-	UID  types.UID
+	UID  UID
 	Node Sym
 }
 
@@ -267,11 +267,23 @@ func migrated(in []kubevirtv1.StorageMigratedVolumeInfo) []kubevirtv1.StorageMig
 	return out
 }
 
-func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []Cond {
-	return condsOf(in, all, func(c *kubevirtv1.VirtualMachineInstanceCondition) Cond {
-		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime), LastProbe: metaTime(c.LastProbeTime)}
-	})
+// VMICond is a VMI condition: the engine reads the agent's lastProbeTime.
+type VMICond struct {
+	Cond
+	LastProbe Time
+}
+
+func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []VMICond {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]VMICond, len(in))
+	for i := range in {
+		c := &in[i]
+		out[i] = VMICond{Cond: Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
+			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}, LastProbe: metaTime(c.LastProbeTime)}
+	}
+	return out
 }
 
 func sat(n int) uint8 { return uint8(min(n, 255)) }
@@ -309,10 +321,10 @@ func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI {
 	if len(st.ActivePods) > 0 {
 		out.ActivePods = make([]ActivePod, 0, len(st.ActivePods))
 		for uid, node := range st.ActivePods {
-			out.ActivePods = append(out.ActivePods, ActivePod{UID: uid, Node: Intern(node)})
+			out.ActivePods = append(out.ActivePods, ActivePod{UID: uidOf(uid), Node: Intern(node)})
 		}
 		// Sorted, so that equal maps project to equal slices.
-		slices.SortFunc(out.ActivePods, func(a, b ActivePod) int { return strings.Compare(string(a.UID), string(b.UID)) })
+		slices.SortFunc(out.ActivePods, func(a, b ActivePod) int { return strings.Compare(string(a.UID.UID()), string(b.UID.UID())) })
 	}
 	if st.GuestOSInfo != (kubevirtv1.VirtualMachineInstanceGuestOSInfo{}) {
 		out.GuestOSInfo = guestOSInfos.intern(st.GuestOSInfo)
@@ -375,7 +387,7 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	if len(v.ActivePods) > 0 {
 		st.ActivePods = make(map[types.UID]string, len(v.ActivePods))
 		for _, p := range v.ActivePods {
-			st.ActivePods[p.UID] = p.Node.String()
+			st.ActivePods[p.UID.UID()] = p.Node.String()
 		}
 	}
 	if len(v.Status) > 0 {

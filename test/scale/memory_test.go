@@ -21,7 +21,6 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -149,7 +148,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 					st.CachedFullPods++
 					continue
 				}
-				if p.Labels.Value(kubevirtv1.AppLabel) != "virt-launcher" {
+				if p.App.String() != "virt-launcher" {
 					st.CachedNonLaunchers++
 				}
 			}
