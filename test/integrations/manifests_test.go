@@ -196,6 +196,11 @@ func TestKustomizeDefault(t *testing.T) {
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.ReadinessProbe.HTTPGet.Port.IntValue() != 8081 {
 		t.Errorf("readiness probe: %+v", c.ReadinessProbe)
 	}
+	if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" }); i < 0 ||
+		c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.ResourceFieldRef == nil ||
+		c.Env[i].ValueFrom.ResourceFieldRef.Resource != "limits.memory" || c.Env[i].ValueFrom.ResourceFieldRef.ContainerName != c.Name {
+		t.Errorf("GOMEMLIMIT does not come from the container's memory limit: %+v", c.Env)
+	}
 	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		req, lim := c.Resources.Requests[r], c.Resources.Limits[r]
 		if req.IsZero() || lim.IsZero() || req.Cmp(lim) > 0 {
