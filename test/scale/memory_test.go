@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -47,6 +46,7 @@ type childSpec struct {
 	Kubeconfig string        `json:"kubeconfig"`
 	Trim       bool          `json:"trim"`
 	Refresh    time.Duration `json:"refresh"`
+	LagGrace   time.Duration `json:"lagGrace"`
 }
 
 // childStats is what a child reports.
@@ -115,7 +115,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	cfg.UserAgent = "vmobs-controller"
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
-	opts := managerOptions(config{Refresh: spec.Refresh}, spec.Trim)
+	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace}, spec.Trim)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := app.StartInProcess(ctx, cfg, opts)
@@ -219,7 +219,6 @@ type heapSampler struct {
 
 func newHeapSampler() *heapSampler {
 	s := &heapSampler{quit: make(chan struct{})}
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
 	go func() {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
@@ -229,8 +228,7 @@ func newHeapSampler() *heapSampler {
 				return
 			case <-t.C:
 			}
-			metrics.Read(samples)
-			v := samples[0].Value.Uint64() + samples[1].Value.Uint64()
+			v := heapInuse()
 			s.mu.Lock()
 			if s.marked {
 				s.wmax = max(s.wmax, v)
@@ -408,7 +406,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int, trim bool)
 		}
 		r.res.LoadAvg[fmt.Sprintf("memory %d trim=%v", vms, trim)] = loadavg()
 		start = time.Now()
-		ch, err = startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Trim: trim, Refresh: r.cfg.Refresh})
+		ch, err = startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Trim: trim, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace})
 		if err != nil {
 			return pt, err
 		}
@@ -501,8 +499,11 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	}
 	defer logf.Close()
 	args := []string{"manager", "--kubeconfig", r.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
-	if r.cfg.Refresh > 0 {
-		args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
+	// The run's refresh interval, whatever the binary's default: the
+	// harness compares its figures with the in-process manager's.
+	args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
+	if r.cfg.LagGrace > 0 {
+		args = append(args, "--lag-grace", r.cfg.LagGrace.String())
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
