@@ -301,6 +301,10 @@ func (r *run) coldStarts(ctx context.Context, t *testing.T) (*app.InProcess, *ma
 			t.Fatal(err)
 		}
 		rec0 := readReconcileStats()
+		atStart, err := r.apiMetrics.scrape(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t0 := time.Now()
 		m := r.startManager(ctx, t, mc)
 		last, err := tr.waitMatch(ctx, want, nil, cfg.Converge)
@@ -325,6 +329,11 @@ func (r *run) coldStarts(ctx context.Context, t *testing.T) (*app.InProcess, *ma
 		// Let the writes in flight at the last arrival land before
 		// counting.
 		time.Sleep(time.Second)
+		atEnd, err := r.apiMetrics.scrape(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.ColdWritesAtServer = int(atEnd.writesTo("vmobservations") - atStart.writesTo("vmobservations"))
 		res.ColdWrites = mc.counter.Writes("vmobservations")
 		res.ColdCreates = mc.counter.Get("create vmobservations")
 		res.ColdStatusWrites = mc.counter.Get("apply vmobservations/status")
@@ -336,6 +345,12 @@ func (r *run) coldStarts(ctx context.Context, t *testing.T) (*app.InProcess, *ma
 		res.EventsPerVMCold = float64(res.ColdEvents) / float64(cfg.N)
 		t.Logf("cold start %d: converged in %.2fs (%.2f× the floor), first write after %.2fs (the floor's after %.2fs); %d reconciles; %d VMObservation writes (%d creates, %d status), %d event writes",
 			i+1, conv, conv/floorDur.Seconds(), res.ColdFirstWriteSeconds, res.FloorListSeconds, int(rec.total), res.ColdWrites, res.ColdCreates, res.ColdStatusWrites, res.ColdEvents)
+		// The API server's count is the one the idle period relies on:
+		// it must see at least what the manager's transport saw succeed
+		// (it also counts the failed ones).
+		if res.ColdWritesAtServer < res.ColdWrites {
+			t.Errorf("cold start %d: the API server counted %d VMObservation writes, the manager's transport %d", i+1, res.ColdWritesAtServer, res.ColdWrites)
+		}
 		if i == cfg.ConvergenceRuns-1 {
 			res.FloorSeconds = median(res.FloorSecondsRuns)
 			res.ConvergenceSeconds = median(res.ConvergenceSecondsRuns)

@@ -46,10 +46,13 @@ type results struct {
 	ConvergenceRatio      float64 `json:"convergence_ratio"`
 
 	// The cold start's write counts are the last run's.
-	ColdWrites       int `json:"cold_writes"`
-	ColdCreates      int `json:"cold_creates"`
-	ColdStatusWrites int `json:"cold_status_writes"`
-	ColdEvents       int `json:"cold_event_writes"`
+	ColdWrites int `json:"cold_writes"`
+	// ColdWritesAtServer is the same as the API server counted it
+	// (apiserver_request_total, failed writes included).
+	ColdWritesAtServer int `json:"cold_writes_at_api_server"`
+	ColdCreates        int `json:"cold_creates"`
+	ColdStatusWrites   int `json:"cold_status_writes"`
+	ColdEvents         int `json:"cold_event_writes"`
 	// ColdEventsDropped counts the Event writes -scale.no-events answered
 	// in the transport (0 unless set).
 	ColdEventsDropped int     `json:"cold_event_writes_dropped"`
@@ -358,7 +361,7 @@ func (r *results) printTable(out io.Writer) {
 	if r.ColdEventsDropped > 0 {
 		events = fmt.Sprintf("floor 2.00; %d Event writes answered in the transport (-scale.no-events)", r.ColdEventsDropped)
 	}
-	row("VMObservation writes per VM, cold", fmt.Sprintf("%.2f (%d creates, %d status)", r.WritesPerVMCold, r.ColdCreates, r.ColdStatusWrites), events)
+	row("VMObservation writes per VM, cold", fmt.Sprintf("%.2f (%d creates, %d status; %d at the API server)", r.WritesPerVMCold, r.ColdCreates, r.ColdStatusWrites, r.ColdWritesAtServer), events)
 	policy := fmt.Sprintf("%d evidence refreshes allowed (refresh interval %.0f s); the manager's transport logged %d", r.IdleRefreshWrites, r.RefreshSeconds, r.IdleWritesManagerTransport)
 	if r.RefreshOff {
 		policy = fmt.Sprintf("evidence refreshes off: any write fails the run; the manager's transport logged %d", r.IdleWritesManagerTransport)
