@@ -158,7 +158,7 @@ func overloadObjects() (*flowcontrolv1.PriorityLevelConfiguration, *flowcontrolv
 			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: plc.Name},
 			// Before every suggested FlowSchema but exempt (1) and
 			// probes (2).
-			MatchingPrecedence:  100,
+			MatchingPrecedence:  50,
 			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
 			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
 				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: managerUser}}},

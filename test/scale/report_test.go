@@ -101,6 +101,15 @@ type results struct {
 	LatencyAwayP99     float64 `json:"latency_p99_away_from_heartbeats_ms"`
 	LatencyNearP99     float64 `json:"latency_p99_near_heartbeats_ms"`
 	LatencyNearChanges int     `json:"latency_changes_near_heartbeats"`
+	// The changes the engine judged when their event came (a pod made
+	// Ready) and those it judged at the lag grace's end (a pod made
+	// NotReady; their latency counts from that deadline, when the
+	// controller's requeue, at low priority, must come).
+	LatencyEventP99       float64 `json:"latency_p99_judged_at_event_ms"`
+	LatencyEventChanges   int     `json:"latency_changes_judged_at_event"`
+	LatencyDeadlineP50    float64 `json:"latency_p50_judged_at_deadline_ms"`
+	LatencyDeadlineP99    float64 `json:"latency_p99_judged_at_deadline_ms"`
+	LatencyDeadlineChange int     `json:"latency_changes_judged_at_deadline"`
 
 	// CPUPerReconcile is the manager's CPU per reconcile, in µs: at cold
 	// start ("cold_start") and under the latency phase's changes
@@ -171,8 +180,14 @@ func newResults(cfg config) *results {
 }
 
 func (r *results) setLatency(l *latencyResult, w *world) {
-	var share, near, away []time.Duration
+	var share, near, away, atEvent, atDeadline []time.Duration
 	for _, s := range l.Samples {
+		switch {
+		case s.status > 0 && s.deadline:
+			atDeadline = append(atDeadline, s.status)
+		case s.status > 0:
+			atEvent = append(atEvent, s.status)
+		}
 		switch {
 		case s.status > 0 && s.deadline:
 			// Judged at a deadline long after the source's event
@@ -192,6 +207,8 @@ func (r *results) setLatency(l *latencyResult, w *world) {
 	}
 	r.ControllerShareP50, r.ControllerShareP99 = percentile(share, 50), percentile(share, 99)
 	r.LatencyAwayP99, r.LatencyNearP99, r.LatencyNearChanges = percentile(away, 99), percentile(near, 99), len(near)
+	r.LatencyEventP99, r.LatencyEventChanges = percentile(atEvent, 99), len(atEvent)
+	r.LatencyDeadlineP50, r.LatencyDeadlineP99, r.LatencyDeadlineChange = percentile(atDeadline, 50), percentile(atDeadline, 99), len(atDeadline)
 	r.LatencyChanges, r.LatencyRate, r.LatencySkipped, r.LatencyMissed = l.Changes, l.Rate, l.Skipped, l.Missed
 	r.LatencyP50, r.LatencyP90, r.LatencyP99 = percentile(l.Status, 50), percentile(l.Status, 90), percentile(l.Status, 99)
 	r.LatencyMax = percentile(l.Status, 100)
@@ -328,7 +345,7 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 func (r *results) sanitize() {
 	for _, f := range []*float64{&r.LatencyP50, &r.LatencyP90, &r.LatencyP99, &r.LatencyMax, &r.FloorWatchP50,
 		&r.FloorWatchP99, &r.SourceWriteP50, &r.SourceWriteP99, &r.LatencyFloorP50, &r.ConvergenceRatio,
-		&r.ControllerShareP50, &r.ControllerShareP99, &r.LatencyAwayP99, &r.LatencyNearP99, &r.FloorSeconds, &r.ConvergenceSeconds} {
+		&r.ControllerShareP50, &r.ControllerShareP99, &r.LatencyAwayP99, &r.LatencyNearP99, &r.LatencyEventP99, &r.LatencyDeadlineP50, &r.LatencyDeadlineP99, &r.FloorSeconds, &r.ConvergenceSeconds} {
 		if math.IsNaN(*f) || math.IsInf(*f, 0) {
 			*f = -1
 		}
@@ -373,6 +390,8 @@ func (r *results) printTable(out io.Writer) {
 		fmt.Sprintf("watch p50 %.1f ms p99 %.1f ms; write p50 %.1f ms; 2×watch+write %.1f ms", r.FloorWatchP50, r.FloorWatchP99, r.SourceWriteP50, r.LatencyFloorP50))
 	row("  controller's share (status − source watch)", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", r.ControllerShareP50, r.ControllerShareP99),
 		fmt.Sprintf("p99 %.1f ms for the %d changes ≤2 s after a heartbeat round, %.1f ms for the others", r.LatencyNearP99, r.LatencyNearChanges, r.LatencyAwayP99))
+	row("  judged when the event came / at the lag grace's end", fmt.Sprintf("p99 %.1f ms (%d changes) / p50 %.1f ms, p99 %.1f ms (%d changes)", r.LatencyEventP99, r.LatencyEventChanges, r.LatencyDeadlineP50, r.LatencyDeadlineP99, r.LatencyDeadlineChange),
+		"a pod made Ready / NotReady; the second from the deadline, a low-priority requeue")
 	for _, c := range []struct{ name, phase string }{{"CPU per reconcile, cold start", "cold_start"}, {"CPU per reconcile, changes", "changes"}, {"floor CPU per VM", "floor"}} {
 		f := r.CPU[c.phase]
 		if f == nil {
