@@ -403,6 +403,11 @@ func (r *results) printTable(out io.Writer) {
 			row("", "", "by context: "+topCosts(f.ByContext, 4))
 		}
 	}
+	if cold, fl := r.CPU["cold_start"], r.CPU["floor"]; cold != nil && fl != nil && fl.Units > 0 {
+		// The floor's units are VMs, one per VM per run.
+		perVM := cold.CPUSeconds * 1e6 / float64(fl.Units)
+		row("  cold start's CPU per VM", fmt.Sprintf("%.0f µs (%.2f× the floor's)", perVM, perVM/fl.USPerUnit), fmt.Sprintf("floor %.0f µs per VM", fl.USPerUnit))
+	}
 	if o := r.Overload; o != nil {
 		row(fmt.Sprintf("overload: %.0f s at %.1f changes/s, %.0f APF seat", o.Seconds, o.Rate, o.NominalSeats),
 			fmt.Sprintf("%d requests (%.1f/s, max %d/s), %d answered 429", o.Requests, o.RequestsPerSecond, o.MaxRequestsPerSec, o.TooManyRequests),
