@@ -6,6 +6,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"time"
 
@@ -39,7 +40,7 @@ type Options struct {
 	// ProbeAddr is where /healthz and /readyz listen; "0" turns them off.
 	ProbeAddr string
 	// LeaderElection turns leader election on, with a Lease named
-	// LeaderElectionID in LeaderElectionNamespace.
+	// LeaseName() in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -51,8 +52,9 @@ type Options struct {
 
 	// Namespaces limits the controller to these namespaces; empty is all.
 	Namespaces []string
-	// VMSelector limits the controller to VMs, VMIs and VMObservations with
-	// these labels, so several instances can shard a large cluster.
+	// VMSelector limits the controller to the VMs (and standalone VMIs)
+	// whose own labels match, so several instances can shard a large
+	// cluster (controllers/shard.go).
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
@@ -89,13 +91,30 @@ type Options struct {
 	SkipNameValidation bool
 }
 
+// DefaultLeaderElectionID is the Lease of an unsharded instance.
+const DefaultLeaderElectionID = "vmobs.observability.vmobs.io"
+
+// LeaseName is the leader election Lease: LeaderElectionID, except that a
+// sharded instance (VMSelector set) left at the default gets a Lease of its
+// own, named after its selector. Two shards on one Lease would not fail:
+// the second would stand by as the first one's replica, and its VMs would
+// go unobserved.
+func (o Options) LeaseName() string {
+	if o.LeaderElectionID != DefaultLeaderElectionID || o.VMSelector == nil || o.VMSelector.Empty() {
+		return o.LeaderElectionID
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(o.VMSelector.String()))
+	return fmt.Sprintf("vmobs-shard-%08x.observability.vmobs.io", h.Sum32())
+}
+
 // Defaults returns the options the manager command starts from.
 func Defaults() Options {
 	return Options{
 		MetricsAddr:             ":8443",
 		SecureMetrics:           true,
 		ProbeAddr:               ":8081",
-		LeaderElectionID:        "vmobs.observability.vmobs.io",
+		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
 		EvidenceRefreshInterval: 5 * time.Minute,
 		EvidenceRefreshQPS:      20,
@@ -118,7 +137,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionID:              opts.LeaseName(),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.ReleaseLeaderOnCancel,
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
@@ -160,6 +179,8 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		ProgressCoalesceWindow:  opts.ProgressCoalesceWindow,
 		Now:                     opts.Now,
 		Metrics:                 transitions,
+		Shard:                   opts.VMSelector,
+		APIReader:               mgr.GetAPIReader(),
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
