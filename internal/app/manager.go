@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,8 +105,30 @@ func (o Options) LeaseName() string {
 		return o.LeaderElectionID
 	}
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(o.VMSelector.String()))
+	_, _ = h.Write([]byte(canonical(o.VMSelector)))
 	return fmt.Sprintf("vmobs-shard-%08x.observability.vmobs.io", h.Sum32())
+}
+
+// canonical writes a selector one way for each meaning: key==v and
+// key in (v) are key=v.
+func canonical(sel labels.Selector) string {
+	reqs, _ := sel.Requirements()
+	out := labels.NewSelector()
+	for _, r := range reqs {
+		op, values := r.Operator(), r.Values().List()
+		if op == selection.DoubleEquals || (op == selection.In && len(values) == 1) {
+			op = selection.Equals
+		}
+		if op == selection.NotEquals && len(values) == 1 {
+			op = selection.NotIn
+		}
+		req, err := labels.NewRequirement(r.Key(), op, values)
+		if err != nil {
+			return sel.String() // it parsed once; keep its own spelling
+		}
+		out = out.Add(*req)
+	}
+	return out.String()
 }
 
 // Defaults returns the options the manager command starts from.
