@@ -98,6 +98,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	ticks, err := livenessSource(mgr, LivenessTick)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vmobservation").
 		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).
@@ -106,6 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), builder.WithPredicates(migrationChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), builder.WithPredicates(podChanged())).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
+		WatchesRawSource(ticks).
 		WithOptions(opts).
 		Complete(r)
 }

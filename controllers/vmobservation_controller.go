@@ -47,9 +47,12 @@ type Reconciler struct {
 	// AutoCreate creates a VMObservation for every VM and VMI in scope;
 	// when false only user-declared ones are kept up to date.
 	AutoCreate bool
-	// EvidenceRefreshInterval bounds timestamp-only status writes: a
-	// status whose only change is fresher evidence times is written at most
-	// once per interval, so node heartbeats do not become a write storm.
+	// EvidenceRefreshInterval, when positive, opts in to the periodic
+	// evidence refresh: the engine cites renewing sources (virt-handler's
+	// heartbeat) by value and deadline (Policy.RenewingEvidence), and a
+	// status whose only change is those timestamps is written at most once
+	// per interval. 0 writes a status only when its evidence changes: an
+	// unchanging fleet costs no writes.
 	EvidenceRefreshInterval time.Duration
 	// ProgressCoalesceWindow coalesces changes between Progressing states
 	// (a boot, a migration) to one write per window; 0 writes each.
@@ -61,6 +64,8 @@ type Reconciler struct {
 	Now func() time.Time
 	// Metrics records verdict transitions; nil disables it.
 	Metrics *metrics.Transitions
+	// Liveness records every finished reconcile; nil disables it.
+	Liveness *metrics.Liveness
 	// Shard is the label selector of this instance's VMs (--vm-selector);
 	// nil or empty is every VM. See shard.go.
 	Shard labels.Selector
@@ -82,13 +87,23 @@ type Reconciler struct {
 // runs once, before the first Reconcile.
 func (r *Reconciler) setup() {
 	r.policy = newWritePolicy(r.EvidenceRefreshInterval, r.ProgressCoalesceWindow, r.EvidenceRefreshQPS)
+	// Only a status that is rewritten may carry what moves by itself.
+	r.Policy.RenewingEvidence = r.EvidenceRefreshInterval > 0
 	r.shard = newShard(r.Shard, r.HandoverGrace)
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
 // when it changed. Errors are transient API errors: they are retried with
 // backoff. Bad input is not an error: it is a reason in the status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer func() {
+		if err == nil {
+			r.Liveness.Reconciled(r.now())
+		}
+	}()
+	if req.NamespacedName == livenessKey {
+		return ctrl.Result{}, nil
+	}
 	log := ctrl.LoggerFrom(ctx).WithValues("VMObservation", klog.KRef(req.Namespace, req.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
 

@@ -149,7 +149,7 @@ func fakeWorld(t *testing.T, objs ...client.Object) (client.Client, *writeLog) {
 
 func wReconciler(c client.Client) *Reconciler {
 	r := &Reconciler{Client: c, Policy: verdict.DefaultPolicy(), AutoCreate: true,
-		EvidenceRefreshInterval: 5 * time.Minute, Now: func() time.Time { return wNow }}
+		Now: func() time.Time { return wNow }}
 	r.setup()
 	return r
 }
@@ -202,6 +202,41 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 		if w.total() != before {
 			t.Errorf("reconcile %v later wrote %v", after, w.counts)
 		}
+	}
+}
+
+// TestHeartbeatsCostNoWrites: ten minutes of virt-handler heartbeats, one a
+// minute, write nothing; each reconcile asks to look again at the live
+// heartbeat's deadline, and when the beats stop the status says so then.
+func TestHeartbeatsCostNoWrites(t *testing.T) {
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	wReconcile(t, r)
+	written := w.total()
+	var last time.Time
+	for m := 1; m <= 10; m++ {
+		last = wNow.Add(time.Duration(m) * time.Minute)
+		n := &corev1.Node{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: kvtest.NodeA}, n); err != nil {
+			t.Fatal(err)
+		}
+		n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = last.Format(time.RFC3339)
+		if err := c.Update(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		r.Now = func() time.Time { return last.Add(5 * time.Second) }
+		res := wReconcile(t, r)
+		if want := 5*time.Minute - 5*time.Second; res.RequeueAfter != want {
+			t.Errorf("minute %d: RequeueAfter %v, want %v (the live heartbeat's deadline)", m, res.RequeueAfter, want)
+		}
+	}
+	if got := w.total() - written - 10; got != 0 { // the 10 node updates are the test's own
+		t.Fatalf("10 minutes of heartbeats wrote %d times: %v", got, w.counts)
+	}
+	r.Now = func() time.Time { return last.Add(5 * time.Minute) }
+	wReconcile(t, r)
+	if obs := wObservation(t, c); obs.Status.Layers == nil || obs.Status.Layers.Node.Reason != v1alpha1.ReasonNodeAgentStale {
+		t.Errorf("node layer after the beats stopped: %+v", obs.Status.Layers)
 	}
 }
 

@@ -101,8 +101,11 @@ type writeDecision struct {
 }
 
 // decideWrite compares the stored status with the computed one. It writes
-// every real change at once, nothing when they are equal, and a change that
-// only moves evidence timestamps forward at most once per refresh interval.
+// every real change at once and nothing when they are equal. With the
+// opt-in evidence refresh (refresh > 0), a change that only moves evidence
+// timestamps forward is written at most once per refresh interval; without
+// it, timestamps move only when evidence does (a condition transitioned
+// again), and such a change is written at once.
 //
 // A VM that boots or migrates moves through several Progressing states in
 // a second or two (Pending, Scheduling, Scheduled, Running without agent...).
@@ -120,7 +123,10 @@ func decideWrite(stored, next *v1alpha1.VMObservationStatus, lastWrite, now time
 		}
 		return writeDecision{write: true, why: "changed"}
 	}
-	if lastWrite.IsZero() || refresh <= 0 {
+	if refresh <= 0 {
+		return writeDecision{write: true, why: "evidence times changed"}
+	}
+	if lastWrite.IsZero() {
 		return writeDecision{write: true, why: "evidence refresh", refresh: true}
 	}
 	if due := lastWrite.Add(refresh); !now.Before(due) {

@@ -52,7 +52,7 @@ func runManager(ctx context.Context, args []string) int {
 	fs.Var(&namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
 	fs.StringVar(&selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (README, Sharding).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope.")
-	fs.DurationVar(&opts.EvidenceRefreshInterval, "evidence-refresh-interval", opts.EvidenceRefreshInterval, "Write a status whose only change is fresher evidence timestamps at most this often.")
+	fs.DurationVar(&opts.EvidenceRefreshInterval, "evidence-refresh-interval", opts.EvidenceRefreshInterval, "Opt in to the periodic evidence refresh: put virt-handler's heartbeat and its deadline into every status and rewrite it at most this often to keep them true (a write per VM per interval). 0, the default, writes a status only when its evidence changes.")
 	fs.Float64Var(&opts.EvidenceRefreshQPS, "evidence-refresh-qps", opts.EvidenceRefreshQPS, "At most this many timestamp-only status writes per second across all VMs (20 covers 6,000 VMs at a 5m interval; more VMs stretch the interval); 0 is no limit.")
 	fs.DurationVar(&opts.ProgressCoalesceWindow, "progress-coalesce-window", opts.ProgressCoalesceWindow, "Coalesce status changes between Progressing states (a boot, a migration) to one write per window.")
 	fs.DurationVar(&opts.Policy.SchedulingTimeout, "scheduling-timeout", opts.Policy.SchedulingTimeout, "Pending/Scheduling longer than this is StuckScheduling.")

@@ -59,7 +59,10 @@ type Options struct {
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
-	// EvidenceRefreshInterval bounds timestamp-only status writes per object.
+	// EvidenceRefreshInterval, when positive, turns on the periodic evidence
+	// refresh: the status carries virt-handler's heartbeat value and
+	// deadline and is rewritten at most this often to keep them true. 0
+	// (the default) writes a status only when its evidence changes.
 	EvidenceRefreshInterval time.Duration
 	// EvidenceRefreshQPS bounds timestamp-only status writes across all VMs
 	// per second, so that the refreshes of a fleet written in one cold start
@@ -139,7 +142,7 @@ func Defaults() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
-		EvidenceRefreshInterval: 5 * time.Minute,
+		EvidenceRefreshInterval: 0,
 		EvidenceRefreshQPS:      20,
 		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
@@ -182,8 +185,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	transitions := metrics.NewTransitions()
-	for _, c := range append(transitions.Collectors(), &metrics.Collector{Reader: mgr.GetCache()}) {
+	transitions, liveness := metrics.NewTransitions(), metrics.NewLiveness()
+	collectors := append(transitions.Collectors(), liveness.Collectors()...)
+	for _, c := range append(collectors, &metrics.Collector{Reader: mgr.GetCache()}) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
 			if !errors.As(err, &already) {
@@ -202,6 +206,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		ProgressCoalesceWindow:  opts.ProgressCoalesceWindow,
 		Now:                     opts.Now,
 		Metrics:                 transitions,
+		Liveness:                liveness,
 		Shard:                   opts.VMSelector,
 		APIReader:               mgr.GetAPIReader(),
 	}

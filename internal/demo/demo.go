@@ -69,8 +69,6 @@ type Options struct {
 // simulated fleet moves.
 type Pace struct {
 	Policy verdict.Policy
-	// Refresh is the manager's evidence refresh interval.
-	Refresh time.Duration
 	// HeartbeatEvery is how often virt-handler beats on live nodes.
 	HeartbeatEvery time.Duration
 	// StepPause separates the steps of a boot or of a background
@@ -100,7 +98,6 @@ func DemoPace() Pace {
 	p.StalledAfter = time.Minute
 	return Pace{
 		Policy:         p,
-		Refresh:        time.Minute,
 		HeartbeatEvery: 3 * time.Second,
 		StepPause:      700 * time.Millisecond,
 		BootStagger:    400 * time.Millisecond,
@@ -123,7 +120,6 @@ func FastPace() Pace {
 	p.StalledAfter = 30 * time.Second
 	return Pace{
 		Policy:         p,
-		Refresh:        20 * time.Second,
 		HeartbeatEvery: time.Second,
 		StepPause:      150 * time.Millisecond,
 		BootStagger:    250 * time.Millisecond,
@@ -459,11 +455,10 @@ func (s *session) startManager(ctx context.Context) error {
 
 // managerOptions are the in-process manager's options (app.InProcessOptions,
 // so the demo can share its process with other managers) with the pace's
-// thresholds and refresh interval.
+// thresholds; the evidence refresh is off, as it ships.
 func managerOptions(pace Pace) app.Options {
 	o := app.InProcessOptions()
 	o.Policy = pace.Policy
-	o.EvidenceRefreshInterval = pace.Refresh
 	return o
 }
 

@@ -112,3 +112,32 @@ func (t *Transitions) Observe(layer, from, to string) {
 
 // Collectors returns what to register.
 func (t *Transitions) Collectors() []prometheus.Collector { return []prometheus.Collector{t.counter} }
+
+// Liveness is the controller's own heartbeat, kept in one place instead of
+// in every VMObservation: the time of the last reconcile it finished. The
+// controller reconciles a liveness tick of its own every LivenessTick, so
+// the gauge moves even when no VM changes; it stops when the controller
+// stops working (no leader, workers stuck, the API server unreachable).
+// Only the leader reconciles: a standby replica reports 0, and alerts take
+// the max over replicas.
+type Liveness struct {
+	last prometheus.Gauge
+}
+
+// NewLiveness makes the gauge; register it with Collectors.
+func NewLiveness() *Liveness {
+	return &Liveness{last: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vmobs_last_reconcile_timestamp_seconds",
+		Help: "Unix time of the last reconcile the controller finished, its own liveness tick (every 30s) included. It stops moving when the controller stops working; 0 on a replica that is not the leader.",
+	})}
+}
+
+// Reconciled records a finished reconcile.
+func (l *Liveness) Reconciled(at time.Time) {
+	if l != nil {
+		l.last.Set(float64(at.Unix()))
+	}
+}
+
+// Collectors returns what to register.
+func (l *Liveness) Collectors() []prometheus.Collector { return []prometheus.Collector{l.last} }

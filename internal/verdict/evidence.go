@@ -68,6 +68,12 @@ type layer struct {
 	ne       int
 	cur      int
 	staleAt  time.Time
+	// renewAt is the deadline of a renewing source (virt-handler's
+	// heartbeat): the verdict changes then unless the source renews, which
+	// it does every minute. It is looked at again then (NextDeadline), but
+	// not stored: a stored deadline that moves with every beat would need
+	// a status write per beat.
+	renewAt time.Time
 	// prev is this layer in the previous status of the same VMI, if any:
 	// a contradiction within the lag grace keeps its verdict.
 	prev *v1alpha1.LayerStatus
@@ -165,6 +171,13 @@ func (l *layer) stale(t time.Time) {
 	}
 }
 
+// renews records the deadline of a renewing source; the earliest wins.
+func (l *layer) renews(t time.Time) {
+	if !t.IsZero() && (l.renewAt.IsZero() || t.Before(l.renewAt)) {
+		l.renewAt = t
+	}
+}
+
 // winner is the finding that becomes the layer's verdict: a cause before
 // its consequences, then the worst verdict, then a plain finding before a
 // note; ties go to the rule that ran first.
@@ -249,9 +262,14 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 		out.Evidence = ev[:n:n]
 	}
 	out.EvidenceTime = e.a.time(newest)
-	out.StaleAt = e.a.time(l.staleAt)
+	// A deadline that has passed is in the verdict already: stored, it
+	// would make a current status look stale.
 	if l.staleAt.After(e.f.now) {
+		out.StaleAt = e.a.time(l.staleAt)
 		e.deadline(l.staleAt)
+	}
+	if l.renewAt.After(e.f.now) {
+		e.deadline(l.renewAt)
 	}
 	return win
 }

@@ -141,8 +141,13 @@ func (f *facts) init(in *Input) {
 			f.netStatus, f.netStatusErr = ParseNetworkStatus(raw)
 		}
 	}
-	if p := in.Previous; p != nil && p.Guest != nil && p.Guest.AgentConnected && p.VMI != nil &&
-		f.vmi != nil && f.vmi.UID != "" && p.VMI.UID == f.vmi.UID {
+	// The previous status of this same VMI saw the agent connected, or
+	// already said it disconnected: a disconnection stays one until the
+	// agent is back (else the next reconcile, whose previous status no
+	// longer shows the agent, would call the guest Healthy).
+	if p := in.Previous; p != nil && p.VMI != nil && f.vmi != nil && f.vmi.UID != "" && p.VMI.UID == f.vmi.UID &&
+		(p.Guest != nil && p.Guest.AgentConnected ||
+			p.Layers != nil && p.Layers.Guest.Reason == v1alpha1.ReasonAgentDisconnected) {
 		f.prevAgent = true
 	}
 }

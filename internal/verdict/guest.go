@@ -199,8 +199,6 @@ func (e *engine) guestFreshness(l *layer) {
 	if f.node == nil || !f.hb.present || f.hb.err != nil || f.future(f.hb.t) {
 		return
 	}
-	const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
-	l.stale(f.hb.deadline)
 	if f.hbStale() {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonEvidenceStale,
 			"virt-handler on "+f.node.Name+" has not reported since "+rfc(f.hb.t)+
@@ -208,7 +206,7 @@ func (e *engine) guestFreshness(l *layer) {
 		l.cite(kindNode, f.node.Name, hbField, f.hb.raw, f.hb.t)
 		return
 	}
-	l.context(kindNode, f.node.Name, hbField, f.hb.raw, f.hb.t)
+	e.freshHeartbeat(l, f.node.Name)
 }
 
 // agentAbsent judges a running guest without AgentConnected. KubeVirt

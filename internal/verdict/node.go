@@ -199,7 +199,11 @@ func (e *engine) contradiction(l *layer, since time.Time, v v1alpha1.Verdict, re
 	}
 	e.deadline(end)
 	l.stale(end)
-	if p := l.prev; p != nil && p.Verdict != "" && p.Reason != "" && p.Verdict.Severity() < v.Severity() {
+	// The previous verdict is kept, unless it is this same wait (then it
+	// is said again, with its evidence, so that the status does not change
+	// between two reconciles of an unchanged world).
+	if p := l.prev; p != nil && p.Verdict != "" && p.Reason != "" && p.Verdict.Severity() < v.Severity() &&
+		(p.Verdict != v1alpha1.VerdictProgressing || p.Reason != reason) {
 		l.add(p.Verdict, p.Reason, p.Message, mtp(p.LastTransitionTime))
 		// The evidence the caller cites next is of the contradiction,
 		// not of the verdict kept.
@@ -259,7 +263,6 @@ func (e *engine) judgeNode(l *layer) {
 		l.context(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
 	}
 	hb := &f.hb
-	const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
 	switch {
 	case !hb.present:
 		// virt-controller counts a node without the annotation as
@@ -277,16 +280,14 @@ func (e *engine) judgeNode(l *layer) {
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
 			"virt-handler's heartbeat on "+n.Name+" lies in the future ("+rfc(hb.t)+"): the node's clock is off", time.Time{})
 		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
+	case crossed(f.now, hb.deadline):
+		// The beat stopped: its value and time no longer move.
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale,
+			"virt-handler on "+n.Name+" last beat at "+rfc(hb.t)+", more than "+f.pol.HeartbeatTimeout.String()+
+				" ago: nothing on the node reports", hb.deadline)
+		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
 	default:
-		l.stale(hb.deadline)
-		if crossed(f.now, hb.deadline) {
-			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale,
-				"virt-handler on "+n.Name+" last beat at "+rfc(hb.t)+", more than "+f.pol.HeartbeatTimeout.String()+
-					" ago: nothing on the node reports", hb.deadline)
-			l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
-		} else {
-			l.context(kindNode, n.Name, hbField, hb.raw, hb.t)
-		}
+		e.freshHeartbeat(l, n.Name)
 	}
 	// virt-handler marks its node unschedulable for new VMs while device
 	// plugins start or it shuts down, and virt-controller does when the
@@ -297,6 +298,30 @@ func (e *engine) judgeNode(l *layer) {
 			"Node "+n.Name+" takes no new VMs (kubevirt.io/schedulable=false); this VM keeps running", time.Time{})
 		l.cite(kindNode, n.Name, "metadata.labels[kubevirt.io/schedulable]", v, time.Time{})
 	}
+}
+
+// hbField is where virt-handler's heartbeat is cited.
+const hbField = "metadata.annotations[kubevirt.io/heartbeat]"
+
+// heartbeatFresh is how a fresh heartbeat is cited: by its state, not its
+// value, which moves every minute.
+const heartbeatFresh = "fresh"
+
+// freshHeartbeat cites the node's fresh heartbeat on l. virt-handler renews
+// it every minute, so its value and its deadline enter the status only with
+// Policy.RenewingEvidence (a status rewritten to keep them true). Otherwise
+// the heartbeat is cited as fresh and its deadline is only looked at again
+// (NextDeadline): the verdict changes when it passes, and nothing stored
+// moves before that.
+func (e *engine) freshHeartbeat(l *layer, node string) {
+	hb := &e.f.hb
+	if e.f.pol.RenewingEvidence {
+		l.stale(hb.deadline)
+		l.context(kindNode, node, hbField, hb.raw, hb.t)
+		return
+	}
+	l.renews(hb.deadline)
+	l.context(kindNode, node, hbField, heartbeatFresh, time.Time{})
 }
 
 // judgeFinishedPod names the compute container's death when it explains a

@@ -43,6 +43,14 @@ type Policy struct {
 	// MigrationRequired); after it the failure is a note
 	// (LastMigrationFailed). It has no spec override yet.
 	MigrationFailureTTL time.Duration
+	// RenewingEvidence puts what renewing sources say now (virt-handler's
+	// heartbeat) into the status: the heartbeat's value and time as
+	// evidence, and its deadline as staleAt. Such a status is true only
+	// while it is rewritten (the controller's opt-in evidence refresh).
+	// Off, a renewing source is cited by its state ("fresh"), its deadline
+	// is only Result.NextDeadline, and the status changes only when the
+	// evidence of a verdict does (docs/verdicts.md, Freshness).
+	RenewingEvidence bool
 }
 
 // DefaultPolicy returns the documented defaults.

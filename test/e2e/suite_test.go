@@ -39,10 +39,9 @@ var policy = func() verdict.Policy {
 	return p
 }()
 
-const (
-	refreshInterval = 20 * time.Second
-	heartbeatEvery  = time.Second
-)
+// heartbeatEvery is virt-handler's heartbeat period in the scenarios: a
+// beat a second, so that a status that moved with heartbeats would show.
+const heartbeatEvery = time.Second
 
 var (
 	ctx      context.Context
@@ -116,7 +115,6 @@ func startManager() {
 	opts := app.InProcessOptions()
 	opts.Registry = registry
 	opts.Policy = policy
-	opts.EvidenceRefreshInterval = refreshInterval
 	var err error
 	mgr, err = app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
 	Expect(err).NotTo(HaveOccurred())
