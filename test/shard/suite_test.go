@@ -80,12 +80,21 @@ type instance struct {
 }
 
 // startShard runs a manager for the VMs labelled shardLabel=value, with
-// leader election on its own (derived) Lease, as the recipe deploys it.
+// leader election on the Lease derived from its selector.
 func startShard(name, value string) *instance {
-	sel, err := labels.Parse(shardLabel + "=" + value)
+	return startInstance(name, shardLabel+"="+value, "")
+}
+
+// startInstance runs a manager with --vm-selector=selector and, unless
+// empty, --leader-election-id=leaseID.
+func startInstance(name, selector, leaseID string) *instance {
+	sel, err := labels.Parse(selector)
 	Expect(err).NotTo(HaveOccurred())
 	opts := app.InProcessOptions()
 	opts.VMSelector = sel
+	if leaseID != "" {
+		opts.LeaderElectionID = leaseID
+	}
 	opts.LeaderElection = true
 	opts.LeaderElectionNamespace = "default"
 	opts.ReleaseLeaderOnCancel = true
