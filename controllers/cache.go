@@ -56,8 +56,11 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, trim bool) ca
 		vm:   {UnsafeDisableDeepCopy: readOnly},
 		vmim: {UnsafeDisableDeepCopy: readOnly},
 	}
+	// The selector decides a VM's shard from the VM's own labels (a
+	// standalone VMI's from the VMI's), which KubeVirt does not copy to
+	// the VMI: VMIs are cached whole, like pods and nodes (shard.go).
 	if vmSelector != nil && !vmSelector.Empty() {
-		for _, o := range []client.Object{vm, vmi, obs} {
+		for _, o := range []client.Object{vm, obs} {
 			bo := byObject[o]
 			bo.Label = vmSelector
 			byObject[o] = bo

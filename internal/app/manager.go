@@ -6,12 +6,14 @@ package app
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +41,7 @@ type Options struct {
 	// ProbeAddr is where /healthz and /readyz listen; "0" turns them off.
 	ProbeAddr string
 	// LeaderElection turns leader election on, with a Lease named
-	// LeaderElectionID in LeaderElectionNamespace.
+	// LeaseName() in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -51,8 +53,9 @@ type Options struct {
 
 	// Namespaces limits the controller to these namespaces; empty is all.
 	Namespaces []string
-	// VMSelector limits the controller to VMs, VMIs and VMObservations with
-	// these labels, so several instances can shard a large cluster.
+	// VMSelector limits the controller to the VMs (and standalone VMIs)
+	// whose own labels match, so several instances can shard a large
+	// cluster (controllers/shard.go).
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
@@ -92,13 +95,52 @@ type Options struct {
 	SkipNameValidation bool
 }
 
+// DefaultLeaderElectionID is the Lease of an unsharded instance.
+const DefaultLeaderElectionID = "vmobs.observability.vmobs.io"
+
+// LeaseName is the leader election Lease: LeaderElectionID, except that a
+// sharded instance (VMSelector set) left at the default gets a Lease of its
+// own, named after its selector. Two shards on one Lease would not fail:
+// the second would stand by as the first one's replica, and its VMs would
+// go unobserved.
+func (o Options) LeaseName() string {
+	if o.LeaderElectionID != DefaultLeaderElectionID || o.VMSelector == nil || o.VMSelector.Empty() {
+		return o.LeaderElectionID
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(canonical(o.VMSelector)))
+	return fmt.Sprintf("vmobs-shard-%08x.observability.vmobs.io", h.Sum32())
+}
+
+// canonical writes a selector one way for each meaning: key==v and
+// key in (v) are key=v.
+func canonical(sel labels.Selector) string {
+	reqs, _ := sel.Requirements()
+	out := labels.NewSelector()
+	for _, r := range reqs {
+		op, values := r.Operator(), r.Values().List()
+		if op == selection.DoubleEquals || (op == selection.In && len(values) == 1) {
+			op = selection.Equals
+		}
+		if op == selection.NotEquals && len(values) == 1 {
+			op = selection.NotIn
+		}
+		req, err := labels.NewRequirement(r.Key(), op, values)
+		if err != nil {
+			return sel.String() // it parsed once; keep its own spelling
+		}
+		out = out.Add(*req)
+	}
+	return out.String()
+}
+
 // Defaults returns the options the manager command starts from.
 func Defaults() Options {
 	return Options{
 		MetricsAddr:             ":8443",
 		SecureMetrics:           true,
 		ProbeAddr:               ":8081",
-		LeaderElectionID:        "vmobs.observability.vmobs.io",
+		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
 		EvidenceRefreshInterval: 0,
 		EvidenceRefreshQPS:      20,
@@ -121,7 +163,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionID:              opts.LeaseName(),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.ReleaseLeaderOnCancel,
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
@@ -165,6 +207,8 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Now:                     opts.Now,
 		Metrics:                 transitions,
 		Liveness:                liveness,
+		Shard:                   opts.VMSelector,
+		APIReader:               mgr.GetAPIReader(),
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)

@@ -110,6 +110,7 @@ func TestScale(t *testing.T) {
 		r.w.grow(ctx, t, level)
 		if level == cfg.N {
 			r.benchmarks(ctx, t)
+			r.shards(ctx, t) // -scale.shards (shard_test.go)
 		}
 		if slices.Contains(cfg.MemPoints, level) {
 			for _, trim := range []bool{true, false} {

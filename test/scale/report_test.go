@@ -156,6 +156,9 @@ type results struct {
 	HarnessSeconds  float64           `json:"harness_seconds"`
 	HeartbeatErrors int               `json:"heartbeat_errors"`
 	TrackerNotes    []string          `json:"tracker_notes,omitempty"`
+
+	// Shard is the -scale.shards phase (shard_test.go); absent without it.
+	Shard *shardResults `json:"shard,omitempty"`
 }
 
 // target is one of the issue's targets and whether this run met it.
