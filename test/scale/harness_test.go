@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -502,20 +501,6 @@ func floorNamespaces(ns []string) []string {
 		out[i] = floorNamespace(n)
 	}
 	return out
-}
-
-// median is the median of xs (the mean of the middle two for an even
-// count); 0 for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func sleepUntil(ctx context.Context, at time.Time) {
