@@ -30,11 +30,11 @@ func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
 
 // applyStatus writes the whole status with server-side apply under our field
 // owner: the fields we stop sending are removed, and nobody else's are. The
-// request is encoded once, straight from the typed status, and the response
-// is decoded once into a typed object the caller does not see (obs keeps the
-// status it had, which the transitions compare with); going through
-// unstructured objects encoded the status twice and scanned the response
-// twice.
+// request is encoded once, straight from the typed status; the response is
+// not decoded through StatusREST, and decoded once into a typed object the
+// caller does not see otherwise (obs keeps the status it had, which the
+// transitions compare with). Going through unstructured objects encoded the
+// status twice and scanned the response twice.
 func (r *Reconciler) applyStatus(ctx context.Context, obs *v1alpha1.VMObservation, status *v1alpha1.VMObservationStatus) error {
 	raw, err := json.Marshal(statusApply{
 		APIVersion: v1alpha1.GroupVersion.String(),
@@ -45,9 +45,16 @@ func (r *Reconciler) applyStatus(ctx context.Context, obs *v1alpha1.VMObservatio
 	if err != nil {
 		return fmt.Errorf("encoding status: %w", err)
 	}
-	target := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Name: obs.Name, Namespace: obs.Namespace}}
-	if err := r.Client.Status().Patch(ctx, target, client.RawPatch(types.ApplyPatchType, raw),
-		client.FieldOwner(membership.FieldOwner), client.ForceOwnership); err != nil {
+	if r.StatusREST != nil {
+		err = r.StatusREST.Patch(types.ApplyPatchType).Namespace(obs.Namespace).Resource("vmobservations").Name(obs.Name).
+			SubResource("status").Param("fieldManager", membership.FieldOwner).Param("force", "true").
+			Body(raw).Do(ctx).Error()
+	} else {
+		target := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Name: obs.Name, Namespace: obs.Namespace}}
+		err = r.Client.Status().Patch(ctx, target, client.RawPatch(types.ApplyPatchType, raw),
+			client.FieldOwner(membership.FieldOwner), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("applying status: %w", err)
 	}
 	return nil

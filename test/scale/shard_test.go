@@ -244,7 +244,7 @@ func (r *run) shardColdStart(ctx context.Context, t *testing.T, values []string)
 			opts.VMSelector = sel
 		}
 		logs[i], counters[i] = &writeLog{}, testenv.NewRequestCounter()
-		m, err := app.StartInProcess(ctx, logs[i].Wrap(counters[i].Wrap(r.env.Config)), opts)
+		m, err := app.StartInProcess(ctx, logs[i].Wrap(counters[i].Wrap(r.mgr.cfg)), opts)
 		if err != nil {
 			return out, err
 		}
