@@ -335,6 +335,12 @@ func (r *run) overloadPhase(ctx context.Context, t *testing.T, m *app.InProcess,
 	default:
 		out.ManagerAlive = true
 	}
+	// No hot loop: a change costs a few requests (a status apply, maybe an
+	// Event, client-go's retries of a 429 with its Retry-After); a loop of
+	// retries would cost hundreds. A correctness check, not a timing.
+	if limit := 10*out.Changes + 100; out.Requests > limit {
+		return out, fmt.Errorf("overload: the manager sent %d requests for %d changes (more than %d): a retry loop", out.Requests, out.Changes, limit)
+	}
 
 	want, _, err := expected(ctx, w.c, r.policy, time.Now(), isVMNamespace)
 	if err != nil {
