@@ -149,7 +149,7 @@ demo: envtest-bin ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwa
 # bench-scale: N VMs; the idle period and the heartbeat period on every node;
 # SCALE_ARGS for the other -scale.* flags (docs/scale.md).
 N ?= 1000
-SCALE_IDLE ?= 5m
+SCALE_IDLE ?= 10m
 SCALE_HEARTBEAT ?= 60s
 SCALE_ARGS ?=
 

@@ -40,7 +40,13 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector) cache.Options
 		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
 		obs  = &v1alpha1.VMObservation{}
 	)
-	project := projection.Transform
+	// Sharded, VMs, VMIs and VMObservations keep the labels the selector
+	// names, and VMIs their owners (shard.go).
+	var sharding projection.Sharding
+	if vmSelector != nil && !vmSelector.Empty() {
+		sharding.Labels = selectorKeys(vmSelector)
+	}
+	project := projection.TransformSharded(sharding)
 	byObject := map[client.Object]cache.ByObject{
 		pod:  {Label: launchers, Transform: project},
 		node: {Transform: project},
@@ -49,8 +55,11 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector) cache.Options
 		vmim: {Transform: project},
 		obs:  {Transform: project},
 	}
+	// The selector decides a VM's shard from the VM's own labels (a
+	// standalone VMI's from the VMI's), which KubeVirt does not copy to
+	// the VMI: VMIs are cached whole, like pods and nodes (shard.go).
 	if vmSelector != nil && !vmSelector.Empty() {
-		for _, o := range []client.Object{vm, vmi, obs} {
+		for _, o := range []client.Object{vm, obs} {
 			bo := byObject[o]
 			bo.Label = vmSelector
 			byObject[o] = bo

@@ -137,7 +137,11 @@ func fakeWorld(t *testing.T, objs ...client.Object) (client.Client, *writeLog) {
 			return c.SubResource(sub).Apply(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			w.add("patch " + sub)
+			if patch.Type() == types.ApplyPatchType {
+				w.add("apply " + sub)
+			} else {
+				w.add("patch " + sub)
+			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {

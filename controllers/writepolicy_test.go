@@ -227,11 +227,6 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 			t.Errorf("%s is cached without its projection", kind)
 		}
 	}
-	for _, kind := range []string{"*v1.VirtualMachine", "*v1.VirtualMachineInstance", "*v1alpha1.VMObservation"} {
-		if l := seen[kind].Label; l == nil || l.String() != "team=db" {
-			t.Errorf("%s: selector %v, want the VM selector", kind, l)
-		}
-	}
 }
 
 func TestRefreshInterval(t *testing.T) {

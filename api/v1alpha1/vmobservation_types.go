@@ -153,11 +153,18 @@ type LayerStatus struct {
 	// LastTransitionTime is when the verdict last changed.
 	// +optional
 	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
-	// EvidenceTime is the newest timestamp among the evidence.
+	// EvidenceTime is when the layer's deciding evidence was established
+	// (a condition's transition, a pod's start, a migration's end): the
+	// newest timestamp among the evidence. It changes only when that
+	// evidence does, never with a renewing source such as virt-handler's
+	// heartbeat.
 	// +optional
 	EvidenceTime *metav1.Time `json:"evidenceTime,omitempty"`
-	// StaleAt is when the evidence stops being trustworthy, or when the
-	// verdict changes by itself if nothing else happens (a phase timeout).
+	// StaleAt is a fixed deadline, still to come, at which the verdict
+	// changes by itself if nothing else changes (a phase timeout, the
+	// agent's grace period, a lag grace). A verdict that rests on a
+	// renewing source (virt-handler's heartbeat) has none: the controller
+	// checks that deadline itself and writes the moment it passes.
 	// +optional
 	StaleAt *metav1.Time `json:"staleAt,omitempty"`
 	// Evidence lists the fields the verdict rests on.

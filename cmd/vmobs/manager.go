@@ -47,10 +47,10 @@ func runManager(ctx context.Context, args []string) int {
 	fs.BoolVar(&opts.SecureMetrics, "metrics-secure", opts.SecureMetrics, "Serve metrics over HTTPS behind Kubernetes authentication and authorization.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address of /healthz and /readyz; 0 turns them off.")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica works at a time.")
-	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID, "Name of the leader election Lease; with --vm-selector, the default becomes a Lease of the shard's own (vmobs-shard-<hash of the selector>.observability.vmobs.io).")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the Lease; empty is the pod's namespace.")
 	fs.Var(&namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
-	fs.StringVar(&selector, "vm-selector", "", "Label selector: watch only VMs, VMIs and VMObservations that match (to shard a large cluster).")
+	fs.StringVar(&selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (README, Sharding).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope.")
 	fs.DurationVar(&opts.EvidenceRefreshInterval, "evidence-refresh-interval", opts.EvidenceRefreshInterval, "Opt in to the periodic evidence refresh: put virt-handler's heartbeat and its deadline into every status and rewrite it at most this often to keep them true (a write per VM per interval). 0, the default, writes a status only when its evidence changes.")
 	fs.Float64Var(&opts.EvidenceRefreshQPS, "evidence-refresh-qps", opts.EvidenceRefreshQPS, "At most this many timestamp-only status writes per second across all VMs (20 covers 6,000 VMs at a 5m interval; more VMs stretch the interval); 0 is no limit.")
@@ -102,7 +102,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection)
+	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName())
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -6,15 +6,19 @@ package app
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -22,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/scheme"
@@ -39,7 +44,7 @@ type Options struct {
 	// ProbeAddr is where /healthz and /readyz listen; "0" turns them off.
 	ProbeAddr string
 	// LeaderElection turns leader election on, with a Lease named
-	// LeaderElectionID in LeaderElectionNamespace.
+	// LeaseName() in LeaderElectionNamespace.
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
@@ -51,8 +56,9 @@ type Options struct {
 
 	// Namespaces limits the controller to these namespaces; empty is all.
 	Namespaces []string
-	// VMSelector limits the controller to VMs, VMIs and VMObservations with
-	// these labels, so several instances can shard a large cluster.
+	// VMSelector limits the controller to the VMs (and standalone VMIs)
+	// whose own labels match, so several instances can shard a large
+	// cluster (controllers/shard.go).
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
@@ -90,13 +96,52 @@ type Options struct {
 	SkipNameValidation bool
 }
 
+// DefaultLeaderElectionID is the Lease of an unsharded instance.
+const DefaultLeaderElectionID = "vmobs.observability.vmobs.io"
+
+// LeaseName is the leader election Lease: LeaderElectionID, except that a
+// sharded instance (VMSelector set) left at the default gets a Lease of its
+// own, named after its selector. Two shards on one Lease would not fail:
+// the second would stand by as the first one's replica, and its VMs would
+// go unobserved.
+func (o Options) LeaseName() string {
+	if o.LeaderElectionID != DefaultLeaderElectionID || o.VMSelector == nil || o.VMSelector.Empty() {
+		return o.LeaderElectionID
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(canonical(o.VMSelector)))
+	return fmt.Sprintf("vmobs-shard-%08x.observability.vmobs.io", h.Sum32())
+}
+
+// canonical writes a selector one way for each meaning: key==v and
+// key in (v) are key=v.
+func canonical(sel labels.Selector) string {
+	reqs, _ := sel.Requirements()
+	out := labels.NewSelector()
+	for _, r := range reqs {
+		op, values := r.Operator(), r.Values().List()
+		if op == selection.DoubleEquals || (op == selection.In && len(values) == 1) {
+			op = selection.Equals
+		}
+		if op == selection.NotEquals && len(values) == 1 {
+			op = selection.NotIn
+		}
+		req, err := labels.NewRequirement(r.Key(), op, values)
+		if err != nil {
+			return sel.String() // it parsed once; keep its own spelling
+		}
+		out = out.Add(*req)
+	}
+	return out.String()
+}
+
 // Defaults returns the options the manager command starts from.
 func Defaults() Options {
 	return Options{
 		MetricsAddr:             ":8443",
 		SecureMetrics:           true,
 		ProbeAddr:               ":8081",
-		LeaderElectionID:        "vmobs.observability.vmobs.io",
+		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
 		EvidenceRefreshInterval: 0,
 		EvidenceRefreshQPS:      20,
@@ -118,7 +163,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionID:              opts.LeaseName(),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: opts.ReleaseLeaderOnCancel,
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
@@ -137,8 +182,16 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 
 	transitions, liveness := metrics.NewTransitions(), metrics.NewLiveness()
+	// Status applies go through a REST client of their own, whose
+	// responses are not decoded (controllers.Reconciler.StatusREST).
+	statusREST, err := apiutil.RESTClientForGVK(v1alpha1.GroupVersion.WithKind("VMObservation"), true, false,
+		mgr.GetConfig(), serializer.NewCodecFactory(mgr.GetScheme()), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating the status client: %w", err)
+	}
 	r := &controllers.Reconciler{
 		Client:                  mgr.GetClient(),
+		StatusREST:              statusREST,
 		Recorder:                mgr.GetEventRecorder("vmobs"),
 		Policy:                  opts.Policy,
 		AutoCreate:              opts.AutoCreate,
@@ -148,6 +201,8 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Now:                     opts.Now,
 		Metrics:                 transitions,
 		Liveness:                liveness,
+		Shard:                   opts.VMSelector,
+		APIReader:               mgr.GetAPIReader(),
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
@@ -196,6 +251,10 @@ func nonZero(d time.Duration) *time.Duration {
 // (the manager command, tests, the scale harness) runs the limit that ships.
 func withRateLimit(cfg *rest.Config, qps float32, burst int) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
+	// In a cluster, gzip costs more CPU on both ends than the bytes it
+	// saves: decompressing watch streams was 6% of a reconcile's CPU in
+	// the scale harness (docs/scale.md).
+	cfg.DisableCompression = true
 	cfg.RateLimiter = nil
 	if qps <= 0 {
 		cfg.QPS, cfg.Burst = -1, 0

@@ -6,17 +6,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // Meta is the part of metav1.ObjectMeta vmobs reads: identity, version,
 // creation and deletion, and the labels and annotations of its kind that
-// the engine, the indexes or the predicates read. It implements
-// metav1.Object, so that controller-runtime's event plumbing carries a
-// projection like any object; the setters of what it does not keep drop
-// the value.
+// the engine, the indexes, the predicates or the sharding read. It
+// implements metav1.Object, so that controller-runtime's event plumbing
+// carries a projection like any object; the setters of what it does not
+// keep drop the value.
 type Meta struct {
 	Name            string
 	Namespace       Sym
@@ -25,22 +22,8 @@ type Meta struct {
 	Created         Time
 	// Deleted is the deletion timestamp; 0 while not being deleted.
 	Deleted Time
-	// Kept are the labels and annotations kept, in one list: their keys
-	// never overlap (labelKeys says which are labels).
+	// Kept are the labels and annotations kept, in one list.
 	Kept Pairs
-}
-
-// labelKeys are the label keys any projection keeps; every other kept key
-// is an annotation.
-var labelKeys = map[string]bool{
-	membership.ManagedByLabel: true, kubevirtv1.NodeSchedulable: true,
-	kubevirtv1.AppLabel: true, kubevirtv1.CreatedByLabel: true, kubevirtv1.MigrationJobLabel: true,
-}
-
-// annotationKeys are the annotation keys any projection keeps.
-var annotationKeys = map[string]bool{
-	kubevirtv1.VirtHandlerHeartbeat: true, kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnotation: true,
-	membership.NetworkStatusAnnotation: true, kubevirtv1.EphemeralProvisioningObject: true,
 }
 
 // Value is the value of a kept label or annotation, "" when there is none.
@@ -50,6 +33,7 @@ func (m *Meta) Value(key string) string { return m.Kept.Value(key) }
 type Pair struct {
 	Key   Sym
 	Value string
+	Label bool
 }
 
 // Pairs are the kept labels or annotations of an object, in the order of
@@ -60,28 +44,29 @@ type Pairs []Pair
 // one of labels or annotations; values of the keys in vocab are interned.
 func keep(lm, am map[string]string, labels, annotations []string, vocab map[string]bool) Pairs {
 	n := 0
-	each := func(f func(k, v string)) {
+	each := func(f func(k, v string, label bool)) {
 		for _, src := range [...]struct {
-			m    map[string]string
-			keys []string
-		}{{lm, labels}, {am, annotations}} {
+			m     map[string]string
+			keys  []string
+			label bool
+		}{{lm, labels, true}, {am, annotations, false}} {
 			for _, k := range src.keys {
 				if v, ok := src.m[k]; ok {
-					f(k, v)
+					f(k, v, src.label)
 				}
 			}
 		}
 	}
-	each(func(string, string) { n++ })
+	each(func(string, string, bool) { n++ })
 	if n == 0 {
 		return nil
 	}
 	out := make(Pairs, 0, n)
-	each(func(k, v string) {
+	each(func(k, v string, label bool) {
 		if vocab[k] {
 			v = Intern(v).String()
 		}
-		out = append(out, Pair{Key: Intern(k), Value: v})
+		out = append(out, Pair{Key: Intern(k), Value: v, Label: label})
 	})
 	return out
 }
@@ -90,11 +75,11 @@ func keep(lm, am map[string]string, labels, annotations []string, vocab map[stri
 func (p Pairs) filter(labels bool) map[string]string {
 	var m map[string]string
 	for _, kv := range p {
-		if k := kv.Key.String(); labelKeys[k] == labels {
+		if kv.Label == labels {
 			if m == nil {
 				m = make(map[string]string, len(p))
 			}
-			m[k] = kv.Value
+			m[kv.Key.String()] = kv.Value
 		}
 	}
 	return m
@@ -186,9 +171,9 @@ func (m *Meta) SetDeletionTimestamp(t *metav1.Time)         { m.Deleted = timePt
 func (m *Meta) GetDeletionGracePeriodSeconds() *int64       { return nil }
 func (m *Meta) SetDeletionGracePeriodSeconds(*int64)        {}
 func (m *Meta) GetLabels() map[string]string                { return m.Kept.filter(true) }
-func (m *Meta) SetLabels(l map[string]string)               { m.Kept = keepKnown(l, m.Kept.filter(false)) }
+func (m *Meta) SetLabels(l map[string]string)               { m.Kept = keepAll(l, m.Kept.filter(false)) }
 func (m *Meta) GetAnnotations() map[string]string           { return m.Kept.filter(false) }
-func (m *Meta) SetAnnotations(a map[string]string)          { m.Kept = keepKnown(m.Kept.filter(true), a) }
+func (m *Meta) SetAnnotations(a map[string]string)          { m.Kept = keepAll(m.Kept.filter(true), a) }
 func (m *Meta) GetFinalizers() []string                     { return nil }
 func (m *Meta) SetFinalizers([]string)                      {}
 func (m *Meta) GetOwnerReferences() []metav1.OwnerReference { return nil }
@@ -198,20 +183,17 @@ func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry {
 }
 func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry) {}
 
-// keepKnown keeps the entries of labels and annotations whose keys some
-// projection keeps, sorted by key.
-func keepKnown(labels, annotations map[string]string) Pairs {
-	keys := func(m map[string]string, known map[string]bool) []string {
-		var out []string
+// keepAll keeps every entry of labels and annotations, sorted by key.
+func keepAll(labels, annotations map[string]string) Pairs {
+	keys := func(m map[string]string) []string {
+		out := make([]string, 0, len(m))
 		for k := range m {
-			if known[k] {
-				out = append(out, k)
-			}
+			out = append(out, k)
 		}
 		slices.Sort(out)
 		return out
 	}
-	return keep(labels, annotations, keys(labels, labelKeys), keys(annotations, annotationKeys), nil)
+	return keep(labels, annotations, keys(labels), keys(annotations), nil)
 }
 
 // OwnerRef is a compact metav1.OwnerReference.

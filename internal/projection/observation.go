@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,10 +68,16 @@ type Condition struct {
 }
 
 // FromObservation projects a VMObservation.
-func FromObservation(o *v1alpha1.VMObservation) *Observation {
+func FromObservation(o *v1alpha1.VMObservation) *Observation { return fromObservation(o, Sharding{}) }
+
+func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	st := &o.Status
+	labels := observationLabels
+	if len(s.Labels) > 0 {
+		labels = append(slices.Clip(observationLabels), s.Labels...)
+	}
 	out := &Observation{
-		Meta:         metaOf(&o.ObjectMeta, observationLabels, nil, observationVocab),
+		Meta:         metaOf(&o.ObjectMeta, labels, nil, observationVocab),
 		Generation:   o.Generation,
 		Owners:       ownersOf(o.OwnerReferences),
 		Policy:       o.Spec.Policy.DeepCopy(),

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
@@ -173,5 +174,31 @@ func TestUIDRoundTrips(t *testing.T) {
 	}
 	if uidOf("5b0f5a3e-8c1a-4b9e-9f55-0a7c1d2e3f41").other != nil {
 		t.Errorf("a UUID is kept as a string")
+	}
+}
+
+// Sharded, VMs, VMIs and VMObservations keep the selector's labels and
+// VMIs their owners; unsharded, none of it.
+func TestShardingKeepsTheSelectorsLabels(t *testing.T) {
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "vm1", Labels: map[string]string{"shard": "a", "other": "x", membership.ManagedByLabel: "vmobs"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "vm-uid", Controller: ptr.To(true)}}}
+	objs := []any{&kubevirtv1.VirtualMachine{ObjectMeta: meta}, &kubevirtv1.VirtualMachineInstance{ObjectMeta: meta}, &v1alpha1.VMObservation{ObjectMeta: meta}}
+	sharded := TransformSharded(Sharding{Labels: []string{"shard"}})
+	for _, o := range objs {
+		p, _ := sharded(o)
+		m := p.(metav1.Object)
+		if got := m.GetLabels(); got["shard"] != "a" || got["other"] != "" {
+			t.Errorf("%T sharded: labels %v", o, got)
+		}
+		if _, vmi := o.(*kubevirtv1.VirtualMachineInstance); vmi && len(m.GetOwnerReferences()) != 1 {
+			t.Errorf("a sharded VMI lost its owner: %v", m.GetOwnerReferences())
+		}
+		u, _ := Transform(o)
+		if got := u.(metav1.Object).GetLabels(); got["shard"] != "" {
+			t.Errorf("%T unsharded keeps the shard label: %v", o, got)
+		}
+		if _, vmi := o.(*kubevirtv1.VirtualMachineInstance); vmi && len(u.(metav1.Object).GetOwnerReferences()) != 0 {
+			t.Errorf("an unsharded VMI keeps its owners")
+		}
 	}
 }

@@ -29,7 +29,23 @@ import (
 // returns the projection of a decoded object, and anything else (a
 // projection already, a tombstone, another kind) unchanged. client-go may
 // hand an object to the transform more than once; a projection passes.
-func Transform(o any) (any, error) {
+func Transform(o any) (any, error) { return project(o, Sharding{}) }
+
+// Sharding is what a sharded controller reads besides (docs/controller.md,
+// Sharding): the labels its selector names, on VMs, VMIs and
+// VMObservations, and whether a VM controls a VMI (the owner references of
+// VMIs).
+type Sharding struct {
+	Labels []string
+}
+
+// TransformSharded is Transform for a controller sharded by a selector
+// naming s.Labels; with none it is Transform.
+func TransformSharded(s Sharding) func(any) (any, error) {
+	return func(o any) (any, error) { return project(o, s) }
+}
+
+func project(o any, s Sharding) (any, error) {
 	switch x := o.(type) {
 	case *corev1.Pod:
 		if x != nil {
@@ -41,11 +57,11 @@ func Transform(o any) (any, error) {
 		}
 	case *kubevirtv1.VirtualMachineInstance:
 		if x != nil {
-			return FromVMI(x), nil
+			return fromVMI(x, s), nil
 		}
 	case *kubevirtv1.VirtualMachine:
 		if x != nil {
-			return FromVM(x), nil
+			return fromVM(x, s), nil
 		}
 	case *kubevirtv1.VirtualMachineInstanceMigration:
 		if x != nil {
@@ -53,7 +69,7 @@ func Transform(o any) (any, error) {
 		}
 	case *v1alpha1.VMObservation:
 		if x != nil {
-			return FromObservation(x), nil
+			return fromObservation(x, s), nil
 		}
 	}
 	return o, nil

@@ -23,10 +23,12 @@ type VM struct {
 }
 
 // FromVM projects a VM.
-func FromVM(v *kubevirtv1.VirtualMachine) *VM {
+func FromVM(v *kubevirtv1.VirtualMachine) *VM { return fromVM(v, Sharding{}) }
+
+func fromVM(v *kubevirtv1.VirtualMachine, s Sharding) *VM {
 	st := &v.Status
 	out := &VM{
-		Meta:            metaOf(&v.ObjectMeta, nil, nil, nil),
+		Meta:            metaOf(&v.ObjectMeta, s.Labels, nil, nil),
 		RunStrategy:     internPtr(v.Spec.RunStrategy),
 		Running:         boolPtr(v.Spec.Running),
 		Created:         st.Created,

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -18,6 +19,9 @@ var vmiAnnotations = []string{kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnot
 // migration state trimmed to its own fields.
 type VMI struct {
 	Meta
+	// Owners are kept only when sharded: a VMI no VM controls is sharded
+	// by its own labels.
+	Owners      []OwnerRef
 	Interfaces  []SpecInterface
 	Networks    []Network
 	HostDevices uint8 // saturates: the engine asks for > 0
@@ -289,10 +293,12 @@ func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []VMICond {
 func sat(n int) uint8 { return uint8(min(n, 255)) }
 
 // FromVMI projects a VMI.
-func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI {
+func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI { return fromVMI(v, Sharding{}) }
+
+func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 	spec, st := &v.Spec, &v.Status
 	out := &VMI{
-		Meta:               metaOf(&v.ObjectMeta, nil, vmiAnnotations, nil),
+		Meta:               metaOf(&v.ObjectMeta, s.Labels, vmiAnnotations, nil),
 		Interfaces:         specInterfaces(spec.Domain.Devices.Interfaces),
 		Networks:           networks(spec.Networks),
 		HostDevices:        sat(len(spec.Domain.Devices.HostDevices)),
@@ -308,6 +314,9 @@ func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI {
 		MigrationState:     migrationState(st.MigrationState),
 		VolumeStatus:       volumes(st.VolumeStatus),
 		MigratedVolumes:    migrated(st.MigratedVolumes),
+	}
+	if len(s.Labels) > 0 {
+		out.Owners = ownersOf(v.OwnerReferences)
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		out.GraceSet, out.Grace = true, *g
@@ -336,6 +345,7 @@ func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI {
 // guest OS info are shared: the engine does not write into its input.
 func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	out := &kubevirtv1.VirtualMachineInstance{ObjectMeta: v.ObjectMeta()}
+	out.OwnerReferences = ownerRefs(v.Owners)
 	spec, st := &out.Spec, &out.Status
 	if len(v.Interfaces) > 0 {
 		spec.Domain.Devices.Interfaces = make([]kubevirtv1.Interface, len(v.Interfaces))
@@ -409,6 +419,7 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 func (v *VMI) DeepCopyObject() runtime.Object {
 	c := *v
 	c.Meta = v.Meta.deepCopy()
+	c.Owners = clone(v.Owners)
 	c.Interfaces = clone(v.Interfaces)
 	c.Networks = clone(v.Networks)
 	c.Conditions = clone(v.Conditions)
@@ -428,3 +439,6 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 	c.MigratedVolumes = clone(v.MigratedVolumes)
 	return &c
 }
+
+// GetOwnerReferences implements metav1.Object.
+func (v *VMI) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(v.Owners) }

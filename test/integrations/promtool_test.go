@@ -107,7 +107,7 @@ func TestPrometheusRuleConventions(t *testing.T) {
 	exported := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 32)
 	(&metrics.Collector{}).Describe(descs)
-	for _, c := range metrics.NewTransitions().Collectors() {
+	for _, c := range append(metrics.NewTransitions().Collectors(), metrics.NewLiveness().Collectors()...) {
 		c.Describe(descs)
 	}
 	close(descs)

@@ -36,11 +36,19 @@ type latencyResult struct {
 type latencySample struct {
 	t0            time.Time
 	status, watch time.Duration
+	// deadline: the verdict was due at a deadline after the change (the
+	// engine's lag grace), so the status latency counts from the deadline
+	// and the source's watch event is not on its path.
+	deadline bool
 }
 
 // pending is one source change whose effect has not arrived yet.
 type pending struct {
-	t0        time.Time
+	t0 time.Time
+	// due is when the engine's answer changes, when later than t0: a
+	// launcher pod that is not Ready contradicts the VMI, which the engine
+	// judges only after Policy.LagGrace (verdict.contradiction).
+	due       time.Time
 	statusLat time.Duration
 	watchLat  time.Duration
 	wantNode  string // node layer "Verdict/Reason" the change must produce
@@ -58,42 +66,28 @@ type pending struct {
 //   - the time until the pod's own watch event arrives on a bare pod watch
 //     (the floor: what watch delivery alone costs at this load).
 //
+// A pod made NotReady contradicts its VMI (still Ready), which the engine
+// judges only once Policy.LagGrace has passed since the pod's transition
+// (verdict.contradiction); the status latency of such a change counts from
+// that deadline, not from the write: the grace is the engine's policy, the
+// time after it the controller's.
+//
 // Consecutive changes go to different VMs; a VM whose previous change has
 // not been reflected yet is skipped (and counted). At the end every pod is
 // set Ready again and the phase waits for the baseline verdicts.
-func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms []vmRef, baseline map[string]summary, rate float64, dur time.Duration) (*latencyResult, error) {
-	// The launcher pod of each VM: the single running pod of VMs that did
-	// not migrate.
-	var podList corev1.PodList
-	if err := c.List(ctx, &podList, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
+func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms []vmRef, baseline map[string]summary, rate float64, dur, lagGrace time.Duration) (*latencyResult, error) {
+	f, err := newPodFlipper(ctx, c, vms)
+	if err != nil {
 		return nil, err
 	}
-	podOf := map[string]*corev1.Pod{}
-	for i := range podList.Items {
-		p := &podList.Items[i]
-		if p.Status.Phase == corev1.PodRunning {
-			podOf[p.Namespace+"/"+p.Annotations[kubevirtv1.DomainAnnotation]] = p
-		}
-	}
-	var targets []vmRef
-	for _, v := range vms {
-		if _, ok := podOf[v.key()]; ok && !v.migrated {
-			targets = append(targets, v)
-		}
-	}
+	targets, podKey := f.targets, f.podKey
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("latency: no VM to change")
-	}
-	podKey := map[string]string{} // pod ns/name -> VM key
-	for _, v := range targets {
-		p := podOf[v.key()]
-		podKey[p.Namespace+"/"+p.Name] = v.key()
 	}
 
 	res := &latencyResult{}
 	var mu sync.Mutex
 	inflight := map[string]*pending{} // VM key -> change in flight
-	notReady := map[string]bool{}     // VM key -> its pod is NotReady now
 	samples := func(status, watchLat time.Duration) {
 		if status > 0 {
 			res.Status = append(res.Status, status)
@@ -111,11 +105,17 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 		mu.Lock()
 		defer mu.Unlock()
 		if p := inflight[key]; p != nil && p.wantNode == node {
-			samples(at.Sub(p.t0), 0)
-			p.statusLat = at.Sub(p.t0)
+			// From when the verdict was due; an arrival before it
+			// (the controller's clock a little ahead) counts as 1µs.
+			lat := max(at.Sub(p.t0), time.Microsecond)
+			if !p.due.IsZero() {
+				lat = max(at.Sub(p.due), time.Microsecond)
+			}
+			samples(lat, 0)
+			p.statusLat = lat
 			p.wantNode = ""
 			if p.watchSeen {
-				res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat})
+				res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat, deadline: !p.due.IsZero()})
 				delete(inflight, key)
 			}
 		}
@@ -126,7 +126,7 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	pw, err := wc.Watch(wctx, &corev1.PodList{}, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: podList.ResourceVersion}})
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: f.listRV}})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 				pe.watchLat = at.Sub(pe.t0)
 				pe.watchSeen = true
 				if pe.wantNode == "" {
-					res.Samples = append(res.Samples, latencySample{t0: pe.t0, status: pe.statusLat, watch: pe.watchLat})
+					res.Samples = append(res.Samples, latencySample{t0: pe.t0, status: pe.statusLat, watch: pe.watchLat, deadline: !pe.due.IsZero()})
 					delete(inflight, key)
 				}
 			}
@@ -160,45 +160,35 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 
 	notReadyNode := string(v1alpha1.VerdictDegraded) + "/" + v1alpha1.ReasonLauncherPodNotReady
 	write := func(v vmRef, wantReady corev1.ConditionStatus, measure bool) error {
-		mu.Lock()
-		pod := podOf[v.key()].DeepCopy()
-		mu.Unlock()
-		for attempt := 0; ; attempt++ {
-			setReady(pod, wantReady)
-			t0 := time.Now()
-			if measure {
-				mu.Lock()
+		var sent func(time.Time, *corev1.Pod)
+		if measure {
+			sent = func(t0 time.Time, pod *corev1.Pod) {
 				want := baseline[v.key()].Node
+				var due time.Time
 				if wantReady != corev1.ConditionTrue {
 					want = notReadyNode
+					due = notReadyDue(pod, lagGrace)
 				}
-				inflight[v.key()] = &pending{t0: t0, wantNode: want, wantReady: wantReady}
-				mu.Unlock()
-			}
-			err := c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))
-			if err == nil {
-				rtt := time.Since(t0)
 				mu.Lock()
-				podOf[v.key()] = pod
-				notReady[v.key()] = wantReady != corev1.ConditionTrue
-				if measure {
-					res.WriteRTT = append(res.WriteRTT, rtt)
-				}
+				inflight[v.key()] = &pending{t0: t0, due: due, wantNode: want, wantReady: wantReady}
 				mu.Unlock()
-				return nil
 			}
-			if !apierrors.IsConflict(err) || attempt > 5 {
+		}
+		rtt, err := f.set(ctx, v.key(), wantReady, sent)
+		if err != nil {
+			if measure {
 				mu.Lock()
 				delete(inflight, v.key())
 				mu.Unlock()
-				return err
 			}
-			fresh := &corev1.Pod{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-				return err
-			}
-			pod = fresh
+			return err
 		}
+		if measure {
+			mu.Lock()
+			res.WriteRTT = append(res.WriteRTT, rtt)
+			mu.Unlock()
+		}
+		return nil
 	}
 
 	period := time.Duration(float64(time.Second) / rate)
@@ -217,7 +207,7 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 		mu.Lock()
 		busy := inflight[v.key()] != nil
 		want := corev1.ConditionFalse
-		if notReady[v.key()] {
+		if f.isNotReady(v.key()) {
 			want = corev1.ConditionTrue
 		}
 		if busy {
@@ -260,23 +250,31 @@ func latencyPhase(ctx context.Context, c, wc client.WithWatch, tr *tracker, vms 
 		if p.wantNode != "" {
 			res.Missed++
 		}
-		res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat})
+		res.Samples = append(res.Samples, latencySample{t0: p.t0, status: p.statusLat, watch: p.watchLat, deadline: !p.due.IsZero()})
 	}
 	clear(inflight)
-	var restore []vmRef
-	for _, v := range targets {
-		if notReady[v.key()] {
-			restore = append(restore, v)
-		}
-	}
 	mu.Unlock()
 	tr.setHook(nil)
-	for _, v := range restore {
-		if err := write(v, corev1.ConditionTrue, false); err != nil {
-			return nil, fmt.Errorf("latency: restoring %s: %w", v.key(), err)
-		}
+	if err := f.restoreAll(ctx); err != nil {
+		return nil, fmt.Errorf("latency: %w", err)
 	}
 	return res, nil
+}
+
+// notReadyDue is when the engine judges pod's NotReady: LagGrace after the
+// Ready condition's transition, as the API server stores it (whole
+// seconds), rounded up to a second as the engine rounds its deadlines.
+func notReadyDue(pod *corev1.Pod, lagGrace time.Duration) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			due := c.LastTransitionTime.Truncate(time.Second).Add(lagGrace)
+			if t := due.Truncate(time.Second); t.Before(due) {
+				return t.Add(time.Second)
+			}
+			return due
+		}
+	}
+	return time.Time{}
 }
 
 func podReady(p *corev1.Pod) corev1.ConditionStatus {
@@ -319,4 +317,104 @@ func percentile(d []time.Duration, p float64) float64 {
 	rank := int(math.Ceil(p/100*float64(len(s)))) - 1
 	rank = min(max(rank, 0), len(s)-1)
 	return float64(s[rank]) / float64(time.Millisecond)
+}
+
+// podFlipper flips the Ready condition of VMs' launcher pods, as the
+// kubelet does, and remembers what it wrote.
+type podFlipper struct {
+	c client.Client
+	// targets are the VMs it may change: those that never migrated, whose
+	// single running pod is their launcher.
+	targets []vmRef
+	// podKey maps a pod's namespace/name to its VM's key.
+	podKey map[string]string
+	// listRV is the resource version of the pod LIST it started from.
+	listRV string
+
+	mu       sync.Mutex
+	podOf    map[string]*corev1.Pod // VM key -> its pod as last written
+	notReady map[string]bool        // VM key -> its pod is NotReady now
+}
+
+func newPodFlipper(ctx context.Context, c client.Client, vms []vmRef) (*podFlipper, error) {
+	var podList corev1.PodList
+	if err := c.List(ctx, &podList, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}); err != nil {
+		return nil, err
+	}
+	f := &podFlipper{c: c, podKey: map[string]string{}, listRV: podList.ResourceVersion, podOf: map[string]*corev1.Pod{}, notReady: map[string]bool{}}
+	running := map[string]*corev1.Pod{}
+	for i := range podList.Items {
+		p := &podList.Items[i]
+		if p.Status.Phase == corev1.PodRunning {
+			running[p.Namespace+"/"+p.Annotations[kubevirtv1.DomainAnnotation]] = p
+		}
+	}
+	for _, v := range vms {
+		p, ok := running[v.key()]
+		if !ok || v.migrated {
+			continue
+		}
+		f.targets = append(f.targets, v)
+		f.podOf[v.key()] = p
+		f.podKey[p.Namespace+"/"+p.Name] = v.key()
+	}
+	return f, nil
+}
+
+// set writes the pod of VM key with Ready = ready, retrying conflicts on a
+// fresh copy; sent, when set, is called with the time just before each
+// attempt is sent. It returns the successful write's round trip.
+func (f *podFlipper) set(ctx context.Context, key string, ready corev1.ConditionStatus, sent func(time.Time, *corev1.Pod)) (time.Duration, error) {
+	f.mu.Lock()
+	pod := f.podOf[key].DeepCopy()
+	f.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		setReady(pod, ready)
+		t0 := time.Now()
+		if sent != nil {
+			sent(t0, pod)
+		}
+		err := f.c.Status().Update(ctx, pod, client.FieldOwner("kubelet"))
+		if err == nil {
+			rtt := time.Since(t0)
+			f.mu.Lock()
+			f.podOf[key] = pod
+			f.notReady[key] = ready != corev1.ConditionTrue
+			f.mu.Unlock()
+			return rtt, nil
+		}
+		if !apierrors.IsConflict(err) || attempt > 5 {
+			return 0, err
+		}
+		fresh := &corev1.Pod{}
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+			return 0, err
+		}
+		pod = fresh
+	}
+}
+
+func (f *podFlipper) isNotReady(key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.notReady[key]
+}
+
+// restoreAll sets every pod it made NotReady Ready again.
+func (f *podFlipper) restoreAll(ctx context.Context) error {
+	f.mu.Lock()
+	var keys []string
+	for k, nr := range f.notReady {
+		if nr {
+			keys = append(keys, k)
+		}
+	}
+	f.mu.Unlock()
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := f.set(ctx, k, corev1.ConditionTrue, nil); err != nil {
+			return fmt.Errorf("restoring %s: %w", k, err)
+		}
+	}
+	return nil
 }

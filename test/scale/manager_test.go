@@ -18,11 +18,12 @@ import (
 // managerOptions are the options `vmobs manager` runs with (app.Defaults),
 // with what an in-process or child run must change (app.InProcessOptions:
 // no metrics or probe listeners, a private metrics registry) and the run's
-// refresh interval.
+// refresh interval (loadConfig's, app.Defaults' unless set) and lag grace.
 func managerOptions(cfg config) app.Options {
 	opts := app.InProcessOptions()
-	if cfg.Refresh > 0 {
-		opts.EvidenceRefreshInterval = cfg.Refresh
+	opts.EvidenceRefreshInterval = cfg.Refresh
+	if cfg.LagGrace > 0 {
+		opts.Policy.LagGrace = cfg.LagGrace
 	}
 	return opts
 }
@@ -126,8 +127,9 @@ func (l *writeLog) snapshot() []writeEntry {
 // (from this log) was sent at least refresh earlier, less a second because
 // the controller reads its last write time from managedFields, which hold
 // whole seconds. (Timing the responses instead would flag a refresh whose
-// previous write took over a second to answer, as at N=5000 cold starts.) Every other write in the window, creates and deletes
-// included, is unexplained.
+// previous write took over a second to answer, as at N=5000 cold starts.)
+// Every other write in the window, creates and deletes included, is
+// unexplained; with refreshes off (refresh 0) every write is.
 func (l *writeLog) policyCheck(from, to time.Time, refresh time.Duration) (total, refreshes int, unexplained []string) {
 	last := map[string]time.Time{}
 	for _, e := range l.snapshot() {
@@ -137,11 +139,13 @@ func (l *writeLog) policyCheck(from, to time.Time, refresh time.Duration) (total
 			total++
 			prev, seen := last[e.obj]
 			switch {
-			case isStatus && seen && e.at.Sub(prev) >= refresh-time.Second:
+			case isStatus && seen && refresh > 0 && e.at.Sub(prev) >= refresh-time.Second:
 				refreshes++
 			default:
 				why := "no earlier status write in the log"
-				if !isStatus {
+				if refresh <= 0 {
+					why = "evidence refreshes are off"
+				} else if !isStatus {
 					why = "not a status write"
 				} else if seen {
 					why = fmt.Sprintf("%s after the previous one", e.at.Sub(prev).Round(time.Millisecond))

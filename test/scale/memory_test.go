@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -45,6 +44,7 @@ const childEnv = "VMOBS_SCALE_CHILD"
 type childSpec struct {
 	Kubeconfig string        `json:"kubeconfig"`
 	Refresh    time.Duration `json:"refresh"`
+	LagGrace   time.Duration `json:"lagGrace"`
 }
 
 // childStats is what a child reports.
@@ -115,7 +115,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	cfg.UserAgent = "vmobs-controller"
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
-	opts := managerOptions(config{Refresh: spec.Refresh})
+	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := app.StartInProcess(ctx, cfg, opts)
@@ -222,7 +222,6 @@ type heapSampler struct {
 
 func newHeapSampler() *heapSampler {
 	s := &heapSampler{quit: make(chan struct{})}
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
 	go func() {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
@@ -232,8 +231,7 @@ func newHeapSampler() *heapSampler {
 				return
 			case <-t.C:
 			}
-			metrics.Read(samples)
-			v := samples[0].Value.Uint64() + samples[1].Value.Uint64()
+			v := heapInuse()
 			s.mu.Lock()
 			if s.marked {
 				s.wmax = max(s.wmax, v)
@@ -387,7 +385,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint,
 	}
 	r.res.LoadAvg[fmt.Sprintf("memory %d", vms)] = loadavg()
 	start := time.Now()
-	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh})
+	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace})
 	if err != nil {
 		return pt, err
 	}
@@ -477,8 +475,11 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	}
 	defer logf.Close()
 	args := []string{"manager", "--kubeconfig", r.kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
-	if r.cfg.Refresh > 0 {
-		args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
+	// The run's refresh interval, whatever the binary's default: the
+	// harness compares its figures with the in-process manager's.
+	args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
+	if r.cfg.LagGrace > 0 {
+		args = append(args, "--lag-grace", r.cfg.LagGrace.String())
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -143,6 +143,10 @@ type tracker struct {
 	// changes counts arrivals that changed a summary, by namespace prefix
 	// "scale-" or "floor-".
 	changes int
+	// events counts the watch events (added or modified) of VMObservations
+	// in the VMs' namespaces: every write that changed an object, as the
+	// API server reports it.
+	events int
 	// goal is what waitMatch waits for, kept up to date as objects
 	// arrive: rescanning thousands of objects every poll cost the harness
 	// a tenth of a core at 5,000 VMs, taken from the API server it
@@ -251,6 +255,9 @@ func (tr *tracker) watch(ctx context.Context, rv string) {
 				rv = o.ResourceVersion
 				k := o.Namespace + "/" + o.Name
 				tr.mu.Lock()
+				if isVMNamespace(o.Namespace) {
+					tr.events++
+				}
 				tr.storeLocked(k, o, at)
 				hook := tr.hook
 				tr.mu.Unlock()
@@ -314,6 +321,23 @@ func (tr *tracker) changeCount() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.changes
+}
+
+// eventCount is the number of watch events of VMObservations in the VMs'
+// namespaces so far.
+func (tr *tracker) eventCount() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.events
+}
+
+// offFrom is how many of the VMObservations named in want do not carry the
+// wanted summary now.
+func (tr *tracker) offFrom(want map[string]summary) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	_, missing, wrong, _ := tr.matchStateLocked(&goal{want: want})
+	return missing + wrong
 }
 
 // count is the number of VMObservations in namespaces keep selects.

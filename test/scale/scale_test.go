@@ -2,7 +2,8 @@
 // (kube-apiserver and etcd from `make envtest-bin`) it populates N VMs shaped
 // by the simulator and measures the controller against a floor measured in
 // the same run: cold-start convergence, writes at idle and across restarts,
-// change-to-status latency at a steady change rate, and heap per VM.
+// change-to-status latency at a steady change rate, catching up after API
+// Priority and Fairness pressure, CPU per reconcile, and heap per VM.
 //
 // `go test ./test/scale` runs a smoke version (N=50, seconds-long phases)
 // that asserts only correctness. `make bench-scale N=1000` runs the full
@@ -23,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -30,11 +32,14 @@ import (
 // other flags then default to its short durations unless set.
 var (
 	flagN         = flag.Int("scale.n", 0, "number of VMs; 0 runs the smoke version (N=50, short phases, correctness only)")
-	flagIdle      = flag.Duration("scale.idle", 0, "idle period with node heartbeats, including a forced resync and a controller restart (default 5m; smoke 10s)")
+	flagIdle      = flag.Duration("scale.idle", 0, "idle period with node heartbeats, including a forced resync and a controller restart (default 10m; smoke 10s)")
 	flagHeartbeat = flag.Duration("scale.heartbeat", 0, "virt-handler heartbeat period on every node (default 60s; smoke 2s)")
-	flagRefresh   = flag.Duration("scale.refresh", 0, "the manager's EvidenceRefreshInterval (default: app.Defaults(), 5m; smoke 5s so that the refresh policy is exercised)")
+	flagRefresh   = flag.Duration("scale.refresh", 0, "the manager's EvidenceRefreshInterval (default: app.Defaults()'s; 0 is off, and then any write at idle fails the run)")
 	flagRate      = flag.Float64("scale.rate", 20, "source changes per second in the latency phase")
 	flagLatency   = flag.Duration("scale.latency", 0, "length of the latency phase (default 60s; smoke 3s)")
+	flagOverload  = flag.Duration("scale.overload", 0, "length of the overload phase: source changes at -scale.rate while API Priority and Fairness holds the manager to one seat (default 60s; smoke 3s)")
+	flagLagGrace  = flag.Duration("scale.lag-grace", 0, "the engine's Policy.LagGrace, after which a launcher pod that is not Ready is judged (default: verdict.DefaultPolicy()'s; smoke 1s, to keep it short)")
+	flagRuns      = flag.Int("scale.convergence-runs", 0, "cold starts, each after a floor of its own (default 3; smoke 1)")
 	flagMem       = flag.String("scale.mem-points", "", "comma-separated VM counts at which the manager's heap is measured in a child process (default 0,1000,2000,5000; smoke 0,50); \"none\" skips")
 	flagSettle    = flag.Duration("scale.settle", 0, "steady-state window after a child manager converged, before its heap is read (default 20s; smoke 2s)")
 	flagOut       = flag.String("scale.out", "", "where to write the JSON results (default bin/scale-results.json; smoke: a temp dir)")
@@ -48,25 +53,31 @@ var (
 
 // config is one run's configuration.
 type config struct {
-	N            int
-	Smoke        bool
-	Idle         time.Duration
-	Heartbeat    time.Duration
-	Refresh      time.Duration
-	Rate         float64
-	Latency      time.Duration
-	MemPoints    []int
-	Settle       time.Duration
-	Out          string
-	Workers      int
-	ProfileDir   string
-	Binary       bool
-	NoEvents     bool
-	Age          time.Duration
-	Converge     time.Duration
-	VMsPerNS     int
-	VMsPerNode   int
-	MigrateEvery int // one VM in MigrateEvery is live-migrated once
+	N         int
+	Smoke     bool
+	Idle      time.Duration
+	Heartbeat time.Duration
+	Refresh   time.Duration
+	Rate      float64
+	Latency   time.Duration
+	Overload  time.Duration
+	// LagGrace overrides the engine's lag grace when positive.
+	LagGrace time.Duration
+	// ConvergenceRuns is how many times the floor and the cold start are
+	// measured, interleaved.
+	ConvergenceRuns int
+	MemPoints       []int
+	Settle          time.Duration
+	Out             string
+	Workers         int
+	ProfileDir      string
+	Binary          bool
+	NoEvents        bool
+	Age             time.Duration
+	Converge        time.Duration
+	VMsPerNS        int
+	VMsPerNode      int
+	MigrateEvery    int // one VM in MigrateEvery is live-migrated once
 }
 
 func loadConfig(t *testing.T) config {
@@ -90,10 +101,25 @@ func loadConfig(t *testing.T) config {
 		cfg.N, cfg.Smoke = 50, true
 		cfg.VMsPerNS, cfg.VMsPerNode, cfg.MigrateEvery = 10, 10, 10
 	}
-	cfg.Idle = pick("scale.idle", *flagIdle, 5*time.Minute, 10*time.Second)
+	cfg.Idle = pick("scale.idle", *flagIdle, 10*time.Minute, 10*time.Second)
 	cfg.Heartbeat = pick("scale.heartbeat", *flagHeartbeat, time.Minute, 2*time.Second)
-	cfg.Refresh = pick("scale.refresh", *flagRefresh, 0, 5*time.Second)
+	// The manager's default, unless set: with evidence refreshes off (0)
+	// the idle period must see no write at all.
+	def := app.Defaults().EvidenceRefreshInterval
+	cfg.Refresh = pick("scale.refresh", *flagRefresh, def, def)
 	cfg.Latency = pick("scale.latency", *flagLatency, time.Minute, 3*time.Second)
+	cfg.Overload = pick("scale.overload", *flagOverload, time.Minute, 3*time.Second)
+	cfg.LagGrace = pick("scale.lag-grace", *flagLagGrace, 0, time.Second)
+	cfg.ConvergenceRuns = *flagRuns
+	if !set["scale.convergence-runs"] {
+		cfg.ConvergenceRuns = 3
+		if cfg.Smoke {
+			cfg.ConvergenceRuns = 1
+		}
+	}
+	if cfg.ConvergenceRuns < 1 {
+		t.Fatalf("-scale.convergence-runs must be at least 1")
+	}
 	cfg.Settle = pick("scale.settle", *flagSettle, 20*time.Second, 2*time.Second)
 	cfg.Converge = pick("scale.converge-timeout", *flagTimeout, 2*time.Minute+time.Duration(cfg.N)*40*time.Millisecond, 2*time.Minute)
 	cfg.Binary = *flagBinary || (!set["scale.binary"] && !cfg.Smoke)
@@ -146,6 +172,16 @@ func (c config) nodesFor(n int) int {
 	return max(2, (n+c.VMsPerNode-1)/c.VMsPerNode)
 }
 
+// apiServerFlags size the test API server's API Priority and Fairness:
+// 150 seats in all (the default is 600) share out to the suggested priority
+// levels by their shares (245 in all), so that the overload phase's level,
+// with 1 share, gets one seat where it would get three. Only the manager
+// and the floor are limited at all: the harness's own clients are
+// system:masters, which APF exempts. global-default, where the manager runs
+// outside the overload phase, keeps 13 seats: more than the manager's 4
+// workers, its event writer and its informers ever hold at once.
+var apiServerFlags = map[string]string{"max-requests-inflight": "100", "max-mutating-requests-inflight": "50"}
+
 var (
 	envOnce sync.Once
 	env     *testenv.Env
@@ -158,7 +194,7 @@ func controlPlane(t *testing.T) *testenv.Env {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Skip(err.Error())
 	}
-	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
+	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{APIServerFlags: apiServerFlags}) })
 	if envErr != nil {
 		t.Fatal(envErr)
 	}

@@ -1,0 +1,223 @@
+// Package shard runs two vmobs instances with disjoint --vm-selector on one
+// real control plane, as the sharding recipe deploys them (README,
+// "Sharding"), and checks what the recipe promises: every VM is observed by
+// exactly one instance, a relabelled VM is handed over with no gap and no
+// double writes, and an instance never deletes another shard's
+// VMObservation.
+package shard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/internal/testenv"
+)
+
+// shardLabel is the recipe's label (config/shards).
+const shardLabel = "observability.vmobs.io/shard"
+
+var (
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    *testenv.Env
+	k8s    client.WithWatch
+	sim    *simulator.Simulator
+)
+
+func TestShard(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "vmobs sharding suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = env.Client()
+	Expect(err).NotTo(HaveOccurred())
+	sim = simulator.New(k8s, simulator.WithSeed(15))
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// instance is one shard's manager, its writes counted and timed.
+type instance struct {
+	*app.InProcess
+	name    string
+	opts    app.Options
+	counter *testenv.RequestCounter
+	writes  *timeline
+}
+
+// startShard runs a manager for the VMs labelled shardLabel=value, with
+// leader election on the Lease derived from its selector.
+func startShard(name, value string) *instance {
+	return startInstance(name, shardLabel+"="+value, "")
+}
+
+// startInstance runs a manager with --vm-selector=selector and, unless
+// empty, --leader-election-id=leaseID.
+func startInstance(name, selector, leaseID string) *instance {
+	sel, err := labels.Parse(selector)
+	Expect(err).NotTo(HaveOccurred())
+	opts := app.InProcessOptions()
+	opts.VMSelector = sel
+	if leaseID != "" {
+		opts.LeaderElectionID = leaseID
+	}
+	opts.LeaderElection = true
+	opts.LeaderElectionNamespace = "default"
+	opts.ReleaseLeaderOnCancel = true
+	in := &instance{name: name, opts: opts, counter: testenv.NewRequestCounter(), writes: &timeline{who: name}}
+	in.InProcess, err = app.StartInProcess(ctx, in.writes.wrap(in.counter.Wrap(env.Config)), opts)
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(in.Elected()).Should(BeClosed(), "shard %s elected on its Lease %s", name, opts.LeaseName())
+	return in
+}
+
+// stop stops the manager and waits for it.
+func (in *instance) stop() {
+	Expect(in.Stop()).To(Succeed())
+}
+
+// timeline records every write an instance makes to VMObservations: when
+// it was sent and when the API server answered.
+type timeline struct {
+	who     string
+	mu      sync.Mutex
+	entries []write
+}
+
+type write struct {
+	who        string
+	sent, done time.Time
+	verb       string // testenv.Key: "apply vmobservations/status", "patch vmobservations", ...
+	obj        string // namespace/name; namespace/ for a create
+}
+
+func (w write) String() string {
+	return fmt.Sprintf("%s %s %s [%s, %s]", w.who, w.verb, w.obj, w.sent.Format("15:04:05.000"), w.done.Format("15:04:05.000"))
+}
+
+func (tl *timeline) wrap(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return rtFunc(func(req *http.Request) (*http.Response, error) {
+			sent := time.Now()
+			resp, err := rt.RoundTrip(req)
+			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
+				return resp, err
+			}
+			k := testenv.Key(req)
+			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
+				tl.mu.Lock()
+				tl.entries = append(tl.entries, write{who: tl.who, sent: sent, done: time.Now(), verb: k, obj: objectPath(req.URL.Path)})
+				tl.mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	return out
+}
+
+// of returns the writes to one object (creates are named by namespace
+// only: pass the namespace and name "" to get them).
+func (tl *timeline) of(ns, name string) []write {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var out []write
+	for _, e := range tl.entries {
+		if e.obj == ns+"/"+name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// objectPath is "namespace/name" of a request path, or "namespace/" for a
+// collection.
+func objectPath(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			if i+3 < len(parts) {
+				return parts[i+1] + "/" + parts[i+3]
+			}
+			return parts[i+1] + "/"
+		}
+	}
+	return ""
+}
+
+// world makes a namespace and a node for one spec, and shard label values
+// of its own, so that its instances have Leases of their own too.
+func world(name string) (ns, node, a, b string) {
+	id := time.Now().UnixNano() % 100000
+	ns = fmt.Sprintf("shard-%s-%d", name, id)
+	node = "node-" + ns
+	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
+	Expect(sim.AddNode(ctx, node)).To(Succeed())
+	return ns, node, fmt.Sprintf("a-%d", id), fmt.Sprintf("b-%d", id)
+}
+
+// labelVM sets the VM's own shard label, as `kubectl label vm` does.
+func labelVM(ns, name, value string) {
+	Eventually(func() error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, shardLabel, value)
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		return k8s.Patch(ctx, vm, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}).Should(Succeed())
+}
+
+func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
+	return func() (*v1alpha1.VMObservation, error) {
+		o := &v1alpha1.VMObservation{}
+		return o, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
+	}
+}
+
+func reasonOf(o *v1alpha1.VMObservation) string {
+	return string(o.Status.Verdict) + "/" + o.Status.Reason
+}
+
+func shardOf(o *v1alpha1.VMObservation) string {
+	v, ok := o.Labels[shardLabel]
+	if !ok {
+		return "<none>"
+	}
+	return v
+}
