@@ -58,3 +58,21 @@ func TestLauncherPodsOfABucket(t *testing.T) {
 		t.Fatalf("pods of a VMI without any: %d", len(got))
 	}
 }
+
+// BenchmarkGather is what a reconcile pays to read a running VM's objects
+// out of the stores and rebuild the typed objects the engine reads (the VM,
+// VMI, launcher pod and node), next to BenchmarkEvaluate's evaluation of
+// them (internal/verdict).
+func BenchmarkGather(b *testing.B) {
+	c, _ := fakeWorld(b, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	r.Store = storeOf(b, c)
+	key := types.NamespacedName{Namespace: wNS, Name: wVM}
+	b.ReportAllocs()
+	for b.Loop() {
+		in, _, err := r.gather(key)
+		if err != nil || in.VMI == nil || len(in.Pods) != 1 || len(in.Nodes) != 1 {
+			b.Fatalf("gather: %v, %+v", err, in)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (w *writeLog) total() int {
 // fakeWorld is a fake client holding objs, with the status subresource,
 // whose writes are counted. The reconciler reads it through a Store the
 // tests fill from it before each reconcile (storeOf): the cache caught up.
-func fakeWorld(t *testing.T, objs ...client.Object) (client.Client, *writeLog) {
+func fakeWorld(t testing.TB, objs ...client.Object) (client.Client, *writeLog) {
 	t.Helper()
 	w := &writeLog{}
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).
@@ -161,7 +161,7 @@ func wReconciler(c client.Client) *Reconciler {
 
 // storeOf is what the manager's informers would hold of c's objects: each
 // through the cache transform, in stores with the controller's indexes.
-func storeOf(t *testing.T, c client.Reader) *Store {
+func storeOf(t testing.TB, c client.Reader) *Store {
 	t.Helper()
 	s := &Store{}
 	for _, k := range []struct {
@@ -193,7 +193,7 @@ func storeOf(t *testing.T, c client.Reader) *Store {
 }
 
 // project is o as the cache holds it.
-func project(t *testing.T, o any) client.Object {
+func project(t testing.TB, o any) client.Object {
 	t.Helper()
 	p, err := projection.Transform(o)
 	if err != nil {
