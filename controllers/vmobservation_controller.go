@@ -143,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		created, wait, err := r.create(ctx, in)
 		if err != nil || created == nil {
-			return requeueAt(wait), err
+			return requeueAt(wait, true), err
 		}
 		obs = projection.FromObservation(created)
 	} else if in.VM != nil || in.VMI != nil {
@@ -172,9 +172,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// A write held back (a refresh, coalesced progress) is made when its
 	// window ends, even if no other event comes; a deadline likewise.
 	requeue := earliest(result.NextDeadline, decision.retryAfter)
+	// A fixed deadline (a lag grace ending, a timeout) carries a verdict
+	// someone waits for; a heartbeat's deadline or a held-back write can
+	// wait behind the reconciles events bring.
+	low := requeue != result.NextDeadline || result.Renews
 	if !decision.write {
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		return requeueAt(requeue), nil
+		return requeueAt(requeue, low), nil
 	}
 	if err := r.applyStatus(ctx, obs, &next); err != nil {
 		return ctrl.Result{}, err
@@ -182,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
 	r.recordTransitions(obs, prev, &next)
 	log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
-	return requeueAt(requeue), nil
+	return requeueAt(requeue, low), nil
 }
 
 // earliest is the sooner of two waits, 0 meaning none.
@@ -197,13 +201,16 @@ func earliest(a, b time.Duration) time.Duration {
 }
 
 // requeueAt asks to be called again after d (none when d is 0), at low
-// priority: a deadline or a held-back refresh can wait behind the
-// reconciles that events bring, which carry a change someone is waiting
-// to see. An event for the same VM raises the queued item to the event's
-// priority, so nothing that changed waits behind the others.
-func requeueAt(d time.Duration) ctrl.Result {
+// priority when low: a heartbeat's deadline or a held-back write can wait
+// behind the reconciles that events bring, which carry a change someone is
+// waiting to see. An event for the same VM raises the queued item to the
+// event's priority, so nothing that changed waits behind the others.
+func requeueAt(d time.Duration, low bool) ctrl.Result {
 	if d <= 0 {
 		return ctrl.Result{}
+	}
+	if !low {
+		return ctrl.Result{RequeueAfter: d}
 	}
 	return ctrl.Result{RequeueAfter: d, Priority: ptr.To(handler.LowPriority)}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -277,6 +278,9 @@ func TestHeartbeatsCostNoWrites(t *testing.T) {
 		res := wReconcile(t, r)
 		if want := 5*time.Minute - 5*time.Second; res.RequeueAfter != want {
 			t.Errorf("minute %d: RequeueAfter %v, want %v (the live heartbeat's deadline)", m, res.RequeueAfter, want)
+		}
+		if res.Priority == nil || *res.Priority != handler.LowPriority {
+			t.Errorf("minute %d: the heartbeat's deadline is looked at with priority %v, want low", m, res.Priority)
 		}
 	}
 	if got := w.total() - written - 10; got != 0 { // the 10 node updates are the test's own

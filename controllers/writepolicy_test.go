@@ -253,12 +253,15 @@ func TestRefreshInterval(t *testing.T) {
 }
 
 func TestRequeueAt(t *testing.T) {
-	if r := requeueAt(0); r.RequeueAfter != 0 || r.Priority != nil {
+	if r := requeueAt(0, true); r.RequeueAfter != 0 || r.Priority != nil {
 		t.Errorf("requeueAt(0) = %+v, want no requeue", r)
 	}
-	r := requeueAt(time.Minute)
+	r := requeueAt(time.Minute, true)
 	if r.RequeueAfter != time.Minute || r.Priority == nil || *r.Priority != handler.LowPriority {
-		t.Errorf("requeueAt(1m) = %+v, want RequeueAfter 1m at handler.LowPriority", r)
+		t.Errorf("requeueAt(1m, low) = %+v, want RequeueAfter 1m at handler.LowPriority", r)
+	}
+	if r := requeueAt(time.Minute, false); r.RequeueAfter != time.Minute || r.Priority != nil {
+		t.Errorf("requeueAt(1m, not low) = %+v, want RequeueAfter 1m at the default priority", r)
 	}
 }
 

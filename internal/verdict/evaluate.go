@@ -15,6 +15,8 @@ type engine struct {
 	node  layer
 	guest layer
 	next  time.Time
+	// fixed is the nearest deadline that is not a renewing source's.
+	fixed time.Time
 	// lm is computed once: the control plane's eviction rule and the
 	// status both read it.
 	lm *v1alpha1.LiveMigratability
@@ -88,6 +90,7 @@ func Evaluate(in Input) Result {
 	st.Guest = e.guestSummary()
 	st.Conditions = e.conditions(st, w)
 
+	res.Renews = !e.next.IsZero() && (e.fixed.IsZero() || e.next.Before(e.fixed))
 	if !e.next.IsZero() {
 		res.NextDeadline = e.next.Sub(in.Now)
 		if res.NextDeadline <= 0 {
@@ -102,6 +105,15 @@ func Evaluate(in Input) Result {
 // deadline records a future instant at which a verdict would change by
 // itself.
 func (e *engine) deadline(t time.Time) {
+	e.renewal(t)
+	if t.After(e.f.now) && (e.fixed.IsZero() || t.Before(e.fixed)) {
+		e.fixed = t
+	}
+}
+
+// renewal records the deadline of a renewing source (virt-handler's
+// heartbeat): the verdict changes then only if the source has not renewed.
+func (e *engine) renewal(t time.Time) {
 	if t.After(e.f.now) && (e.next.IsZero() || t.Before(e.next)) {
 		e.next = t
 	}

@@ -269,7 +269,7 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 		e.deadline(l.staleAt)
 	}
 	if l.renewAt.After(e.f.now) {
-		e.deadline(l.renewAt)
+		e.renewal(l.renewAt)
 	}
 	return win
 }

@@ -133,10 +133,40 @@ func TestHeartbeatDeadlineIsLookedAt(t *testing.T) {
 	if r.NextDeadline <= 0 {
 		t.Fatal("no deadline: nothing would look at the heartbeat again")
 	}
+	if !r.Renews {
+		t.Error("the heartbeat's deadline is not marked as a renewing source's")
+	}
 	in.Previous = r.Status.DeepCopy()
 	in.Now = in.Now.Add(r.NextDeadline)
 	after := Evaluate(in)
 	if got := vr(after.Status.Layers.Node); got != "Unknown/NodeAgentStale" {
 		t.Errorf("node at the deadline = %s, want Unknown/NodeAgentStale", got)
+	}
+}
+
+// TestRenewsMarksOnlyHeartbeatDeadlines: Result.Renews is set exactly when
+// the nearest deadline is a heartbeat's, which the controller looks at with
+// low priority; a fixed deadline (a grace, a timeout) is not.
+func TestRenewsMarksOnlyHeartbeatDeadlines(t *testing.T) {
+	var fixed, renewing int
+	for _, c := range allSituations() {
+		r := Evaluate(c.in)
+		if r.NextDeadline <= 0 {
+			if r.Renews {
+				t.Errorf("%s: Renews without a deadline", c.name)
+			}
+			continue
+		}
+		if r.Renews != renewsOnly(c.in, r.NextDeadline) {
+			t.Errorf("%s: Renews = %v for a deadline in %v", c.name, r.Renews, r.NextDeadline)
+		}
+		if r.Renews {
+			renewing++
+		} else {
+			fixed++
+		}
+	}
+	if fixed == 0 || renewing == 0 {
+		t.Errorf("the tables hold %d fixed and %d renewing deadlines; want both", fixed, renewing)
 	}
 }

@@ -166,4 +166,8 @@ type Result struct {
 	// NextDeadline is the time until the nearest deadline at which the
 	// verdict could change with no object changing; 0 means none.
 	NextDeadline time.Duration
+	// Renews says that NextDeadline is a renewing source's (virt-handler's
+	// heartbeat, renewed every minute): at it the verdict usually does not
+	// change, so a look then can wait behind other work.
+	Renews bool
 }
