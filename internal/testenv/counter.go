@@ -25,10 +25,10 @@ func NewRequestCounter() *RequestCounter {
 func (c *RequestCounter) Wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if err == nil && resp.StatusCode < 300 {
-				c.add(Key(req), objectOf(req))
+				c.add(Key(req), ObjectOf(req))
 			}
 			return resp, err
 		})
@@ -36,9 +36,12 @@ func (c *RequestCounter) Wrap(cfg *rest.Config) *rest.Config {
 	return out
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+// RoundTripFunc makes a function an http.RoundTripper, for the transport
+// wrappers of tests.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+// RoundTrip calls f.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Key names a request as "verb resource[/subresource]", e.g.
 // "apply vmobservations/status" or "create vmobservations". Watches and
@@ -87,9 +90,9 @@ func Key(req *http.Request) string {
 	return verb + " " + resource
 }
 
-// objectOf is "namespace/name" of a namespaced request on one object, or
+// ObjectOf is "namespace/name" of a namespaced request on one object, or
 // "namespace/" for a create (whose name is in the body).
-func objectOf(req *http.Request) string {
+func ObjectOf(req *http.Request) string {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
 	for i := 0; i+1 < len(parts); i++ {
 		if parts[i] == "namespaces" && i+3 < len(parts) {

@@ -76,7 +76,7 @@ type breaker struct{ broken atomic.Bool }
 func (b *breaker) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if b.broken.Load() {
 				return nil, errors.New("injected fault: network down")
 			}
@@ -85,10 +85,6 @@ func (b *breaker) wrap(cfg *rest.Config) *rest.Config {
 	})
 	return out
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // instance is one running manager.
 type instance struct {

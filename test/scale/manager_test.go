@@ -50,7 +50,7 @@ type writeEntry struct {
 func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return rtFunc(func(req *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if l.dropEvents && req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/") {
 				return l.fakeEvent(req)
 			}
@@ -64,7 +64,7 @@ func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
 			k := testenv.Key(req)
 			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
 				l.mu.Lock()
-				l.entries = append(l.entries, writeEntry{at: sent, key: k, obj: objectPath(req.URL.Path)})
+				l.entries = append(l.entries, writeEntry{at: sent, key: k, obj: testenv.ObjectOf(req)})
 				l.mu.Unlock()
 			}
 			return resp, err
@@ -95,25 +95,6 @@ func (l *writeLog) fakeEvent(req *http.Request) (*http.Response, error) {
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)), Request: req,
 	}, nil
-}
-
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// objectPath is "namespace/name" of a request path, or "namespace/" for a
-// collection.
-func objectPath(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "namespaces" {
-			if i+3 < len(parts) {
-				return parts[i+1] + "/" + parts[i+3]
-			}
-			return parts[i+1] + "/"
-		}
-	}
-	return ""
 }
 
 func (l *writeLog) snapshot() []writeEntry {

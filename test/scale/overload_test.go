@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // The overload phase puts the manager under API Priority and Fairness
@@ -93,7 +94,7 @@ func newRespCounter() *respCounter {
 func (c *respCounter) Wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return rtFunc(func(req *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			c.mu.Lock()
 			c.total++

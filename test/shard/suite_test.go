@@ -132,7 +132,7 @@ func (w write) String() string {
 func (tl *timeline) wrap(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return rtFunc(func(req *http.Request) (*http.Response, error) {
+		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 			sent := time.Now()
 			resp, err := rt.RoundTrip(req)
 			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
@@ -141,7 +141,7 @@ func (tl *timeline) wrap(cfg *rest.Config) *rest.Config {
 			k := testenv.Key(req)
 			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
 				tl.mu.Lock()
-				tl.entries = append(tl.entries, write{who: tl.who, sent: sent, done: time.Now(), verb: k, obj: objectPath(req.URL.Path)})
+				tl.entries = append(tl.entries, write{who: tl.who, sent: sent, done: time.Now(), verb: k, obj: testenv.ObjectOf(req)})
 				tl.mu.Unlock()
 			}
 			return resp, err
@@ -162,25 +162,6 @@ func (tl *timeline) of(ns, name string) []write {
 		}
 	}
 	return out
-}
-
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// objectPath is "namespace/name" of a request path, or "namespace/" for a
-// collection.
-func objectPath(path string) string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "namespaces" {
-			if i+3 < len(parts) {
-				return parts[i+1] + "/" + parts[i+3]
-			}
-			return parts[i+1] + "/"
-		}
-	}
-	return ""
 }
 
 // world makes a namespace and a node for one spec, and shard label values
