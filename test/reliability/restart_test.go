@@ -91,6 +91,15 @@ var _ = Describe("API server restarts", func() {
 		for i := 0; i < vms; i++ {
 			Eventually(observation(ns, name(i))).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
 		}
+		// A write is counted when its response comes back, which may be
+		// after the test saw the status: let the count settle, then
+		// require 2 s without a write.
+		settled := func() bool {
+			before := in.statusWrites()
+			time.Sleep(300 * time.Millisecond)
+			return in.statusWrites() == before
+		}
+		Eventually(settled).Should(BeTrue())
 		Consistently(in.statusWrites, 2*time.Second).Should(Equal(in.statusWrites()))
 		quietBefore := map[string]int{}
 		for i := 2; i < vms; i++ {
