@@ -331,6 +331,52 @@ const (
 	// cannot be live-migrated, so a drain of its node will be refused
 	// (KubeVirt's VMCannotBeEvicted alert).
 	ReasonNotEvictable = "NotEvictable"
+
+	// ReasonMemoryHotplugPending: memory or CPU hotplug is requested
+	// (status.memory.guestRequested, spec CPU sockets) and not yet applied,
+	// within the hotplug timeout.
+	ReasonMemoryHotplugPending = "MemoryHotplugPending"
+
+	// ReasonHotplugStuck: a memory or CPU hotplug has been requested and not
+	// applied for longer than the hotplug timeout.
+	ReasonHotplugStuck = "HotplugStuck"
+
+	// ReasonFilesystemsFrozen: the guest's filesystems have been frozen
+	// (status.fsFreezeStatus) for longer than the threshold.
+	ReasonFilesystemsFrozen = "FilesystemsFrozen"
+
+	// ReasonHotplugVolumeFailed: a hotplugged volume reports a failure
+	// (status.volumeStatus).
+	ReasonHotplugVolumeFailed = "HotplugVolumeFailed"
+
+	// ReasonDomainStatsMissing: the VMI has been Running long enough to be
+	// sampled, yet virt-handler exports no series for its domain.
+	ReasonDomainStatsMissing = "DomainStatsMissing"
+
+	// ReasonGuestCPUStalled: the vCPU time of a running, unpaused domain has
+	// not advanced for longer than the threshold.
+	ReasonGuestCPUStalled = "GuestCPUStalled"
+
+	// ReasonGuestMemoryPressure: the guest has almost no memory left to use,
+	// or swaps steadily (balloon driver statistics).
+	ReasonGuestMemoryPressure = "GuestMemoryPressure"
+
+	// ReasonStorageSlow: the time per I/O operation is far above the VM's
+	// own baseline.
+	ReasonStorageSlow = "StorageSlow"
+
+	// ReasonNetworkErrors: the domain's interfaces report receive or
+	// transmit errors or drops at a rising rate.
+	ReasonNetworkErrors = "NetworkErrors"
+
+	// ReasonMigrationNotConverging: during a live migration the data
+	// remaining does not shrink, or the guest dirties memory at least as
+	// fast as it is copied: the migration will not finish by itself.
+	ReasonMigrationNotConverging = "MigrationNotConverging"
+
+	// ReasonDomainStatsUnavailable: a note: the controller cannot read
+	// domain stats from Prometheus; the verdict rests on the other sources.
+	ReasonDomainStatsUnavailable = "DomainStatsUnavailable"
 )
 
 // AllReasons lists every verdict reason, in declaration order. Tests use it
@@ -414,4 +460,15 @@ var AllReasons = []string{
 	ReasonMigrationBlocked,
 	ReasonNotInInput,
 	ReasonLauncherContainerError,
+	ReasonMemoryHotplugPending,
+	ReasonHotplugStuck,
+	ReasonFilesystemsFrozen,
+	ReasonHotplugVolumeFailed,
+	ReasonDomainStatsMissing,
+	ReasonGuestCPUStalled,
+	ReasonGuestMemoryPressure,
+	ReasonStorageSlow,
+	ReasonNetworkErrors,
+	ReasonMigrationNotConverging,
+	ReasonDomainStatsUnavailable,
 }

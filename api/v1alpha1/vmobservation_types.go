@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -120,6 +121,65 @@ type PolicyOverrides struct {
 	// when false, it is only noted.
 	// +optional
 	GuestAgentExpected *bool `json:"guestAgentExpected,omitempty"`
+
+	// HotplugTimeout is how long a memory or CPU hotplug may stay requested
+	// but not applied before it counts as stuck (HotplugStuck).
+	// +optional
+	HotplugTimeout *metav1.Duration `json:"hotplugTimeout,omitempty"`
+
+	// FilesystemsFrozenAfter is how long the guest's filesystems may stay
+	// frozen (a backup or snapshot in progress) before the guest layer turns
+	// Degraded (FilesystemsFrozen).
+	// +optional
+	FilesystemsFrozenAfter *metav1.Duration `json:"filesystemsFrozenAfter,omitempty"`
+
+	// DomainStatsGrace is added to two domain-stats intervals: a VMI Running
+	// longer than that with no series from virt-handler is DomainStatsMissing.
+	// +optional
+	DomainStatsGrace *metav1.Duration `json:"domainStatsGrace,omitempty"`
+
+	// GuestCPUStalledAfter is how long the vCPU time of a running, unpaused
+	// domain may stand still before the guest layer turns Degraded
+	// (GuestCPUStalled).
+	// +optional
+	GuestCPUStalledAfter *metav1.Duration `json:"guestCPUStalledAfter,omitempty"`
+
+	// GuestMemoryAvailablePercent: guest memory pressure
+	// (GuestMemoryPressure) when the memory the guest can still use, as the
+	// balloon driver reports it, falls under this share of its memory.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	GuestMemoryAvailablePercent *int32 `json:"guestMemoryAvailablePercent,omitempty"`
+
+	// GuestSwapRate: guest memory pressure (GuestMemoryPressure) when the
+	// guest swaps at least this many bytes per second, in and out together.
+	// +optional
+	GuestSwapRate *resource.Quantity `json:"guestSwapRate,omitempty"`
+
+	// StorageSlowFactor: storage is slow (StorageSlow) when the time per
+	// I/O operation is at least this many times the VM's own baseline (and
+	// above StorageSlowLatency).
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	StorageSlowFactor *int32 `json:"storageSlowFactor,omitempty"`
+
+	// StorageSlowLatency is the time per I/O operation under which storage
+	// never counts as slow, whatever the baseline.
+	// +optional
+	StorageSlowLatency *metav1.Duration `json:"storageSlowLatency,omitempty"`
+
+	// NetworkErrorRate: network errors (NetworkErrors) when receive and
+	// transmit errors and drops together reach this many per second.
+	// +optional
+	NetworkErrorRate *resource.Quantity `json:"networkErrorRate,omitempty"`
+
+	// MigrationNotConvergingSamples: a live migration whose remaining data
+	// has not shrunk over this many domain-stats samples is
+	// MigrationNotConverging.
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	MigrationNotConvergingSamples *int32 `json:"migrationNotConvergingSamples,omitempty"`
 }
 
 // Evidence points at one field of one object that a verdict rests on.
@@ -205,6 +265,134 @@ type VMISummary struct {
 	// PhaseSince is when the VMI entered its current phase.
 	// +optional
 	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+	// QOSClass is the launcher pod's QoS class as the VMI reports it
+	// (status.qosClass): Guaranteed, Burstable or BestEffort.
+	// +optional
+	QOSClass string `json:"qosClass,omitempty"`
+	// SELinuxContext is the launcher's SELinux context (status.selinuxContext).
+	// +optional
+	SELinuxContext string `json:"selinuxContext,omitempty"`
+	// FSFreezeStatus is "frozen" while the guest's filesystems are frozen
+	// (status.fsFreezeStatus).
+	// +optional
+	FSFreezeStatus string `json:"fsFreezeStatus,omitempty"`
+	// Memory is the guest memory at boot, now and requested
+	// (status.memory); a difference is a hotplug on its way.
+	// +optional
+	Memory *VMIMemory `json:"memory,omitempty"`
+	// CPU is the vCPU topology the domain runs with and the one the spec
+	// asks for; a difference is a hotplug on its way.
+	// +optional
+	CPU *VMICPU `json:"cpu,omitempty"`
+	// HotplugVolumes lists the hotplugged volumes and their phases, by name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	HotplugVolumes []HotplugVolume `json:"hotplugVolumes,omitempty"`
+}
+
+// VMIMemory is the VMI's status.memory.
+type VMIMemory struct {
+	// GuestAtBoot is the guest memory the domain booted with.
+	// +optional
+	GuestAtBoot *resource.Quantity `json:"guestAtBoot,omitempty"`
+	// GuestCurrent is the guest memory the domain has now.
+	// +optional
+	GuestCurrent *resource.Quantity `json:"guestCurrent,omitempty"`
+	// GuestRequested is the guest memory the spec asks for.
+	// +optional
+	GuestRequested *resource.Quantity `json:"guestRequested,omitempty"`
+}
+
+// CPUTopology is a number of sockets, cores per socket and threads per core.
+type CPUTopology struct {
+	// Sockets is the number of CPU sockets.
+	// +optional
+	Sockets uint32 `json:"sockets,omitempty"`
+	// Cores is the number of cores per socket.
+	// +optional
+	Cores uint32 `json:"cores,omitempty"`
+	// Threads is the number of threads per core.
+	// +optional
+	Threads uint32 `json:"threads,omitempty"`
+}
+
+// VMICPU compares the running topology with the requested one.
+type VMICPU struct {
+	// Current is the topology the domain runs with (status.currentCPUTopology).
+	// +optional
+	Current *CPUTopology `json:"current,omitempty"`
+	// Requested is the topology the spec asks for (spec.domain.cpu).
+	// +optional
+	Requested *CPUTopology `json:"requested,omitempty"`
+}
+
+// HotplugVolume is one hotplugged volume of the VMI (status.volumeStatus).
+type HotplugVolume struct {
+	// Name is the volume's name.
+	Name string `json:"name"`
+	// Phase is the volume's phase (Pending, Bound, AttachedToNode,
+	// MountedToPod, Ready, ...).
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Reason is KubeVirt's word for the phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// DomainSummary is what virt-handler's domain stats, read from Prometheus,
+// say of the running domain. Values are rounded to buckets, so the summary
+// changes only when a bucket does, not with every sample.
+type DomainSummary struct {
+	// SampledAt is when the values shown were sampled: the first sample in
+	// their current buckets.
+	// +optional
+	SampledAt *metav1.Time `json:"sampledAt,omitempty"`
+	// Node is the node whose virt-handler exports the domain's series.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// VCPUUsage is the vCPU time used per second, in cores.
+	// +optional
+	VCPUUsage *resource.Quantity `json:"vcpuUsage,omitempty"`
+	// MemoryAvailable is the memory the guest sees.
+	// +optional
+	MemoryAvailable *resource.Quantity `json:"memoryAvailable,omitempty"`
+	// MemoryUsed is the part of it the guest cannot reclaim.
+	// +optional
+	MemoryUsed *resource.Quantity `json:"memoryUsed,omitempty"`
+	// SwapRate is the guest's swap traffic, in and out, in bytes per second.
+	// +optional
+	SwapRate *resource.Quantity `json:"swapRate,omitempty"`
+	// StorageReadRate is bytes read per second over all drives.
+	// +optional
+	StorageReadRate *resource.Quantity `json:"storageReadRate,omitempty"`
+	// StorageWriteRate is bytes written per second over all drives.
+	// +optional
+	StorageWriteRate *resource.Quantity `json:"storageWriteRate,omitempty"`
+	// StorageLatency is the time per I/O operation over all drives.
+	// +optional
+	StorageLatency *metav1.Duration `json:"storageLatency,omitempty"`
+	// NetworkReceiveRate is bytes received per second over all interfaces.
+	// +optional
+	NetworkReceiveRate *resource.Quantity `json:"networkReceiveRate,omitempty"`
+	// NetworkTransmitRate is bytes sent per second over all interfaces.
+	// +optional
+	NetworkTransmitRate *resource.Quantity `json:"networkTransmitRate,omitempty"`
+	// NetworkErrorRate is receive and transmit errors and drops per second.
+	// +optional
+	NetworkErrorRate *resource.Quantity `json:"networkErrorRate,omitempty"`
+	// MigrationDataRemaining is the data a live migration still has to
+	// copy; only during a live migration, like the two rates below.
+	// +optional
+	MigrationDataRemaining *resource.Quantity `json:"migrationDataRemaining,omitempty"`
+	// MigrationDirtyRate is the rate at which the guest dirties memory, in
+	// bytes per second.
+	// +optional
+	MigrationDirtyRate *resource.Quantity `json:"migrationDirtyRate,omitempty"`
+	// MigrationTransferRate is the rate at which memory is copied, in bytes
+	// per second.
+	// +optional
+	MigrationTransferRate *resource.Quantity `json:"migrationTransferRate,omitempty"`
 }
 
 // LauncherPod is one virt-launcher pod controlled by the VMI.
@@ -257,6 +445,10 @@ type MigrationSummary struct {
 	// TargetPod is the launcher pod the VM migrates to.
 	// +optional
 	TargetPod string `json:"targetPod,omitempty"`
+	// Mode is the migration's mode (migrationState.mode): PreCopy or
+	// PostCopy.
+	// +optional
+	Mode string `json:"mode,omitempty"`
 	// StartTime is when the memory transfer started (migrationState).
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
@@ -381,6 +573,10 @@ type VMObservationStatus struct {
 	// Guest is what the guest agent reports.
 	// +optional
 	Guest *GuestSummary `json:"guest,omitempty"`
+	// Domain is what virt-handler's domain stats say of the running domain,
+	// when the controller reads them from Prometheus (--prometheus-url).
+	// +optional
+	Domain *DomainSummary `json:"domain,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled (kstatus) and one per
 	// layer: ControlPlaneHealthy, NodeHealthy, GuestHealthy.
 	// +optional

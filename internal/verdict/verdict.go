@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -51,6 +53,42 @@ type Policy struct {
 	// is only Result.NextDeadline, and the status changes only when the
 	// evidence of a verdict does (docs/verdicts.md, Freshness).
 	RenewingEvidence bool
+
+	// HotplugTimeout: a memory or CPU hotplug requested and not applied
+	// for longer than this is HotplugStuck.
+	HotplugTimeout time.Duration
+	// FilesystemsFrozenAfter: filesystems frozen longer than this are
+	// FilesystemsFrozen.
+	FilesystemsFrozenAfter time.Duration
+
+	// DomainStatsInterval is how often domain stats are read from
+	// Prometheus (the controller's --domain-stats-interval; no spec
+	// override). With DomainStatsGrace it says when a Running VMI must
+	// have been sampled.
+	DomainStatsInterval time.Duration
+	// DomainStatsGrace is added to two intervals: a VMI Running longer than
+	// that with no series is DomainStatsMissing.
+	DomainStatsGrace time.Duration
+	// GuestCPUStalledAfter: vCPU time standing still longer than this is
+	// GuestCPUStalled.
+	GuestCPUStalledAfter time.Duration
+	// GuestMemoryAvailablePercent: usable memory under this share of the
+	// guest's memory is GuestMemoryPressure.
+	GuestMemoryAvailablePercent int32
+	// GuestSwapRate: swap traffic at or above this many bytes per second
+	// is GuestMemoryPressure.
+	GuestSwapRate float64
+	// StorageSlowFactor and StorageSlowLatency: the time per I/O operation
+	// at or above both factor × the VM's baseline and the latency is
+	// StorageSlow.
+	StorageSlowFactor  int32
+	StorageSlowLatency time.Duration
+	// NetworkErrorRate: errors and drops at or above this many per second
+	// are NetworkErrors.
+	NetworkErrorRate float64
+	// MigrationNotConvergingSamples: remaining data that has not shrunk
+	// over this many samples is MigrationNotConverging.
+	MigrationNotConvergingSamples int32
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -65,6 +103,19 @@ func DefaultPolicy() Policy {
 		GuestAgentExpected:    false,
 		MigrationFailureTTL:   time.Hour,
 		LagGrace:              10 * time.Second,
+
+		HotplugTimeout:         5 * time.Minute,
+		FilesystemsFrozenAfter: 10 * time.Minute,
+
+		DomainStatsInterval:           time.Minute,
+		DomainStatsGrace:              time.Minute,
+		GuestCPUStalledAfter:          3 * time.Minute,
+		GuestMemoryAvailablePercent:   5,
+		GuestSwapRate:                 1 << 20,
+		StorageSlowFactor:             10,
+		StorageSlowLatency:            50 * time.Millisecond,
+		NetworkErrorRate:              1,
+		MigrationNotConvergingSamples: 3,
 	}
 }
 
@@ -80,8 +131,32 @@ func (p Policy) withDefaults() Policy {
 		{&p.StalledAfter, &d.StalledAfter},
 		{&p.MigrationFailureTTL, &d.MigrationFailureTTL},
 		{&p.LagGrace, &d.LagGrace},
+		{&p.HotplugTimeout, &d.HotplugTimeout},
+		{&p.FilesystemsFrozenAfter, &d.FilesystemsFrozenAfter},
+		{&p.DomainStatsInterval, &d.DomainStatsInterval},
+		{&p.DomainStatsGrace, &d.DomainStatsGrace},
+		{&p.GuestCPUStalledAfter, &d.GuestCPUStalledAfter},
+		{&p.StorageSlowLatency, &d.StorageSlowLatency},
 	} {
 		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	for _, f := range [...]struct{ v, def *int32 }{
+		{&p.GuestMemoryAvailablePercent, &d.GuestMemoryAvailablePercent},
+		{&p.StorageSlowFactor, &d.StorageSlowFactor},
+		{&p.MigrationNotConvergingSamples, &d.MigrationNotConvergingSamples},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	// A rate that is not a positive number (NaN included) takes its default.
+	for _, f := range [...]struct{ v, def *float64 }{
+		{&p.GuestSwapRate, &d.GuestSwapRate},
+		{&p.NetworkErrorRate, &d.NetworkErrorRate},
+	} {
+		if !(*f.v > 0) {
 			*f.v = *f.def
 		}
 	}
@@ -119,6 +194,43 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 	if o.GuestAgentExpected != nil {
 		p.GuestAgentExpected = *o.GuestAgentExpected
 	}
+	for _, d := range [...]struct {
+		dst *time.Duration
+		src *metav1.Duration
+	}{
+		{&p.HotplugTimeout, o.HotplugTimeout},
+		{&p.FilesystemsFrozenAfter, o.FilesystemsFrozenAfter},
+		{&p.DomainStatsGrace, o.DomainStatsGrace},
+		{&p.GuestCPUStalledAfter, o.GuestCPUStalledAfter},
+		{&p.StorageSlowLatency, o.StorageSlowLatency},
+	} {
+		if d.src != nil {
+			set(d.dst, d.src.Duration, true)
+		}
+	}
+	for _, n := range [...]struct {
+		dst *int32
+		src *int32
+	}{
+		{&p.GuestMemoryAvailablePercent, o.GuestMemoryAvailablePercent},
+		{&p.StorageSlowFactor, o.StorageSlowFactor},
+		{&p.MigrationNotConvergingSamples, o.MigrationNotConvergingSamples},
+	} {
+		if n.src != nil && *n.src > 0 {
+			*n.dst = *n.src
+		}
+	}
+	for _, q := range [...]struct {
+		dst *float64
+		src *resource.Quantity
+	}{
+		{&p.GuestSwapRate, o.GuestSwapRate},
+		{&p.NetworkErrorRate, o.NetworkErrorRate},
+	} {
+		if q.src != nil && q.src.Sign() > 0 {
+			*q.dst = q.src.AsApproximateFloat64()
+		}
+	}
 	return p
 }
 
@@ -146,6 +258,11 @@ type Input struct {
 	Uncaptured Uncaptured
 	// Policy holds the thresholds.
 	Policy Policy
+	// Domain is what virt-handler's domain stats say of the VMI's domain,
+	// read from Prometheus and folded by internal/domainstats; nil when the
+	// controller does not read them (no --prometheus-url) or has not
+	// sampled this VMI yet: no rule reads domain stats then.
+	Domain *DomainFacts
 	// Previous is the status stored before, if any; it keeps
 	// lastTransitionTime stable across evaluations.
 	Previous *v1alpha1.VMObservationStatus

@@ -1,0 +1,81 @@
+package verdict
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// DomainFacts is what virt-handler's domain stats (libvirt's view of the
+// running domain, kv:pkg/monitoring/metrics/virt-handler/domainstats) say of
+// one VMI, read from Prometheus with fleet-wide queries and folded by
+// internal/domainstats. The fold rounds every value to a bucket and keeps
+// the times at which a state began, so the facts change only when a bucket
+// or a state does, and the engine turns the states into deadlines like any
+// other evidence.
+type DomainFacts struct {
+	// Unavailable, when not empty, says why domain stats cannot be read
+	// (Prometheus down, refused, or holding no KubeVirt series at all).
+	// Every other field is then zero: no rule judges on them, and the node
+	// layer notes it (DomainStatsUnavailable).
+	Unavailable string
+	// VMIUID is the VMI the facts were folded for. Facts for another UID
+	// (a VMI recreated under the same name) are not this VMI's.
+	VMIUID types.UID
+	// SampledAt is the evaluation time of the query that put the values in
+	// their current buckets.
+	SampledAt time.Time
+
+	// Exported says virt-handler exports series for the domain.
+	Exported bool
+	// Node is the node label of the domain's series.
+	Node string
+	// NodeExports says virt-handler on the VMI's node exports series for
+	// other VMIs: a domain missing from a node that exports others is not
+	// seen by the hypervisor; with nothing exported from the node, its
+	// exporter (or its scrape) is down.
+	NodeExports bool
+	// MissingSince is the first sample without the domain's series, while
+	// it has none.
+	MissingSince time.Time
+
+	// VCPUUsage is vCPU time per second, in cores.
+	VCPUUsage Value
+	// VCPUStalledSince is the first sample whose window saw no vCPU time
+	// at all, while that lasts; zero while the vCPUs run or it is not known.
+	VCPUStalledSince time.Time
+
+	// MemoryDomain is the memory the domain was given (the domain XML's
+	// memory), MemoryAvailable the memory the guest sees, MemoryUsable
+	// what the guest can still use without swapping (balloon statistics;
+	// MemoryUnused when the guest does not report usable memory).
+	MemoryDomain, MemoryAvailable, MemoryUsable Value
+	// SwapRate is swap traffic, in and out, in bytes per second.
+	SwapRate Value
+
+	// StorageLatency is the time per I/O operation over all drives in
+	// seconds, StorageBaseline the VM's usual time per operation, kept by
+	// the fold from earlier samples that were not slow.
+	StorageLatency, StorageBaseline Value
+	// StorageReadRate and StorageWriteRate are bytes per second.
+	StorageReadRate, StorageWriteRate Value
+
+	// NetworkReceiveRate and NetworkTransmitRate are bytes per second;
+	// NetworkErrorRate is errors and drops, both ways, per second.
+	NetworkReceiveRate, NetworkTransmitRate, NetworkErrorRate Value
+
+	// MigrationDataRemaining, MigrationDirtyRate and MigrationTransferRate
+	// are the source domain's migration job (bytes, bytes per second);
+	// present only while a live migration runs.
+	MigrationDataRemaining, MigrationDirtyRate, MigrationTransferRate Value
+	// MigrationNotShrinking counts the consecutive samples of this
+	// migration in which the data remaining did not shrink.
+	MigrationNotShrinking int32
+}
+
+// Value is one folded sample; OK is false when the series is absent or its
+// value is not a finite, non-negative number.
+type Value struct {
+	V  float64
+	OK bool
+}
