@@ -14,11 +14,13 @@ import (
 )
 
 // The series of virt-handler's domain stats collector the rules cite
-// (kv:pkg/monitoring/metrics/virt-handler/domainstats). Pairs read together
+// (kv:pkg/monitoring/metrics/virt-handler/domainstats), as the fold's
+// queries read them (internal/domainstats/signals.go). Series read together
 // are written with braces, as the collector's files list them.
 const (
-	// seriesVCPU is exported for every domain libvirt reports vCPUs of
-	// (vcpu_metrics.go): its presence is the domain's.
+	// seriesPresent are the series every running domain has: a domain
+	// with none of them is not exported.
+	seriesPresent         = "kubevirt_vmi_{vcpu_seconds_total,memory_domain_bytes,memory_resident_bytes}"
 	seriesVCPU            = "kubevirt_vmi_vcpu_seconds_total"
 	seriesMemoryAvailable = "kubevirt_vmi_memory_available_bytes"
 	seriesMemoryUsable    = "kubevirt_vmi_memory_usable_bytes"
@@ -27,18 +29,18 @@ const (
 	seriesNetworkErrors   = "kubevirt_vmi_network_{receive,transmit}_{errors,packets_dropped}_total"
 	seriesMigRemaining    = "kubevirt_vmi_migration_data_remaining_bytes"
 	seriesMigDirty        = "kubevirt_vmi_migration_dirty_memory_rate_bytes"
-	// seriesMigTransfer was kubevirt_vmi_migration_disk_transfer_rate_bytes
-	// before kubevirt#13500 corrected its name.
-	seriesMigTransfer = "kubevirt_vmi_migration_memory_transfer_rate_bytes"
+	// seriesMigTransfer was named ..._disk_... before kubevirt#13500
+	// corrected it; the fold reads either.
+	seriesMigTransfer = "kubevirt_vmi_migration_{memory,disk}_transfer_rate_bytes"
 )
 
 // How a series is cited: the field is the function the fold applied, the
 // value the number with its unit, the time the sample's.
 const (
-	fieldSum       = "sum by (namespace,name)"
-	fieldRate      = "rate, sum by (namespace,name)"
-	fieldBaseline  = "rate, sum by (namespace,name), baseline of earlier samples"
-	fieldPresent   = "{namespace,name}"
+	fieldMax       = "max by (namespace,name,node)"
+	fieldRate      = "rate, sum by (namespace,name,node)"
+	fieldBaseline  = "rate, sum by (namespace,name,node), baseline of earlier samples"
+	fieldPresent   = "group by (namespace,name,node)"
 	fieldNode      = "{node}"
 	fieldShrinking = "samples in a row not shrinking"
 	fieldQuery     = "query"
@@ -94,7 +96,7 @@ func (e *engine) domainNode(l *layer) {
 		// The verdict rests on the other sources, as without domain stats.
 		why := bound(d.Unavailable, maxValue)
 		l.note(v1alpha1.ReasonDomainStatsUnavailable, "domain stats unavailable: "+why, time.Time{})
-		l.cite(kindSeries, seriesVCPU, fieldQuery, why, time.Time{})
+		l.cite(kindSeries, seriesPresent, fieldQuery, why, time.Time{})
 		return
 	}
 	if !d.Exported {
@@ -185,8 +187,8 @@ func (e *engine) domainMissing(l *layer, d *DomainFacts) {
 		absent += " since " + rfc(d.MissingSince)
 	}
 	l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing, msg, due)
-	l.cite(kindSeries, seriesVCPU, fieldPresent, absent, d.MissingSince)
-	l.cite(kindSeries, seriesVCPU, fieldNode, nodeValue, d.SampledAt)
+	l.cite(kindSeries, seriesPresent, fieldPresent, absent, d.MissingSince)
+	l.cite(kindSeries, seriesPresent, fieldNode, nodeValue, d.SampledAt)
 	if l.cur < 0 {
 		return
 	}
@@ -249,8 +251,8 @@ func (e *engine) domainGuest(l *layer) {
 	}
 	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure, b.String(), d.SampledAt)
 	if low {
-		l.cite(kindSeries, seriesMemoryUsable, fieldSum, bytesText(usable), d.SampledAt)
-		l.cite(kindSeries, seriesMemoryAvailable, fieldSum, bytesText(avail), d.SampledAt)
+		l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(usable), d.SampledAt)
+		l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(avail), d.SampledAt)
 	}
 	if swapping {
 		l.cite(kindSeries, seriesSwap, fieldRate, bytesText(swap)+"/s", d.SampledAt)
@@ -294,14 +296,14 @@ func (e *engine) domainMigration(l *layer) {
 	}
 	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationNotConverging, b.String(), d.SampledAt)
 	if okRem {
-		l.cite(kindSeries, seriesMigRemaining, fieldSum, bytesText(remaining), d.SampledAt)
+		l.cite(kindSeries, seriesMigRemaining, fieldMax, bytesText(remaining), d.SampledAt)
 	}
 	l.cite(kindSeries, seriesMigRemaining, fieldShrinking, strconv.Itoa(int(n)), d.SampledAt)
 	if okDirty {
-		l.cite(kindSeries, seriesMigDirty, fieldSum, bytesText(dirty)+"/s", d.SampledAt)
+		l.cite(kindSeries, seriesMigDirty, fieldMax, bytesText(dirty)+"/s", d.SampledAt)
 	}
 	if okXfer {
-		l.cite(kindSeries, seriesMigTransfer, fieldSum, bytesText(xfer)+"/s", d.SampledAt)
+		l.cite(kindSeries, seriesMigTransfer, fieldMax, bytesText(xfer)+"/s", d.SampledAt)
 	}
 }
 

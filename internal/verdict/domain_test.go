@@ -157,7 +157,7 @@ func domainSituations() []situation {
 			check: func(t *testing.T, r Result) {
 				wantNote(layerNode, v1alpha1.ReasonDomainStatsUnavailable)(t, r)
 				sameVerdicts(input())(t, r)
-				wantSeries(t, r.Status.Layers.Node, seriesVCPU, fieldQuery,
+				wantSeries(t, r.Status.Layers.Node, seriesPresent, fieldQuery,
 					"query kubevirt_vmi_vcpu_seconds_total: Prometheus at http://prometheus:9090 refused the connection")
 				if r.Status.Domain != nil {
 					t.Errorf("status.domain %+v without domain stats", r.Status.Domain)
@@ -195,8 +195,8 @@ func domainSituations() []situation {
 			check: func(t *testing.T, r Result) {
 				n := r.Status.Layers.Node
 				wantMessage(t, n, "virt-handler on node node-a exports other domains but not this one: the hypervisor does not see it")
-				wantSeries(t, n, seriesVCPU, fieldPresent, "absent since "+rfc(now.Add(-5*time.Minute)))
-				wantSeries(t, n, seriesVCPU, fieldNode, "node-a: other domains")
+				wantSeries(t, n, seriesPresent, fieldPresent, "absent since "+rfc(now.Add(-5*time.Minute)))
+				wantSeries(t, n, seriesPresent, fieldNode, "node-a: other domains")
 				if r.Status.Domain != nil {
 					t.Errorf("status.domain %+v without the domain's series", r.Status.Domain)
 				}
@@ -313,8 +313,8 @@ func domainSituations() []situation {
 			check: func(t *testing.T, r Result) {
 				g := r.Status.Layers.Guest
 				wantMessage(t, g, "the guest can use only 100 MiB of its 4 GiB without swapping (under 5%)")
-				wantSeries(t, g, seriesMemoryUsable, fieldSum, "100 MiB")
-				wantSeries(t, g, seriesMemoryAvailable, fieldSum, "4 GiB")
+				wantSeries(t, g, seriesMemoryUsable, fieldMax, "100 MiB")
+				wantSeries(t, g, seriesMemoryAvailable, fieldMax, "4 GiB")
 				if !g.EvidenceTime.Time.Equal(now.Add(-20 * time.Second)) {
 					t.Errorf("evidenceTime %v, want the sample's", g.EvidenceTime)
 				}
@@ -385,10 +385,10 @@ func domainSituations() []situation {
 				cp := r.Status.Layers.ControlPlane
 				wantMessage(t, cp, "migration kubevirt-evacuation-x2 is not converging: 3 GiB remaining, not shrinking over 3 samples; "+
 					"the guest dirties memory at 400 MiB/s, copied at 500 MiB/s (also: Migrating)")
-				wantSeries(t, cp, seriesMigRemaining, fieldSum, "3 GiB")
+				wantSeries(t, cp, seriesMigRemaining, fieldMax, "3 GiB")
 				wantSeries(t, cp, seriesMigRemaining, fieldShrinking, "3")
-				wantSeries(t, cp, seriesMigDirty, fieldSum, "400 MiB/s")
-				wantSeries(t, cp, seriesMigTransfer, fieldSum, "500 MiB/s")
+				wantSeries(t, cp, seriesMigDirty, fieldMax, "400 MiB/s")
+				wantSeries(t, cp, seriesMigTransfer, fieldMax, "500 MiB/s")
 				s := r.Status.Domain
 				if s == nil || quantity(s.MigrationDataRemaining) != "3Gi" || quantity(s.MigrationDirtyRate) != "400Mi" ||
 					quantity(s.MigrationTransferRate) != "500Mi" {
