@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -27,6 +28,9 @@ const (
 	kindVMIM = "VirtualMachineInstanceMigration"
 	kindPod  = "Pod"
 	kindNode = "Node"
+	// kindSeries is a Prometheus series of virt-handler's domain stats:
+	// the name is the metric, the field the function read (domain.go).
+	kindSeries = "PrometheusSeries"
 )
 
 // finding is one rule's verdict on a layer.
@@ -355,6 +359,10 @@ type arena struct {
 	mig    v1alpha1.MigrationSummary
 	lm     v1alpha1.LiveMigratability
 	guest  v1alpha1.GuestSummary
+	dom    v1alpha1.DomainSummary
+	dur    metav1.Duration
+	qty    [12]resource.Quantity
+	nq     int
 	// Sized for a typical VM (two launcher pods, two interfaces, a dozen
 	// evidence pointers); a larger one spills into separate allocations.
 	times [32]metav1.Time
