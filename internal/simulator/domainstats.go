@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -34,9 +35,11 @@ type domainMetric struct {
 }
 
 // The domain stats metrics, kv:pkg/monitoring/metrics/virt-handler/domainstats
-// memory_metrics.go, cpu_metrics.go, vcpu_metrics.go, block_metrics.go and
-// network_metrics.go. The swap traffic metrics are gauges there although
-// they only grow.
+// memory_metrics.go, cpu_metrics.go, node_cpu_affinity_metrics.go,
+// vcpu_metrics.go, block_metrics.go and network_metrics.go. The swap
+// traffic metrics are gauges there although they only grow. Left out: the
+// guest load and filesystem metrics (they need the guest agent's data) and
+// the dirty rate collector's kubevirt_vmi_dirty_rate_bytes_per_second.
 var (
 	mMemoryResident   = &domainMetric{name: "kubevirt_vmi_memory_resident_bytes", help: "Resident set size of the process running the domain."}
 	mMemoryAvailable  = &domainMetric{name: "kubevirt_vmi_memory_available_bytes", help: "Amount of usable memory as seen by the domain. This value may not be accurate if a balloon driver is in use or if the guest OS does not initialize all assigned pages"}
@@ -53,6 +56,8 @@ var (
 	mCPUUsage  = &domainMetric{name: "kubevirt_vmi_cpu_usage_seconds_total", counter: true, help: "Total CPU time spent in all modes (sum of both vcpu and hypervisor usage)."}
 	mCPUUser   = &domainMetric{name: "kubevirt_vmi_cpu_user_usage_seconds_total", counter: true, help: "Total CPU time spent in user mode."}
 	mCPUSystem = &domainMetric{name: "kubevirt_vmi_cpu_system_usage_seconds_total", counter: true, help: "Total CPU time spent in system mode."}
+
+	mNodeCPUAffinity = &domainMetric{name: "kubevirt_vmi_node_cpu_affinity", help: "Number of VMI CPU affinities to node physical cores."}
 
 	mVCPUSeconds = &domainMetric{name: "kubevirt_vmi_vcpu_seconds_total", counter: true, help: "Total amount of time spent in each state by each vcpu (cpu_time excluding hypervisor time). Where `id` is the vcpu identifier and `state` can be one of the following: [`OFFLINE`, `RUNNING`, `BLOCKED`]."}
 	mVCPUWait    = &domainMetric{name: "kubevirt_vmi_vcpu_wait_seconds_total", counter: true, help: "Amount of time spent by each vcpu while waiting on I/O."}
@@ -290,8 +295,8 @@ func profileOf(vmi *kubevirtv1.VirtualMachineInstance) domainProfile {
 	vcpus := 1
 	if t := vmi.Status.CurrentCPUTopology; t != nil && t.Cores*t.Sockets*t.Threads > 0 {
 		vcpus = int(t.Cores * t.Sockets * t.Threads)
-	} else if c := vmi.Spec.Domain.CPU; c != nil && c.Cores*c.Sockets*c.Threads > 0 {
-		vcpus = int(c.Cores * max(c.Sockets, 1) * max(c.Threads, 1))
+	} else if c := vmi.Spec.Domain.CPU; c != nil {
+		vcpus = int(max(c.Cores, 1) * max(c.Sockets, 1) * max(c.Threads, 1))
 	}
 	for i := range vcpus {
 		p.vcpuUsage = append(p.vcpuUsage, 0.1+0.5*unit(vmi, "vcpu"+strconv.Itoa(i)))
@@ -299,7 +304,7 @@ func profileOf(vmi *kubevirtv1.VirtualMachineInstance) domainProfile {
 	p.memKiB = 2 << 20 // 2 GiB
 	if m := vmi.Spec.Domain.Memory; m != nil && m.Guest != nil {
 		p.memKiB = float64(m.Guest.Value() / 1024)
-	} else if q, ok := vmi.Spec.Domain.Resources.Requests["memory"]; ok {
+	} else if q, ok := vmi.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; ok {
 		p.memKiB = float64(q.Value() / 1024)
 	}
 	for _, d := range vmi.Spec.Domain.Devices.Disks {
@@ -369,6 +374,7 @@ func kib(k float64) float64      { return math.Floor(k) * 1024 }
 
 // The model's rates.
 const (
+	nodeCores        = 16          // the cores of a node AddNode registers
 	qemuOverhead     = 0.02        // CPU seconds a second QEMU spends besides the vCPUs
 	readLatency      = 0.0004      // seconds per read
 	writeLatency     = 0.0012      // seconds per write
@@ -391,7 +397,7 @@ const (
 
 // domainSamples are the series virt-handler on the VMI's node exports for
 // its domain at now (kv:.../domainstats/collector.go: memory, cpu, vcpu,
-// block and network metrics), given the VMI's fault history. The caller
+// CPU affinity, block and network metrics), given the VMI's fault history. The caller
 // leaves out a VMI with DomainNotExported.
 func domainSamples(vmi *kubevirtv1.VirtualMachineInstance, h []faultChange, now time.Time) []sample {
 	p := profileOf(vmi)
@@ -455,6 +461,8 @@ func domainSamples(vmi *kubevirtv1.VirtualMachineInstance, h []faultChange, now 
 		add(mVCPUWait, nanos(run*0.01), id)
 		add(mVCPUDelay, nanos(run*0.03), id)
 	}
+	// No vCPU is pinned: each may run on every core of the node.
+	add(mNodeCPUAffinity, float64(len(p.vcpuUsage)*nodeCores))
 	add(mCPUUsage, nanos(vcpuTotal+qemuOverhead*elapsed))
 	add(mCPUUser, nanos(vcpuTotal*0.9+qemuOverhead/4*elapsed))
 	add(mCPUSystem, nanos(vcpuTotal*0.1+qemuOverhead*3/4*elapsed))

@@ -136,6 +136,7 @@ func TestVirtHandlerExposition(t *testing.T) {
 		"kubevirt_vmi_memory_actual_balloon_bytes":            {gauge, "", 1},
 		"kubevirt_vmi_memory_usable_bytes":                    {gauge, "", 1},
 		"kubevirt_vmi_memory_domain_bytes":                    {gauge, "", 1},
+		"kubevirt_vmi_node_cpu_affinity":                      {gauge, "", 1},
 		"kubevirt_vmi_cpu_usage_seconds_total":                {counter, "", 1},
 		"kubevirt_vmi_cpu_user_usage_seconds_total":           {counter, "", 1},
 		"kubevirt_vmi_cpu_system_usage_seconds_total":         {counter, "", 1},
@@ -211,6 +212,7 @@ func TestVirtHandlerExposition(t *testing.T) {
 	one := func(name string) float64 { return value(fams[name].GetMetric()[0]) }
 	wantEqual(t, "domain bytes", one("kubevirt_vmi_memory_domain_bytes"), float64(2<<30))
 	wantEqual(t, "balloon bytes", one("kubevirt_vmi_memory_actual_balloon_bytes"), float64(2<<30))
+	wantEqual(t, "CPU affinities of 2 unpinned vCPUs on 16 cores", one("kubevirt_vmi_node_cpu_affinity"), 32)
 	for _, m := range fams["kubevirt_vmi_vcpu_seconds_total"].GetMetric() {
 		if v := value(m); v < 10 || v > 60 {
 			t.Errorf("vCPU %s: %v s in 100 s", label(m, "id"), v)
