@@ -9,9 +9,9 @@
 # Each is skipped when it exists and is newer than hack/prometheus/go.mod and
 # this script; PROMETHEUS=<path> and PROMTOOL=<path> name other outputs.
 # Prometheus' release downloads cannot be reached from our build machines, so
-# this is the only way in. From a cold Go build cache on 2 cores: promtool
-# 3-4 minutes, prometheus about 6 more (most packages are shared); seconds
-# after.
+# this is the only way in. From a cold Go build cache: prometheus about 6
+# CPU-minutes (7 minutes on 2 cores shared with other builds), promtool about
+# 3 more (it shares most packages); 10-15 seconds with a warm cache.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
