@@ -57,22 +57,38 @@ var signals = [numSignals]struct {
 	sigMemUnused:    {"memory_unused", `max by (namespace, name, node) (kubevirt_vmi_memory_unused_bytes)`},
 	// The swap traffic gauges are totals since boot (libvirt's swap_in and
 	// swap_out balloon statistics), so their rate is the traffic.
-	sigSwap: {"swap", by + `(rate({__name__=~"kubevirt_vmi_memory_swap_(in|out)_traffic_bytes"}[WINDOW]))`},
+	sigSwap: {"swap", sumRates("kubevirt_vmi_memory_swap_in_traffic_bytes", "kubevirt_vmi_memory_swap_out_traffic_bytes")},
 	// Seconds spent per operation over all drives; NaN (no operation in
 	// the window) is dropped by the fold.
-	sigStorageLatency: {"storage_latency", by + `(rate({__name__=~"kubevirt_vmi_storage_(read|write)_times_seconds_total"}[WINDOW])) / ` +
-		by + `(rate({__name__=~"kubevirt_vmi_storage_iops_(read|write)_total"}[WINDOW]))`},
+	sigStorageLatency: {"storage_latency", "(" + sumRates("kubevirt_vmi_storage_read_times_seconds_total", "kubevirt_vmi_storage_write_times_seconds_total") +
+		") / (" + sumRates("kubevirt_vmi_storage_iops_read_total", "kubevirt_vmi_storage_iops_write_total") + ")"},
 	sigStorageRead:  {"storage_read", by + `(rate(kubevirt_vmi_storage_read_traffic_bytes_total[WINDOW]))`},
 	sigStorageWrite: {"storage_write", by + `(rate(kubevirt_vmi_storage_write_traffic_bytes_total[WINDOW]))`},
 	sigNetReceive:   {"network_receive", by + `(rate(kubevirt_vmi_network_receive_bytes_total[WINDOW]))`},
 	sigNetTransmit:  {"network_transmit", by + `(rate(kubevirt_vmi_network_transmit_bytes_total[WINDOW]))`},
-	sigNetErrors:    {"network_errors", by + `(rate({__name__=~"kubevirt_vmi_network_(receive|transmit)_(errors|packets_dropped)_total"}[WINDOW]))`},
+	sigNetErrors: {"network_errors", sumRates("kubevirt_vmi_network_receive_errors_total", "kubevirt_vmi_network_transmit_errors_total",
+		"kubevirt_vmi_network_receive_packets_dropped_total", "kubevirt_vmi_network_transmit_packets_dropped_total")},
 	// The migration job exists on the source's domain only, while it runs.
 	sigMigRemaining: {"migration_remaining", `max by (namespace, name, node) (kubevirt_vmi_migration_data_remaining_bytes)`},
 	sigMigDirty:     {"migration_dirty_rate", `max by (namespace, name, node) (kubevirt_vmi_migration_dirty_memory_rate_bytes)`},
 	// KubeVirt exported the memory transfer rate under a disk name before
 	// it was renamed; the memory name wins where both exist.
 	sigMigTransfer: {"migration_transfer_rate", `max by (namespace, name, node) (kubevirt_vmi_migration_memory_transfer_rate_bytes) or max by (namespace, name, node) (kubevirt_vmi_migration_disk_transfer_rate_bytes)`},
+}
+
+// sumRates adds the per-VMI rates of several counters. Each is summed on
+// its own before they are added: rate() drops the metric name, so the
+// rates of two counters of one drive or interface would collide in one
+// vector (Prometheus rejects a vector with two equal label sets).
+// virt-handler exports such counters together (each group of a drive or
+// an interface comes from one libvirt stats record), so a sum of sums
+// loses no VMI.
+func sumRates(metrics ...string) string {
+	terms := make([]string, len(metrics))
+	for i, m := range metrics {
+		terms[i] = by + "(rate(" + m + "[WINDOW]))"
+	}
+	return strings.Join(terms, " + ")
 }
 
 // query is the PromQL of s with the rate window filled in.

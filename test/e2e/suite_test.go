@@ -108,13 +108,19 @@ var _ = AfterSuite(func() {
 })
 
 // startManager runs the manager in-process, its requests counted.
-func startManager() {
+func startManager() { startManagerWith(nil) }
+
+// startManagerWith is startManager with the options edited.
+func startManagerWith(edit func(*app.Options)) {
 	mgrMu.Lock()
 	defer mgrMu.Unlock()
 	registry = prometheus.NewRegistry()
 	opts := app.InProcessOptions()
 	opts.Registry = registry
 	opts.Policy = policy
+	if edit != nil {
+		edit(&opts)
+	}
 	var err error
 	mgr, err = app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
 	Expect(err).NotTo(HaveOccurred())
