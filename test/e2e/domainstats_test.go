@@ -138,7 +138,9 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		sim.SetDomainFault(ns, vm, simulator.DomainMemoryPressure, true)
 		Eventually(observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure),
-			WithTransform(func(o *v1alpha1.VMObservation) bool { return o.Status.Domain != nil && o.Status.Domain.SwapRate != nil && !o.Status.Domain.SwapRate.IsZero() }, BeTrue()),
+			WithTransform(func(o *v1alpha1.VMObservation) bool {
+				return o.Status.Domain != nil && o.Status.Domain.SwapRate != nil && !o.Status.Domain.SwapRate.IsZero()
+			}, BeTrue()),
 		))
 	})
 
@@ -201,4 +203,3 @@ func gaugeValue(name string) float64 {
 	Fail("no gauge " + name)
 	return 0
 }
-
