@@ -16,9 +16,11 @@ type scale struct {
 	floor float64
 	// fine rounds to two significant digits and keeps the bucket within
 	// ±10%, for values a threshold compares as a ratio (memory, migration
-	// rates); otherwise the 1-2-5 series, kept from 0.8× its bucket to
-	// 1.25× the next one, for values shown to people and compared with
-	// order-of-magnitude thresholds.
+	// rates); otherwise the nearest value of the 1-2-5 series (nearest on
+	// a log scale), kept until the value passes the bucket's edge by 25%,
+	// for values shown to people and compared with order-of-magnitude
+	// thresholds. A rate's own noise (±25% from one sample to the next
+	// with a short window) does not move it.
 	fine bool
 }
 
@@ -52,21 +54,25 @@ func (s scale) near(b, v float64) bool {
 	if s.fine {
 		return math.Abs(v-b) <= 0.1*b
 	}
-	return v >= 0.8*b && v < 1.25*next125(b)
+	lower, upper := math.Sqrt(prev125(b)*b), math.Sqrt(b*next125(b))
+	return v >= 0.8*lower && v < 1.25*upper
 }
 
 func (s scale) round(v float64) float64 {
 	if s.fine {
 		return canonical(v, 2)
 	}
+	// The 1-2-5 value nearest on a log scale: under √2, √10 and √50 of
+	// the decade's 1, 2 and 5 respectively.
 	mag := math.Pow(10, math.Floor(math.Log10(v)))
-	m := v / mag
-	step := 1.0
-	switch {
-	case m >= 5:
-		step = 5
-	case m >= 2:
+	step := 10.0
+	switch m := v / mag; {
+	case m < math.Sqrt2:
+		step = 1
+	case m < math.Sqrt(10):
 		step = 2
+	case m < math.Sqrt(50):
+		step = 5
 	}
 	return canonical(step*mag, 1)
 }
@@ -81,6 +87,18 @@ func next125(b float64) float64 {
 		return canonical(5*mag, 1)
 	}
 	return canonical(10*mag, 1)
+}
+
+// prev125 is the bucket below b in the 1-2-5 series.
+func prev125(b float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(b)))
+	switch m := canonical(b/mag, 1); {
+	case m < 2:
+		return canonical(0.5*mag, 1)
+	case m < 5:
+		return canonical(1*mag, 1)
+	}
+	return canonical(2*mag, 1)
 }
 
 // canonical rounds v to digits significant digits as a decimal, so that

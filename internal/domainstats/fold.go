@@ -89,14 +89,16 @@ type vmiState struct {
 	hasRemaining bool
 }
 
-// Baseline: the average follows quickly while latency stays under
-// slowRatio × baseline, and only slowly above it, so a slow spell does not
-// become the norm, but a lasting change of storage does, within hours.
+// Baseline: the average follows latency while it stays under slowRatio ×
+// baseline; above it the baseline only creeps up (1% a sample), so a slow
+// spell does not become the norm, but a lasting change of storage does:
+// ten times slower is the new norm after about 230 samples (4 hours at
+// one a minute).
 const (
 	baselineSamples = 3
 	slowRatio       = 3
 	alphaNormal     = 0.2
-	alphaSlow       = 0.005
+	creepSlow       = 1.01
 	// maxNotShrinking caps the counter; the threshold is far below.
 	maxNotShrinking = 1 << 10
 )
@@ -198,15 +200,15 @@ func (a *answers) value(s signal, t *Target) (float64, bool) {
 
 // learn moves the storage baseline towards a latency sample.
 func (st *vmiState) learn(v float64) {
-	if st.baselineN == 0 {
-		st.baseline, st.baselineN = v, 1
+	if st.baselineN == 0 || st.baseline <= 0 {
+		st.baseline, st.baselineN = v, st.baselineN+1
 		return
 	}
-	alpha := alphaNormal
 	if v >= slowRatio*st.baseline {
-		alpha = alphaSlow
+		st.baseline *= creepSlow
+	} else {
+		st.baseline += alphaNormal * (v - st.baseline)
 	}
-	st.baseline += alpha * (v - st.baseline)
 	st.baselineN = min(st.baselineN+1, baselineSamples)
 }
 

@@ -109,7 +109,7 @@ func TestFoldStates(t *testing.T) {
 		{"the VMI's own node wins", func(a *answers) {
 			a.add(sigVCPU, []Sample{smp("vm1", "node-0", 3)})
 		}, func(t *testing.T, f verdict.DomainFacts) {
-			if f.VCPUUsage.V != 0.2 {
+			if f.VCPUUsage.V != 0.5 {
 				t.Errorf("%+v", f.VCPUUsage)
 			}
 		}},
@@ -216,11 +216,16 @@ func TestBucket(t *testing.T) {
 		s    scale
 		want verdict.Value
 	}{
-		{verdict.Value{}, 0.37, scaleCores, verdict.Value{V: 0.2, OK: true}},
+		{verdict.Value{}, 0.37, scaleCores, verdict.Value{V: 0.5, OK: true}},
+		{verdict.Value{}, 0.3, scaleCores, verdict.Value{V: 0.2, OK: true}},
+		{verdict.Value{}, 0.8, scaleCores, verdict.Value{V: 1, OK: true}},
 		{verdict.Value{}, 0.005, scaleCores, verdict.Value{V: 0, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.6, scaleCores, verdict.Value{V: 0.2, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.63, scaleCores, verdict.Value{V: 0.5, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.15, scaleCores, verdict.Value{V: 0.1, OK: true}},
+		// 0.2 covers [√0.02, √0.1) = [0.141, 0.316); it moves 25% past
+		// an edge.
+		{verdict.Value{V: 0.2, OK: true}, 0.39, scaleCores, verdict.Value{V: 0.2, OK: true}},
+		{verdict.Value{V: 0.2, OK: true}, 0.4, scaleCores, verdict.Value{V: 0.5, OK: true}},
+		{verdict.Value{V: 0.2, OK: true}, 0.114, scaleCores, verdict.Value{V: 0.2, OK: true}},
+		{verdict.Value{V: 0.2, OK: true}, 0.11, scaleCores, verdict.Value{V: 0.1, OK: true}},
 		{verdict.Value{}, 1234567890, scaleBytes, verdict.Value{V: 1.2e9, OK: true}},
 		{verdict.Value{V: 1.2e9, OK: true}, 1.3e9, scaleBytes, verdict.Value{V: 1.2e9, OK: true}},
 		{verdict.Value{V: 1.2e9, OK: true}, 1.35e9, scaleBytes, verdict.Value{V: 1.4e9, OK: true}},

@@ -131,7 +131,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 		t.Fatalf("first round notified %v, want both VMIs", got)
 	}
 	f := s.Facts(vm1.Key)
-	if f == nil || !f.Exported || f.VCPUUsage.V != 0.2 || f.MemoryAvailable.V != 4.3e9 || f.Unavailable != "" {
+	if f == nil || !f.Exported || f.VCPUUsage.V != 0.5 || f.MemoryAvailable.V != 4.3e9 || f.Unavailable != "" {
 		t.Fatalf("facts %+v", f)
 	}
 	// vm2's +Inf and unparsable values are absent, not errors.
