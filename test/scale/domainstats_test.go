@@ -60,7 +60,7 @@ type domainStatsFigures struct {
 	// SteadyNotified how many VMIs were enqueued by the rounds after the
 	// first settleRounds (an unchanging fleet: 0 is the goal), Notified
 	// how many each round enqueued.
-	Exported       int `json:"exported"`
+	Exported       int   `json:"exported"`
 	SteadyNotified int   `json:"steady_notified"`
 	Notified       []int `json:"notified_per_round"`
 }
