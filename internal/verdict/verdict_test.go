@@ -1331,7 +1331,7 @@ func allSituations() []situation {
 	for _, f := range []func() []situation{healthySituations, schedulingSituations, failedSituations, migrationSituations,
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
-		kubevirtRuleSituations, newSourceSituations, lagSituations} {
+		kubevirtRuleSituations, newSourceSituations, lagSituations, runtimeSituations} {
 		all = append(all, f()...)
 	}
 	return all
