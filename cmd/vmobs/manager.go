@@ -62,6 +62,8 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.Policy.StalledAfter, "stalled-after", opts.Policy.StalledAfter, "A layer Degraded longer than this sets Stalled=True.")
 	fs.DurationVar(&opts.Policy.LagGrace, "lag-grace", opts.Policy.LagGrace, "How long KubeVirt's objects may contradict each other (status lags reality) before the contradiction becomes a verdict.")
 	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
+	fs.DurationVar(&opts.Policy.HotplugTimeout, "hotplug-timeout", opts.Policy.HotplugTimeout, "A memory or CPU hotplug requested and not applied for longer than this is HotplugStuck.")
+	fs.DurationVar(&opts.Policy.FilesystemsFrozenAfter, "filesystems-frozen-after", opts.Policy.FilesystemsFrozenAfter, "Guest filesystems frozen for longer than this make the guest layer Degraded (FilesystemsFrozen).")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Burst above --kube-api-qps; 0 is twice --kube-api-qps.")
