@@ -46,12 +46,13 @@ type Observation struct {
 	// the UIDs match.
 	VMIUID         UID
 	AgentConnected bool
-	// FSFrozenSince and HotplugSince are status.vmi's first sightings,
-	// which the engine carries from one status to the next.
-	FSFrozenSince, HotplugSince Time
 	HasLayers      bool
 	Layers         [3]Layer // in v1alpha1.LayerNames order
 	Conditions     []Condition
+
+	// FSFrozenSince and HotplugSince are status.vmi's first sightings,
+	// which the engine carries from one status to the next.
+	FSFrozenSince, HotplugSince Time
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,

@@ -122,20 +122,29 @@ func runtimeSituations() []situation {
 				}),
 		},
 		{
-			name:    "memory hotplug pending for four minutes (the previous status saw it first)",
-			in:      input(func(in *Input) { in.VMI = runningVMI(hotMemory("8Gi")); in.Previous = seen(vmiUID, atp(-4*time.Minute), nil) }),
+			name: "memory hotplug pending for four minutes (the previous status saw it first)",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"))
+				in.Previous = seen(vmiUID, atp(-4*time.Minute), nil)
+			}),
 			overall: "Progressing/MemoryHotplugPending",
 			check:   all(wantDeadline(time.Minute, "the hotplug timeout"), wantSince("hotplug", -4*time.Minute)),
 		},
 		{
-			name:    "memory hotplug pending past the hotplug timeout",
-			in:      input(func(in *Input) { in.VMI = runningVMI(hotMemory("8Gi")); in.Previous = seen(vmiUID, atp(-6*time.Minute), nil) }),
+			name: "memory hotplug pending past the hotplug timeout",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"))
+				in.Previous = seen(vmiUID, atp(-6*time.Minute), nil)
+			}),
 			overall: "Degraded/HotplugStuck", cp: "Degraded/HotplugStuck",
 			check: wantMessage(layerCP, "memory hotplug to 8Gi has been requested and not applied", "longer than 5m0s"),
 		},
 		{
-			name:    "the first sighting of another VMI does not count",
-			in:      input(func(in *Input) { in.VMI = runningVMI(hotMemory("8Gi")); in.Previous = seen("an-earlier-vmi", atp(-6*time.Minute), nil) }),
+			name: "the first sighting of another VMI does not count",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"))
+				in.Previous = seen("an-earlier-vmi", atp(-6*time.Minute), nil)
+			}),
 			overall: "Progressing/MemoryHotplugPending",
 			check:   wantSince("hotplug", 0),
 		},
@@ -184,7 +193,7 @@ func runtimeSituations() []situation {
 				}),
 		},
 		{
-			name:    "memory and CPU hotplug at once, pending past a spec.policy.hotplugTimeout of a minute",
+			name: "memory and CPU hotplug at once, pending past a spec.policy.hotplugTimeout of a minute",
 			in: input(func(in *Input) {
 				in.VMI = runningVMI(hotMemory("8Gi"), hotCPU(2))
 				in.Previous = seen(vmiUID, atp(-2*time.Minute), nil)
