@@ -69,7 +69,7 @@ lint-fix: ## Run golangci-lint and apply the fixes it can make (formatting, impo
 	cd hack/kubevirt-crds && $(GOLANGCI_LINT) run --fix --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-bin promtool kube-state-metrics ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
+test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 
@@ -134,10 +134,14 @@ docker-build: ## Build the container image (needs a Docker engine).
 
 .PHONY: promtool
 promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tests, from the Go module proxy (skipped when up to date).
-	hack/build-promtool.sh
+	hack/build-prometheus.sh promtool
+
+.PHONY: prometheus
+prometheus: ## Build the Prometheus server into bin/prometheus for the domain-stats tests, from the Go module proxy (skipped when up to date).
+	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
-test-integrations: promtool envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics.
+test-integrations: promtool prometheus envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics, domain stats through Prometheus.
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 
 .PHONY: demo

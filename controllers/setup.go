@@ -40,7 +40,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.DomainStats != nil {
+		changed, err := r.domainStatsSource(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(changed)
+	}
+	return b.
 		Named("vmobservation").
 		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).
 		Watches(&kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmiChanged())).

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -85,12 +86,17 @@ type Reconciler struct {
 	// APIReader reads from the API server, past the cache; sharding needs
 	// it to tell a VM in another shard from a deleted one.
 	APIReader client.Reader
+	// DomainStats, when set, reads virt-handler's domain stats from
+	// Prometheus (domainstats.go).
+	DomainStats *DomainStats
 
 	// policy decides every status write; setup builds it from the fields
 	// above.
 	policy *writePolicy
 	// shard is nil when unsharded.
 	shard *shard
+	// domain holds the folded domain stats; nil without DomainStats.
+	domain *domainstats.Source
 }
 
 // setup builds what the reconciler derives from its configuration; it
@@ -249,6 +255,9 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 	}
 	if in.VMI == nil {
 		return in, obs, nil
+	}
+	if r.domain != nil {
+		in.Domain = r.domain.Facts(key)
 	}
 
 	migrations, err := byIndex[*projection.Migration](r.Store.Migrations, IndexMigrationVMI, k)

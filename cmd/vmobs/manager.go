@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/domainstats"
 )
 
 func init() {
@@ -64,6 +65,19 @@ func runManager(ctx context.Context, args []string) int {
 	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
 	fs.DurationVar(&opts.Policy.HotplugTimeout, "hotplug-timeout", opts.Policy.HotplugTimeout, "A memory or CPU hotplug requested and not applied for longer than this is HotplugStuck.")
 	fs.DurationVar(&opts.Policy.FilesystemsFrozenAfter, "filesystems-frozen-after", opts.Policy.FilesystemsFrozenAfter, "Guest filesystems frozen for longer than this make the guest layer Degraded (FilesystemsFrozen).")
+	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")
+	fs.StringVar(&opts.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "Send the token in this file (read before each query) to Prometheus, e.g. /var/run/secrets/kubernetes.io/serviceaccount/token for OpenShift's thanos-querier.")
+	fs.StringVar(&opts.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that signs Prometheus' serving certificate, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt on OpenShift.")
+	fs.DurationVar(&opts.DomainStats.Interval, "domain-stats-interval", domainstats.DefaultInterval, "Query Prometheus for the whole fleet's domain stats this often (one instant query per signal).")
+	fs.DurationVar(&opts.DomainStats.Window, "domain-stats-window", 0, "Range of the rate() queries; 0 is twice --domain-stats-interval, at least 2m, to span several of virt-handler's scrapes.")
+	fs.DurationVar(&opts.Policy.DomainStatsGrace, "domain-stats-grace", opts.Policy.DomainStatsGrace, "A VMI Running longer than two domain-stats intervals plus this with no series from virt-handler is DomainStatsMissing.")
+	fs.DurationVar(&opts.Policy.GuestCPUStalledAfter, "guest-cpu-stalled-after", opts.Policy.GuestCPUStalledAfter, "vCPU time standing still this long in a running, unpaused domain is GuestCPUStalled.")
+	memPct := fs.Int("guest-memory-available-percent", int(opts.Policy.GuestMemoryAvailablePercent), "Guest memory the guest can still use under this share (%) of its memory is GuestMemoryPressure.")
+	fs.Float64Var(&opts.Policy.GuestSwapRate, "guest-swap-rate", opts.Policy.GuestSwapRate, "Guest swap traffic, in and out, at or above this many bytes per second is GuestMemoryPressure.")
+	slowFactor := fs.Int("storage-slow-factor", int(opts.Policy.StorageSlowFactor), "Time per I/O operation at least this many times the VM's own baseline (and above --storage-slow-latency) is StorageSlow.")
+	fs.DurationVar(&opts.Policy.StorageSlowLatency, "storage-slow-latency", opts.Policy.StorageSlowLatency, "Time per I/O operation under which storage never counts as slow.")
+	fs.Float64Var(&opts.Policy.NetworkErrorRate, "network-error-rate", opts.Policy.NetworkErrorRate, "Network errors and drops, both ways, at or above this many per second are NetworkErrors.")
+	notConverging := fs.Int("migration-not-converging-samples", int(opts.Policy.MigrationNotConvergingSamples), "A live migration whose remaining data has not shrunk over this many domain-stats samples is MigrationNotConverging.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Burst above --kube-api-qps; 0 is twice --kube-api-qps.")
@@ -77,6 +91,26 @@ func runManager(ctx context.Context, args []string) int {
 
 	if *qps < 0 || opts.KubeAPIBurst < 0 || opts.EvidenceRefreshQPS < 0 {
 		fmt.Fprintf(stderr(ctx), "vmobs manager: --kube-api-qps, --kube-api-burst and --evidence-refresh-qps must not be negative\n")
+		return 2
+	}
+	for _, n := range []struct {
+		flag     string
+		v        int
+		min, max int
+		dst      *int32
+	}{
+		{"guest-memory-available-percent", *memPct, 1, 99, &opts.Policy.GuestMemoryAvailablePercent},
+		{"storage-slow-factor", *slowFactor, 2, 1 << 20, &opts.Policy.StorageSlowFactor},
+		{"migration-not-converging-samples", *notConverging, 2, 1 << 10, &opts.Policy.MigrationNotConvergingSamples},
+	} {
+		if n.v < n.min || n.v > n.max {
+			fmt.Fprintf(stderr(ctx), "vmobs manager: --%s must be between %d and %d\n", n.flag, n.min, n.max)
+			return 2
+		}
+		*n.dst = int32(n.v)
+	}
+	if opts.PrometheusURL == "" && (opts.PrometheusBearerTokenFile != "" || opts.PrometheusCAFile != "") {
+		fmt.Fprintf(stderr(ctx), "vmobs manager: --prometheus-bearer-token-file and --prometheus-ca-file need --prometheus-url\n")
 		return 2
 	}
 	opts.KubeAPIQPS = float32(*qps)
@@ -104,7 +138,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName())
+	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "")
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
+	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -94,6 +95,17 @@ type Options struct {
 	Registry prometheus.Registerer
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
+
+	// PrometheusURL, when set, turns on reading virt-handler's domain
+	// stats from Prometheus (or Thanos Querier) at that address.
+	PrometheusURL string
+	// PrometheusBearerTokenFile is sent as a bearer token, read before each
+	// query (OpenShift's thanos-querier wants the ServiceAccount's).
+	PrometheusBearerTokenFile string
+	// PrometheusCAFile signs Prometheus' serving certificate.
+	PrometheusCAFile string
+	// DomainStats tunes the queries (interval, rate window, timeout).
+	DomainStats domainstats.Config
 }
 
 // DefaultLeaderElectionID is the Lease of an unsharded instance.
@@ -204,6 +216,15 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Shard:                   opts.VMSelector,
 		APIReader:               mgr.GetAPIReader(),
 	}
+	var domainMetrics *domainstats.Metrics
+	if opts.PrometheusURL != "" {
+		q, err := domainstats.NewClient(opts.PrometheusURL, opts.PrometheusBearerTokenFile, opts.PrometheusCAFile)
+		if err != nil {
+			return nil, err
+		}
+		domainMetrics = domainstats.NewMetrics()
+		r.DomainStats = &controllers.DomainStats{Querier: q, Config: opts.DomainStats, Metrics: domainMetrics}
+	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
@@ -213,6 +234,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		reg = ctrlmetrics.Registry
 	}
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
+	if domainMetrics != nil {
+		collectors = append(collectors, domainMetrics.Collectors()...)
+	}
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError

@@ -79,6 +79,9 @@ type Simulator struct {
 	specs  map[types.NamespacedName]VMSpec
 	nodes  int            // nodes added, for addresses
 	podIPs map[string]int // next pod address per node
+
+	// domains holds the domain stats' fault knobs (domainstats.go).
+	domains domainState
 }
 
 // Option configures a Simulator.

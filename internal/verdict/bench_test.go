@@ -32,6 +32,14 @@ func BenchmarkEvaluate(b *testing.B) { benchEvaluate(b, typicalInput()) }
 // BenchmarkEvaluateHealthy is a running VM with nothing going on.
 func BenchmarkEvaluateHealthy(b *testing.B) { benchEvaluate(b, input()) }
 
+// BenchmarkEvaluateDomainStats is the typical VM with domain stats read
+// from Prometheus: the rules on them and status.domain.
+func BenchmarkEvaluateDomainStats(b *testing.B) {
+	in := typicalInput()
+	withDomain(migrationJob(3<<30, 100<<20, 500<<20, 0))(&in)
+	benchEvaluate(b, in)
+}
+
 // benchEvaluate reports, besides ns/op: cpu-ns/op, the CPU time the process
 // spent per evaluation (GC workers included), which waiting for a core on a
 // shared machine does not inflate; and min-batch-ns/op, the fastest batch of

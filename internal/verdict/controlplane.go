@@ -376,6 +376,7 @@ func (e *engine) cpRunning(l *layer) {
 	}
 	e.syncFailure(l)
 	e.activePodsRules(l)
+	e.domainMigration(l)
 	// Always added: notes never outrank it, worse findings always do.
 	l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "the VMI runs on "+orUnknown(vmi.Status.NodeName), f.phaseSince)
 }

@@ -88,6 +88,7 @@ func Evaluate(in Input) Result {
 	st.LiveMigratable = e.lm
 	st.Interfaces = e.interfaces()
 	st.Guest = e.guestSummary()
+	st.Domain = e.domainSummary()
 	st.Conditions = e.conditions(st, w)
 
 	res.Renews = !e.next.IsZero() && (e.fixed.IsZero() || e.next.Before(e.fixed))

@@ -36,6 +36,10 @@ func deepCopyInput(in Input) Input {
 		}
 	}
 	out.Previous = in.Previous.DeepCopy()
+	if in.Domain != nil {
+		d := *in.Domain
+		out.Domain = &d
+	}
 	return out
 }
 

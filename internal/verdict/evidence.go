@@ -28,6 +28,9 @@ const (
 	kindVMIM = "VirtualMachineInstanceMigration"
 	kindPod  = "Pod"
 	kindNode = "Node"
+	// kindSeries is a Prometheus series of virt-handler's domain stats:
+	// the name is the metric, the field the function read (domain.go).
+	kindSeries = "PrometheusSeries"
 )
 
 // finding is one rule's verdict on a layer.
@@ -356,6 +359,10 @@ type arena struct {
 	mig    v1alpha1.MigrationSummary
 	lm     v1alpha1.LiveMigratability
 	guest  v1alpha1.GuestSummary
+	dom    v1alpha1.DomainSummary
+	dur    metav1.Duration
+	qty    [12]resource.Quantity
+	nq     int
 	// Sized for a typical VM (two launcher pods, two interfaces, a dozen
 	// evidence pointers); a larger one spills into separate allocations.
 	times [32]metav1.Time
@@ -367,11 +374,11 @@ type arena struct {
 	pods  [2]v1alpha1.LauncherPod
 	ifcs  [2]v1alpha1.InterfaceStatus
 	// The VMI's memory and vCPUs, and its first hotplugged volumes.
-	mem  v1alpha1.VMIMemory
-	qty  [4]resource.Quantity
-	cpu  v1alpha1.VMICPU
-	topo [2]v1alpha1.CPUTopology
-	hpv  [4]v1alpha1.HotplugVolume
+	mem    v1alpha1.VMIMemory
+	memQty [4]resource.Quantity
+	cpu    v1alpha1.VMICPU
+	topo   [2]v1alpha1.CPUTopology
+	hpv    [4]v1alpha1.HotplugVolume
 }
 
 // maxTime is the latest time metav1.Time can marshal (RFC 3339 has four

@@ -1,6 +1,8 @@
 package verdict
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/kvtest"
@@ -92,3 +94,40 @@ func input(mods ...inputMod) Input {
 	}
 	return in
 }
+
+// ---- Domain stats
+
+// withDomain gives the input the domain stats of the running VMI as the
+// fold hands them over: exported on node-a, sampled 20 s ago, a guest at
+// a quarter of a core with 4 GiB of memory, storage at its usual 2 ms per
+// operation, no network errors. mods change them.
+func withDomain(mods ...func(*DomainFacts)) inputMod {
+	return func(in *Input) {
+		d := &DomainFacts{
+			VMIUID:              vmiUID,
+			SampledAt:           now.Add(-20 * time.Second),
+			Exported:            true,
+			Node:                nodeA,
+			NodeExports:         true,
+			VCPUUsage:           sample(0.25),
+			MemoryDomain:        sample(4 << 30),
+			MemoryAvailable:     sample(4 << 30),
+			MemoryUsable:        sample(2.5 * (1 << 30)),
+			SwapRate:            sample(0),
+			StorageLatency:      sample(0.002),
+			StorageBaseline:     sample(0.002),
+			StorageReadRate:     sample(1 << 20),
+			StorageWriteRate:    sample(512 << 10),
+			NetworkReceiveRate:  sample(64 << 10),
+			NetworkTransmitRate: sample(32 << 10),
+			NetworkErrorRate:    sample(0),
+		}
+		for _, m := range mods {
+			m(d)
+		}
+		in.Domain = d
+	}
+}
+
+// sample is a value that is there.
+func sample(v float64) Value { return Value{V: v, OK: true} }

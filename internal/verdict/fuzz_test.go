@@ -2,11 +2,14 @@ package verdict
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,11 +27,143 @@ var update = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzEvaluate from
 const fuzzSeedDir = "testdata/fuzz/FuzzEvaluate"
 
 // fuzzArgs is one FuzzEvaluate input: objects as JSON, plus the two
-// annotations the engine parses, plus the clock.
+// annotations the engine parses, plus the clock, plus the domain stats in
+// fuzzDomain's binary layout.
 type fuzzArgs struct {
 	vm, vmi, pods, migrations, nodes, previous []byte
 	heartbeat, networkStatus                   string
 	nowOffset                                  int64 // seconds from the fixtures' now
+	domain                                     []byte
+}
+
+// fuzzDomain is DomainFacts in a fixed little-endian layout, followed by
+// the node label (or, with fuzzUnavailable, the reason). Binary rather than
+// JSON so that the fuzzer reaches every float64 directly: NaN, ±Inf,
+// negative numbers, values beyond int64. An empty input is no facts.
+type fuzzDomain struct {
+	Flags                                     uint8
+	SampledAt, MissingSince, VCPUStalledSince int64 // seconds from the fixtures' now
+	Values                                    [15]fuzzValue
+	NotShrinking                              int32
+}
+
+type fuzzValue struct {
+	V  float64
+	OK bool
+}
+
+const (
+	fuzzExported uint8 = 1 << iota
+	fuzzNodeExports
+	fuzzOtherVMI // folded for another VMI UID than the input's VMI
+	fuzzUnavailable
+	fuzzSampled
+	fuzzMissingSince
+	fuzzStalledSince
+)
+
+// values lists the facts' values in fuzzDomain's order.
+func (d *DomainFacts) values() [15]*Value {
+	return [...]*Value{&d.VCPUUsage, &d.MemoryDomain, &d.MemoryAvailable, &d.MemoryUsable, &d.SwapRate,
+		&d.StorageLatency, &d.StorageBaseline, &d.StorageReadRate, &d.StorageWriteRate,
+		&d.NetworkReceiveRate, &d.NetworkTransmitRate, &d.NetworkErrorRate,
+		&d.MigrationDataRemaining, &d.MigrationDirtyRate, &d.MigrationTransferRate}
+}
+
+// fuzzTime is the fixtures' now moved by up to a century either way.
+func fuzzTime(offset int64) time.Time {
+	const century = 100 * 365 * 24 * 3600
+	return now.Add(time.Duration(max(min(offset, century), -century)) * time.Second)
+}
+
+func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts {
+	if len(b) == 0 {
+		return nil
+	}
+	var fd fuzzDomain
+	size := binary.Size(fd)
+	buf := make([]byte, max(size, len(b)))
+	copy(buf, b)
+	_ = binary.Read(bytes.NewReader(buf[:size]), binary.LittleEndian, &fd)
+	d := &DomainFacts{
+		Exported:              fd.Flags&fuzzExported != 0,
+		NodeExports:           fd.Flags&fuzzNodeExports != 0,
+		MigrationNotShrinking: fd.NotShrinking,
+	}
+	if rest := string(b[min(size, len(b)):]); fd.Flags&fuzzUnavailable != 0 {
+		d.Unavailable = rest
+	} else {
+		d.Node = rest
+	}
+	switch {
+	case fd.Flags&fuzzOtherVMI != 0:
+		d.VMIUID = "an-earlier-vmi"
+	case vmi != nil && d.Unavailable == "":
+		d.VMIUID = vmi.UID
+	}
+	for _, t := range [...]struct {
+		flag uint8
+		dst  *time.Time
+		off  int64
+	}{
+		{fuzzSampled, &d.SampledAt, fd.SampledAt},
+		{fuzzMissingSince, &d.MissingSince, fd.MissingSince},
+		{fuzzStalledSince, &d.VCPUStalledSince, fd.VCPUStalledSince},
+	} {
+		if fd.Flags&t.flag != 0 {
+			*t.dst = fuzzTime(t.off)
+		}
+	}
+	for i, v := range d.values() {
+		*v = Value{V: fd.Values[i].V, OK: fd.Values[i].OK}
+	}
+	return d
+}
+
+func encodeDomain(t testing.TB, d *DomainFacts, vmi *kubevirtv1.VirtualMachineInstance) []byte {
+	if d == nil {
+		return nil
+	}
+	fd := fuzzDomain{NotShrinking: d.MigrationNotShrinking}
+	for _, f := range [...]struct {
+		on   bool
+		flag uint8
+	}{
+		{d.Exported, fuzzExported},
+		{d.NodeExports, fuzzNodeExports},
+		{d.VMIUID != "" && (vmi == nil || d.VMIUID != vmi.UID), fuzzOtherVMI},
+		{d.Unavailable != "", fuzzUnavailable},
+		{!d.SampledAt.IsZero(), fuzzSampled},
+		{!d.MissingSince.IsZero(), fuzzMissingSince},
+		{!d.VCPUStalledSince.IsZero(), fuzzStalledSince},
+	} {
+		if f.on {
+			fd.Flags |= f.flag
+		}
+	}
+	for _, tt := range [...]struct {
+		src time.Time
+		dst *int64
+	}{
+		{d.SampledAt, &fd.SampledAt}, {d.MissingSince, &fd.MissingSince}, {d.VCPUStalledSince, &fd.VCPUStalledSince},
+	} {
+		if !tt.src.IsZero() {
+			*tt.dst = int64(tt.src.Sub(now) / time.Second)
+		}
+	}
+	for i, v := range d.values() {
+		fd.Values[i] = fuzzValue{V: v.V, OK: v.OK}
+	}
+	var b bytes.Buffer
+	if err := binary.Write(&b, binary.LittleEndian, &fd); err != nil {
+		t.Fatal(err)
+	}
+	if d.Unavailable != "" {
+		b.WriteString(d.Unavailable)
+	} else {
+		b.WriteString(d.Node)
+	}
+	return b.Bytes()
 }
 
 func (a fuzzArgs) input() Input {
@@ -78,8 +213,8 @@ func (a fuzzArgs) input() Input {
 	case in.VM != nil:
 		in.Name = in.VM.Name
 	}
-	const century = 100 * 365 * 24 * 3600
-	in.Now = now.Add(time.Duration(max(min(a.nowOffset, century), -century)) * time.Second)
+	in.Now = fuzzTime(a.nowOffset)
+	in.Domain = decodeDomain(a.domain, in.VMI)
 	return in
 }
 
@@ -94,6 +229,7 @@ func fuzzArgsOf(t testing.TB, in Input) fuzzArgs {
 		vm: mustJSON(t, in.VM), vmi: mustJSON(t, in.VMI), pods: mustJSON(t, in.Pods),
 		migrations: mustJSON(t, in.Migrations), nodes: mustJSON(t, nodes), previous: mustJSON(t, in.Previous),
 		nowOffset: int64(in.Now.Sub(now) / time.Second),
+		domain:    encodeDomain(t, in.Domain, in.VMI),
 	}
 	return a
 }
@@ -104,7 +240,7 @@ func (a fuzzArgs) corpusFile() []byte {
 	for _, v := range [][]byte{a.vm, a.vmi, a.pods, a.migrations, a.nodes, a.previous} {
 		fmt.Fprintf(&b, "[]byte(%q)\n", v)
 	}
-	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n", a.heartbeat, a.networkStatus, a.nowOffset)
+	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n[]byte(%q)\n", a.heartbeat, a.networkStatus, a.nowOffset, a.domain)
 	return b.Bytes()
 }
 
@@ -152,12 +288,14 @@ func TestFuzzSeedsCurrent(t *testing.T) {
 }
 
 // FuzzEvaluate feeds arbitrary JSON as the VM, VMI, pods, migrations,
-// nodes and previous status, and arbitrary heartbeat and network-status
-// annotations. Evaluate must never panic, must return valid verdicts with
-// bounded evidence and messages, and must return the same status twice.
+// nodes and previous status, arbitrary heartbeat and network-status
+// annotations, and arbitrary domain stats (any float64, any time). Evaluate
+// must never panic, must return valid verdicts with bounded evidence and
+// messages, must return the same status twice, and must never write NaN or
+// Inf that the input did not carry as text.
 func FuzzEvaluate(f *testing.F) {
-	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64) {
-		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset}
+	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64, domain []byte) {
+		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset, domain}
 		in := a.input()
 		r := Evaluate(in)
 		st := r.Status
@@ -192,5 +330,43 @@ func FuzzEvaluate(f *testing.F) {
 		if !bytes.Equal(first, again) {
 			t.Fatalf("not deterministic:\n%s\n%s", first, again)
 		}
+		text := bytes.Join([][]byte{vm, vmi, pods, migrations, nodes, previous, []byte(heartbeat), []byte(networkStatus), domain}, nil)
+		for _, bad := range []string{"NaN", "Inf"} {
+			if bytes.Contains(first, []byte(bad)) && !bytes.Contains(text, []byte(bad)) {
+				t.Fatalf("the status carries %s: %s", bad, first)
+			}
+		}
 	})
+}
+
+// TestFuzzDomainRoundTrip: the seeds carry the table cases' domain stats
+// as they are, so that fuzzing starts from every domain rule.
+func TestFuzzDomainRoundTrip(t *testing.T) {
+	n := 0
+	for _, c := range allSituations() {
+		if c.in.Domain == nil {
+			continue
+		}
+		n++
+		got := decodeDomain(encodeDomain(t, c.in.Domain, c.in.VMI), c.in.VMI)
+		if !reflect.DeepEqual(got, c.in.Domain) && !equalNaN(got, c.in.Domain) {
+			t.Errorf("%s: decoded\n%+v\nwant\n%+v", c.name, got, c.in.Domain)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no table case has domain stats")
+	}
+}
+
+// equalNaN compares facts whose values may be NaN, which DeepEqual never
+// finds equal.
+func equalNaN(a, b *DomainFacts) bool {
+	ca, cb := *a, *b
+	for i, v := range ca.values() {
+		w := cb.values()[i]
+		if math.IsNaN(v.V) && math.IsNaN(w.V) && v.OK == w.OK {
+			*v, *w = Value{}, Value{}
+		}
+	}
+	return reflect.DeepEqual(ca, cb)
 }

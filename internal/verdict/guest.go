@@ -60,6 +60,7 @@ func (e *engine) guestLayer() {
 			return
 		}
 		e.judgeGuest(l)
+		e.domainGuest(l)
 	}
 }
 

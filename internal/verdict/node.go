@@ -86,6 +86,7 @@ func (e *engine) nodeLayer() {
 			l.cite(kindVMI, f.vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
 		}
 		e.domainSync(l)
+		e.domainNode(l)
 		// A node that cannot report explains its pods' state: the node
 		// lifecycle controller marks them not Ready and evicts them, and a
 		// kubelet that does not report cannot say they finished. The

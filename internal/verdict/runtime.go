@@ -277,8 +277,8 @@ func (e *engine) runtimeSummary(s *v1alpha1.VMISummary) {
 			if q == nil {
 				return nil
 			}
-			a.qty[i] = q.DeepCopy()
-			return &a.qty[i]
+			a.memQty[i] = q.DeepCopy()
+			return &a.memQty[i]
 		}
 		a.mem.Guest = keep(0, g)
 		if m != nil {

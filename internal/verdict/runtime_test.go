@@ -81,7 +81,7 @@ func wantSince(field string, d time.Duration) func(*testing.T, Result) {
 	}
 }
 
-func wantMessage(layer int, parts ...string) func(*testing.T, Result) {
+func wantLayerMessage(layer int, parts ...string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
 		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
@@ -112,7 +112,7 @@ func runtimeSituations() []situation {
 			in:      input(func(in *Input) { in.VMI = runningVMI(hotMemory("8Gi")) }),
 			overall: "Progressing/MemoryHotplugPending", cp: "Progressing/MemoryHotplugPending",
 			check: all(wantStaleAt(layerCP, 5*time.Minute), wantSince("hotplug", 0),
-				wantMessage(layerCP, "memory hotplug to 8Gi is requested", "HotMemoryChange"),
+				wantLayerMessage(layerCP, "memory hotplug to 8Gi is requested", "HotMemoryChange"),
 				func(t *testing.T, r Result) {
 					wantEvidence(t, r.Status.Layers.ControlPlane, "spec.domain.memory.guest", "8Gi")
 					wantEvidence(t, r.Status.Layers.ControlPlane, "status.conditions[HotMemoryChange].status", "True")
@@ -137,7 +137,7 @@ func runtimeSituations() []situation {
 				in.Previous = seen(vmiUID, atp(-6*time.Minute), nil)
 			}),
 			overall: "Degraded/HotplugStuck", cp: "Degraded/HotplugStuck",
-			check: wantMessage(layerCP, "memory hotplug to 8Gi has been requested and not applied", "longer than 5m0s"),
+			check: wantLayerMessage(layerCP, "memory hotplug to 8Gi has been requested and not applied", "longer than 5m0s"),
 		},
 		{
 			name: "the first sighting of another VMI does not count",
@@ -152,7 +152,7 @@ func runtimeSituations() []situation {
 			name:    "the guest has not taken the memory a migration gave it ten minutes ago",
 			in:      input(func(in *Input) { in.VMI = runningVMI(memoryNotTaken("8Gi", -10*time.Minute)) }),
 			overall: "Degraded/HotplugStuck", cp: "Degraded/HotplugStuck",
-			check: all(wantSince("hotplug", -10*time.Minute), wantMessage(layerCP, "the domain was given 8Gi and the guest has taken 4Gi"),
+			check: all(wantSince("hotplug", -10*time.Minute), wantLayerMessage(layerCP, "the domain was given 8Gi and the guest has taken 4Gi"),
 				func(t *testing.T, r Result) {
 					wantEvidence(t, r.Status.Layers.ControlPlane, "status.memory.guestCurrent", "4Gi")
 				}),
@@ -182,7 +182,7 @@ func runtimeSituations() []situation {
 			name:    "CPU hotplug requested: HotVCPUChange, more sockets in the spec than the domain runs",
 			in:      input(func(in *Input) { in.VMI = runningVMI(hotCPU(2)) }),
 			overall: "Progressing/MemoryHotplugPending", cp: "Progressing/MemoryHotplugPending",
-			check: all(wantMessage(layerCP, "CPU hotplug to 4 vCPUs", "HotVCPUChange", "runs 2 vCPUs"),
+			check: all(wantLayerMessage(layerCP, "CPU hotplug to 4 vCPUs", "HotVCPUChange", "runs 2 vCPUs"),
 				func(t *testing.T, r Result) {
 					wantEvidence(t, r.Status.Layers.ControlPlane, "spec.domain.cpu.sockets", "2")
 					wantEvidence(t, r.Status.Layers.ControlPlane, "status.currentCPUTopology.sockets", "1")
@@ -200,7 +200,7 @@ func runtimeSituations() []situation {
 				in.Policy = overrides(v1alpha1.PolicyOverrides{HotplugTimeout: &metav1.Duration{Duration: time.Minute}})
 			}),
 			overall: "Degraded/HotplugStuck",
-			check:   wantMessage(layerCP, "memory hotplug to 8Gi and a CPU hotplug to 4 vCPUs", "longer than 1m0s"),
+			check:   wantLayerMessage(layerCP, "memory hotplug to 8Gi and a CPU hotplug to 4 vCPUs", "longer than 1m0s"),
 		},
 		{
 			// The workload updater's live migration carries the hotplug out:
@@ -249,7 +249,7 @@ func runtimeSituations() []situation {
 			name:    "filesystems frozen for eleven minutes",
 			in:      input(func(in *Input) { in.VMI = runningVMI(frozen); in.Previous = seen(vmiUID, nil, atp(-11*time.Minute)) }),
 			overall: "Degraded/FilesystemsFrozen", guest: "Degraded/FilesystemsFrozen",
-			check: all(wantSince("frozen", -11*time.Minute), wantMessage(layerGuest, "longer than 10m0s")),
+			check: all(wantSince("frozen", -11*time.Minute), wantLayerMessage(layerGuest, "longer than 10m0s")),
 		},
 		{
 			name: "spec.policy.filesystemsFrozenAfter of 30 minutes: frozen for eleven is still a note",

@@ -1331,7 +1331,8 @@ func allSituations() []situation {
 	for _, f := range []func() []situation{healthySituations, schedulingSituations, failedSituations, migrationSituations,
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
-		kubevirtRuleSituations, newSourceSituations, lagSituations, runtimeSituations} {
+		kubevirtRuleSituations, newSourceSituations, lagSituations,
+		domainSituations, runtimeSituations} {
 		all = append(all, f()...)
 	}
 	return all

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/metrics"
 )
 
@@ -107,7 +108,8 @@ func TestPrometheusRuleConventions(t *testing.T) {
 	exported := map[string]bool{}
 	descs := make(chan *prometheus.Desc, 32)
 	(&metrics.Collector{}).Describe(descs)
-	for _, c := range append(metrics.NewTransitions().Collectors(), metrics.NewLiveness().Collectors()...) {
+	collectors := append(metrics.NewTransitions().Collectors(), metrics.NewLiveness().Collectors()...)
+	for _, c := range append(collectors, domainstats.NewMetrics().Collectors()...) {
 		c.Describe(descs)
 	}
 	close(descs)

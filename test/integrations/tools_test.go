@@ -11,10 +11,10 @@ import (
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
-// builtTool finds the binary `make <name>` builds into bin/ (with
-// hack/build-<name>.sh, from the Go module proxy), or the one $envVar names.
-// A missing binary fails the test: skipping would let what it checks go
-// untested without anyone noticing.
+// builtTool finds the binary `make <name>` builds into bin/ (with a
+// hack/build-*.sh script, from the Go module proxy), or the one $envVar
+// names. A missing binary fails the test: skipping would let what it checks
+// go untested without anyone noticing.
 func builtTool(t *testing.T, name, envVar string) string {
 	t.Helper()
 	p := os.Getenv(envVar)
@@ -22,7 +22,7 @@ func builtTool(t *testing.T, name, envVar string) string {
 		p = filepath.Join(repoRoot(t), "bin", name)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found at %s: run `make %s` (hack/build-%s.sh builds it from the Go module proxy) or set %s", name, p, name, name, envVar)
+		t.Fatalf("%s not found at %s: run `make %s` (which builds it from the Go module proxy) or set %s", name, p, name, envVar)
 	}
 	return p
 }

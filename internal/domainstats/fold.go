@@ -1,0 +1,219 @@
+package domainstats
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Target is a Running VMI whose domain stats are folded.
+type Target struct {
+	Key types.NamespacedName
+	UID types.UID
+	// Node is the VMI's status.nodeName.
+	Node string
+}
+
+// series is one VMI's value of a signal, on one node.
+type series struct {
+	node string
+	v    float64
+}
+
+// answers is one round's query results, indexed by VMI.
+type answers struct {
+	at   time.Time
+	vals [numSignals]map[types.NamespacedName][]series
+	// perNode counts the VMIs each node exports.
+	perNode map[string]int
+}
+
+func newAnswers(at time.Time) *answers {
+	a := &answers{at: at, perNode: map[string]int{}}
+	for i := range a.vals {
+		a.vals[i] = map[types.NamespacedName][]series{}
+	}
+	return a
+}
+
+// add records a signal's samples; it returns how many it dropped for
+// lacking the labels that name a VMI.
+func (a *answers) add(s signal, samples []Sample) (dropped int) {
+	for _, smp := range samples {
+		ns, name, node := smp.Labels["namespace"], smp.Labels["name"], smp.Labels["node"]
+		if ns == "" || name == "" {
+			dropped++
+			continue
+		}
+		k := types.NamespacedName{Namespace: ns, Name: name}
+		a.vals[s][k] = append(a.vals[s][k], series{node: node, v: smp.Value})
+		if s == sigPresent && node != "" {
+			a.perNode[node]++
+		}
+	}
+	return dropped
+}
+
+// pick is the VMI's value of a signal: the series from its own node, else
+// (a migration's handoff, a series without a node label) the one of the
+// lowest node name, so the choice does not depend on answer order.
+func (a *answers) pick(s signal, t *Target) (series, bool) {
+	ss := a.vals[s][t.Key]
+	if len(ss) == 0 {
+		return series{}, false
+	}
+	best := -1
+	for i := range ss {
+		if ss[i].node == t.Node {
+			return ss[i], true
+		}
+		if best < 0 || ss[i].node < ss[best].node {
+			best = i
+		}
+	}
+	return ss[best], true
+}
+
+// vmiState is what the fold remembers of one VMI between rounds.
+type vmiState struct {
+	// facts are the last facts folded from answers (never Unavailable).
+	facts verdict.DomainFacts
+	// baseline is the VM's usual time per I/O operation, an exponential
+	// average of its samples; baselineN counts them.
+	baseline  float64
+	baselineN int
+	// remaining is the last sample of a migration's data remaining.
+	remaining    float64
+	hasRemaining bool
+}
+
+// Baseline: the average follows quickly while latency stays under
+// slowRatio × baseline, and only slowly above it, so a slow spell does not
+// become the norm, but a lasting change of storage does, within hours.
+const (
+	baselineSamples = 3
+	slowRatio       = 3
+	alphaNormal     = 0.2
+	alphaSlow       = 0.005
+	// maxNotShrinking caps the counter; the threshold is far below.
+	maxNotShrinking = 1 << 10
+)
+
+// fold computes the VMI's facts from one round's answers and what it
+// remembers, and says whether they changed. SampledAt moves only with a
+// change, so an unchanged domain gives equal facts.
+func fold(st *vmiState, t *Target, a *answers) bool {
+	if st.facts.VMIUID != t.UID {
+		// A new VMI (or one recreated under the same name): nothing of the
+		// earlier one's history applies.
+		*st = vmiState{}
+	}
+	prev := &st.facts
+	f := verdict.DomainFacts{VMIUID: t.UID}
+
+	if p, ok := a.pick(sigPresent, t); ok {
+		f.Exported, f.Node = true, p.node
+	}
+	others := a.perNode[t.Node]
+	if f.Exported && f.Node == t.Node {
+		others--
+	}
+	f.NodeExports = others > 0
+	if !f.Exported {
+		f.MissingSince = since(prev.MissingSince, a.at)
+	}
+
+	v, ok := a.value(sigVCPU, t)
+	f.VCPUUsage = bucket(prev.VCPUUsage, v, ok, scaleCores)
+	if ok && v == 0 {
+		// Not a vCPU-second in the whole window: no state of a running
+		// guest does that (idle guests take timer interrupts).
+		f.VCPUStalledSince = since(prev.VCPUStalledSince, a.at)
+	}
+
+	v, ok = a.value(sigMemDomain, t)
+	f.MemoryDomain = bucket(prev.MemoryDomain, v, ok, scaleBytes)
+	v, ok = a.value(sigMemAvailable, t)
+	f.MemoryAvailable = bucket(prev.MemoryAvailable, v, ok, scaleBytes)
+	v, ok = a.value(sigMemUsable, t)
+	if !ok {
+		// Guests whose balloon driver predates the usable statistic report
+		// unused memory only.
+		v, ok = a.value(sigMemUnused, t)
+	}
+	f.MemoryUsable = bucket(prev.MemoryUsable, v, ok, scaleBytes)
+	v, ok = a.value(sigSwap, t)
+	f.SwapRate = bucket(prev.SwapRate, v, ok, scaleRate)
+
+	v, ok = a.value(sigStorageLatency, t)
+	f.StorageLatency = bucket(prev.StorageLatency, v, ok, scaleLatency)
+	if ok && valid(v) {
+		st.learn(v)
+	}
+	if st.baselineN >= baselineSamples {
+		f.StorageBaseline = bucket(prev.StorageBaseline, st.baseline, true, scaleLatency)
+	}
+	v, ok = a.value(sigStorageRead, t)
+	f.StorageReadRate = bucket(prev.StorageReadRate, v, ok, scaleRate)
+	v, ok = a.value(sigStorageWrite, t)
+	f.StorageWriteRate = bucket(prev.StorageWriteRate, v, ok, scaleRate)
+
+	v, ok = a.value(sigNetReceive, t)
+	f.NetworkReceiveRate = bucket(prev.NetworkReceiveRate, v, ok, scaleRate)
+	v, ok = a.value(sigNetTransmit, t)
+	f.NetworkTransmitRate = bucket(prev.NetworkTransmitRate, v, ok, scaleRate)
+	v, ok = a.value(sigNetErrors, t)
+	f.NetworkErrorRate = bucket(prev.NetworkErrorRate, v, ok, scaleEvents)
+
+	v, ok = a.value(sigMigRemaining, t)
+	if ok && valid(v) {
+		f.MigrationDataRemaining = bucket(prev.MigrationDataRemaining, v, true, scaleBytes)
+		if st.hasRemaining && v >= st.remaining {
+			f.MigrationNotShrinking = min(prev.MigrationNotShrinking+1, maxNotShrinking)
+		}
+		st.remaining, st.hasRemaining = v, true
+		v, ok = a.value(sigMigDirty, t)
+		f.MigrationDirtyRate = bucket(prev.MigrationDirtyRate, v, ok, scaleFine)
+		v, ok = a.value(sigMigTransfer, t)
+		f.MigrationTransferRate = bucket(prev.MigrationTransferRate, v, ok, scaleFine)
+	} else {
+		st.hasRemaining = false
+	}
+
+	f.SampledAt = prev.SampledAt
+	changed := f != *prev
+	if changed {
+		f.SampledAt = a.at
+	}
+	st.facts = f
+	return changed
+}
+
+func (a *answers) value(s signal, t *Target) (float64, bool) {
+	p, ok := a.pick(s, t)
+	return p.v, ok
+}
+
+// learn moves the storage baseline towards a latency sample.
+func (st *vmiState) learn(v float64) {
+	if st.baselineN == 0 {
+		st.baseline, st.baselineN = v, 1
+		return
+	}
+	alpha := alphaNormal
+	if v >= slowRatio*st.baseline {
+		alpha = alphaSlow
+	}
+	st.baseline += alpha * (v - st.baseline)
+	st.baselineN = min(st.baselineN+1, baselineSamples)
+}
+
+// since keeps the start of a state that lasts, or starts it now.
+func since(prev, now time.Time) time.Time {
+	if prev.IsZero() {
+		return now
+	}
+	return prev
+}

@@ -1,0 +1,107 @@
+package domainstats
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the source's own: how its queries fare, without a per-VM
+// label.
+type Metrics struct {
+	duration    *prometheus.HistogramVec
+	bytes       *prometheus.HistogramVec
+	errors      *prometheus.CounterVec
+	available   prometheus.Gauge
+	lastSuccess prometheus.Gauge
+	dropSeries  prometheus.Counter
+	vmis        *prometheus.GaugeVec
+}
+
+// NewMetrics makes the metrics; register Collectors.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vmobs_domain_stats_query_duration_seconds",
+			Help:    "Time an instant query for domain stats took, per signal, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}, []string{"signal"}),
+		bytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "vmobs_domain_stats_response_bytes",
+			Help:    "Size of Prometheus' answer to a domain stats query, per signal.",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 10),
+		}, []string{"signal"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vmobs_domain_stats_query_errors_total",
+			Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query).",
+		}, []string{"signal", "kind"}),
+		available: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vmobs_domain_stats_available",
+			Help: "1 while domain stats can be read from Prometheus; 0 once several rounds in a row have failed (the VMs' verdicts then rest on their other sources).",
+		}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "vmobs_domain_stats_last_success_timestamp_seconds",
+			Help: "Unix time of the last round of domain stats queries that all succeeded.",
+		}),
+		dropSeries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "vmobs_domain_stats_series_dropped_total",
+			Help: "Series in Prometheus' answers that name no VMI (no namespace or name label).",
+		}),
+		vmis: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "vmobs_domain_stats_vmis",
+			Help: "Running VMIs in the last round (state running) and those among them virt-handler exports (state exported).",
+		}, []string{"state"}),
+	}
+}
+
+// Collectors returns what to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.duration, m.bytes, m.errors, m.available, m.lastSuccess, m.dropSeries, m.vmis}
+}
+
+func (m *Metrics) queried(s signal, d time.Duration, n int, err error) {
+	if m == nil {
+		return
+	}
+	m.duration.WithLabelValues(s.String()).Observe(d.Seconds())
+	if n > 0 {
+		m.bytes.WithLabelValues(s.String()).Observe(float64(n))
+	}
+	if err != nil {
+		kind := "unreachable"
+		var qe *QueryError
+		if asQueryError(err, &qe) {
+			kind = qe.Kind
+		}
+		m.errors.WithLabelValues(s.String(), kind).Inc()
+	}
+}
+
+func (m *Metrics) succeeded(at time.Time) {
+	if m != nil {
+		m.available.Set(1)
+		m.lastSuccess.Set(float64(at.Unix()))
+	}
+}
+
+func (m *Metrics) unavailable() {
+	if m != nil {
+		m.available.Set(0)
+	}
+}
+
+func (m *Metrics) dropped(n int) {
+	if m != nil {
+		m.dropSeries.Add(float64(n))
+	}
+}
+
+func (m *Metrics) folded(running, exported int) {
+	if m != nil {
+		m.vmis.WithLabelValues("running").Set(float64(running))
+		m.vmis.WithLabelValues("exported").Set(float64(exported))
+	}
+}
+
+func asQueryError(err error, qe **QueryError) bool { return errors.As(err, qe) }

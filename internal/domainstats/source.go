@@ -1,0 +1,293 @@
+// Package domainstats reads what libvirt sees of every running domain —
+// virt-handler's domain stats, scraped by Prometheus — with one instant
+// query per signal for the whole fleet per interval, and folds the answers
+// into small per-VMI facts (verdict.DomainFacts). A VMI's facts change only
+// when a bucketed value or a state does; only then is its VM reconciled, so
+// domain stats never turn into status churn.
+//
+// A Prometheus that cannot be read is a fact too, for the whole fleet: after
+// a few failed rounds every VMI's facts say Unavailable, which the engine
+// turns into a note, never a verdict. An outage of Prometheus never pages a
+// VM.
+package domainstats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterval         = time.Minute
+	DefaultTimeout          = 10 * time.Second
+	DefaultUnavailableAfter = 3
+	// parallelQueries bounds the queries of a round in flight at once.
+	parallelQueries = 4
+)
+
+// Config configures a Source.
+type Config struct {
+	// Interval between rounds (--domain-stats-interval).
+	Interval time.Duration
+	// Window is the range of the rate() queries; 0 is twice the interval,
+	// at least two minutes, so that it spans several of virt-handler's
+	// scrapes (30s in KubeVirt's ServiceMonitor).
+	Window time.Duration
+	// Timeout bounds each query.
+	Timeout time.Duration
+	// UnavailableAfter is how many rounds in a row must fail before the
+	// facts say Unavailable; a single failed round keeps the last facts.
+	UnavailableAfter int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Window <= 0 {
+		c.Window = max(2*c.Interval, 2*time.Minute)
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.UnavailableAfter <= 0 {
+		c.UnavailableAfter = DefaultUnavailableAfter
+	}
+	return c
+}
+
+// Querier runs an instant query (Client.Query).
+type Querier interface {
+	Query(ctx context.Context, q string, t time.Time) ([]Sample, int, error)
+}
+
+// Source runs the rounds and holds the facts. Facts is safe to call from
+// any goroutine; Start runs the rounds.
+type Source struct {
+	cfg     Config
+	q       Querier
+	targets func() []Target
+	// notify is told the keys whose facts changed.
+	notify  func(types.NamespacedName)
+	now     func() time.Time
+	metrics *Metrics
+	log     logr.Logger
+
+	mu    sync.RWMutex
+	facts map[types.NamespacedName]*verdict.DomainFacts
+	// state is touched by the round only.
+	state    map[types.NamespacedName]*vmiState
+	failures int
+	why      string
+}
+
+// NewSource builds a Source. targets lists the Running VMIs (from the
+// controller's cache); notify is called for every VMI whose facts changed;
+// now may be nil (time.Now); m may be nil.
+func NewSource(cfg Config, q Querier, targets func() []Target, notify func(types.NamespacedName), now func() time.Time, m *Metrics, log logr.Logger) *Source {
+	if now == nil {
+		now = time.Now
+	}
+	return &Source{
+		cfg: cfg.withDefaults(), q: q, targets: targets, notify: notify, now: now, metrics: m, log: log,
+		facts: map[types.NamespacedName]*verdict.DomainFacts{},
+		state: map[types.NamespacedName]*vmiState{},
+	}
+}
+
+// Interval is the configured interval between rounds.
+func (s *Source) Interval() time.Duration { return s.cfg.Interval }
+
+// Facts returns a copy of the VMI's facts, nil when it has none yet.
+func (s *Source) Facts(key types.NamespacedName) *verdict.DomainFacts {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.facts[key]
+	if !ok {
+		return nil
+	}
+	c := *f
+	return &c
+}
+
+// Start runs a round every interval until ctx ends. It is a manager
+// Runnable that needs leader election: only the leader queries Prometheus.
+func (s *Source) Start(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		s.Round(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Round runs every query once, at the same evaluation time, and folds the
+// answers. Exported for tests.
+func (s *Source) Round(ctx context.Context) {
+	at := s.now().Truncate(time.Second)
+	targets := s.targets()
+	a, err := s.ask(ctx, at)
+	if err == nil && len(a.vals[sigPresent]) == 0 && len(targets) > 0 {
+		err = errors.New("no domain series of virt-handler (kubevirt_vmi_vcpu_seconds_total and others) in Prometheus for any VMI: is virt-handler scraped?")
+	}
+	if err != nil {
+		s.failed(ctx, targets, err)
+		return
+	}
+	s.failures, s.why = 0, ""
+	s.metrics.succeeded(at)
+
+	var changed []types.NamespacedName
+	exported := 0
+	live := make(map[types.NamespacedName]bool, len(targets))
+	next := make(map[types.NamespacedName]*verdict.DomainFacts, len(targets))
+	for i := range targets {
+		t := &targets[i]
+		live[t.Key] = true
+		st := s.state[t.Key]
+		if st == nil {
+			st = &vmiState{}
+			s.state[t.Key] = st
+		}
+		if fold(st, t, a) || s.published(t.Key) == nil || s.published(t.Key).Unavailable != "" {
+			changed = append(changed, t.Key)
+		}
+		f := st.facts
+		if f.Exported {
+			exported++
+		}
+		next[t.Key] = &f
+	}
+	for k := range s.state {
+		if !live[k] {
+			delete(s.state, k)
+		}
+	}
+	s.mu.Lock()
+	s.facts = next
+	s.mu.Unlock()
+	s.metrics.folded(len(targets), exported)
+	for _, k := range changed {
+		s.notify(k)
+	}
+}
+
+// published is the facts the engine reads now for key.
+func (s *Source) published(key types.NamespacedName) *verdict.DomainFacts {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.facts[key]
+}
+
+// failed handles a round that could not be read: the last facts stand
+// until UnavailableAfter rounds in a row have failed, then every VMI's
+// facts say why.
+func (s *Source) failed(ctx context.Context, targets []Target, err error) {
+	s.failures++
+	if s.failures < s.cfg.UnavailableAfter {
+		s.log.Info("Reading domain stats failed; keeping the last facts", "error", err.Error(), "failedRounds", s.failures)
+		return
+	}
+	why := err.Error()
+	if s.failures == s.cfg.UnavailableAfter || why != s.why {
+		s.log.Error(err, "Domain stats unavailable; verdicts rest on the other sources", "failedRounds", s.failures)
+	}
+	s.why = why
+	s.metrics.unavailable()
+	next := make(map[types.NamespacedName]*verdict.DomainFacts, len(targets))
+	var changed []types.NamespacedName
+	for i := range targets {
+		t := &targets[i]
+		f := &verdict.DomainFacts{Unavailable: unavailableReason(err), VMIUID: t.UID}
+		if p := s.published(t.Key); p == nil || *p != *f {
+			changed = append(changed, t.Key)
+		}
+		next[t.Key] = f
+	}
+	s.mu.Lock()
+	s.facts = next
+	s.mu.Unlock()
+	if ctx.Err() == nil {
+		for _, k := range changed {
+			s.notify(k)
+		}
+	}
+}
+
+// unavailableReason is the short cause the status shows. It must not
+// change from round to round for one outage (every change is a write per
+// VM), so it names the kind of failure, not its details.
+func unavailableReason(err error) string {
+	var qe *QueryError
+	if asQueryError(err, &qe) {
+		switch qe.Kind {
+		case "unreachable":
+			return "Prometheus cannot be reached"
+		case "timeout":
+			return "Prometheus does not answer in time"
+		case "refused":
+			return "Prometheus refuses the controller's queries"
+		case "http":
+			return "Prometheus answers with an HTTP error"
+		case "bad_response":
+			return "Prometheus' answers cannot be read"
+		case "query":
+			return "Prometheus rejects the controller's queries"
+		}
+	}
+	return "Prometheus holds no domain series of virt-handler"
+}
+
+// ask runs every signal's query at the same evaluation time, a few at a
+// time. Any failed query fails the round: facts folded from half the
+// signals would move for no reason in the world.
+func (s *Source) ask(ctx context.Context, at time.Time) (*answers, error) {
+	a := newAnswers(at)
+	type result struct {
+		sig     signal
+		samples []Sample
+		err     error
+	}
+	results := make([]result, numSignals)
+	sem := make(chan struct{}, parallelQueries)
+	var wg sync.WaitGroup
+	for sig := range numSignals {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			qctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+			defer cancel()
+			start := time.Now()
+			samples, n, err := s.q.Query(qctx, sig.query(s.cfg.Window), at)
+			s.metrics.queried(sig, time.Since(start), n, err)
+			results[sig] = result{sig, samples, err}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, r := range results {
+		if r.err != nil {
+			if first == nil {
+				first = fmt.Errorf("query %s: %w", r.sig, r.err)
+			}
+			continue
+		}
+		if d := a.add(r.sig, r.samples); d > 0 {
+			s.metrics.dropped(d)
+		}
+	}
+	return a, first
+}

@@ -1,0 +1,289 @@
+package domainstats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeProm answers /api/v1/query the way Prometheus does, from a function
+// of the query; its mode turns it into a failing Prometheus.
+type fakeProm struct {
+	mu    sync.Mutex
+	mode  string // "", "503", "401", "garbage", "slow", "empty", "nan"
+	calls int
+}
+
+func (p *fakeProm) set(mode string) { p.mu.Lock(); p.mode = mode; p.mu.Unlock() }
+
+func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	mode := p.mode
+	p.calls++
+	p.mu.Unlock()
+	_ = r.ParseForm()
+	q := r.Form.Get("query")
+	switch mode {
+	case "503":
+		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+		return
+	case "401":
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	case "garbage":
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[`))
+		return
+	case "slow":
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+		return
+	case "badquery":
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+		return
+	}
+	type series struct {
+		Metric map[string]string `json:"metric"`
+		Value  [2]any            `json:"value"`
+	}
+	var result []series
+	add := func(name, v string) {
+		result = append(result, series{map[string]string{"namespace": "ns", "name": name, "node": "node-a"}, [2]any{1.0, v}})
+	}
+	if mode != "empty" {
+		switch {
+		case strings.Contains(q, "group by"):
+			add("vm1", "1")
+			add("vm2", "1")
+			// A series that names no VMI.
+			result = append(result, series{map[string]string{"node": "node-a"}, [2]any{1.0, "1"}})
+		case strings.Contains(q, "vcpu"):
+			v := "0.4"
+			if mode == "nan" {
+				v = "NaN"
+			}
+			add("vm1", v)
+			add("vm2", "+Inf")
+		case strings.Contains(q, "memory_available"):
+			add("vm1", "4294967296")
+			add("vm2", "not a number")
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": result}})
+	_, _ = w.Write(body)
+}
+
+type notified struct {
+	mu   sync.Mutex
+	keys []types.NamespacedName
+}
+
+func (n *notified) add(k types.NamespacedName) {
+	n.mu.Lock()
+	n.keys = append(n.keys, k)
+	n.mu.Unlock()
+}
+func (n *notified) take() []types.NamespacedName {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := n.keys
+	n.keys = nil
+	return k
+}
+
+func newTestSource(t *testing.T, url string, targets []Target) (*Source, *notified, *Metrics) {
+	t.Helper()
+	c, err := NewClient(url, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &notified{}
+	m := NewMetrics()
+	clock := t0
+	s := NewSource(Config{Interval: time.Minute, Timeout: 200 * time.Millisecond}, c,
+		func() []Target { return targets }, n.add, func() time.Time { clock = clock.Add(time.Minute); return clock }, m, logr.Discard())
+	return s, n, m
+}
+
+var vm2 = Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
+
+func TestSourceNotifiesOnlyChanges(t *testing.T) {
+	p := &fakeProm{}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+	ctx := context.Background()
+
+	s.Round(ctx)
+	if got := n.take(); len(got) != 2 {
+		t.Fatalf("first round notified %v, want both VMIs", got)
+	}
+	f := s.Facts(vm1.Key)
+	if f == nil || !f.Exported || f.VCPUUsage.V != 0.2 || f.MemoryAvailable.V != 4.3e9 || f.Unavailable != "" {
+		t.Fatalf("facts %+v", f)
+	}
+	// vm2's +Inf and unparsable values are absent, not errors.
+	if f2 := s.Facts(vm2.Key); f2 == nil || f2.VCPUUsage.OK || f2.MemoryAvailable.OK || !f2.Exported {
+		t.Fatalf("facts of vm2 %+v", f2)
+	}
+	if got := testutil.ToFloat64(m.dropSeries); got != 1 {
+		t.Errorf("dropped series = %v, want 1", got)
+	}
+	if p.calls != int(numSignals) {
+		t.Errorf("a round made %d queries, want one per signal (%d)", p.calls, numSignals)
+	}
+	s.Round(ctx)
+	if got := n.take(); len(got) != 0 {
+		t.Fatalf("an unchanged world notified %v", got)
+	}
+	if s.Facts(types.NamespacedName{Namespace: "ns", Name: "other"}) != nil {
+		t.Fatal("a VMI that is not a target has facts")
+	}
+}
+
+func TestSourceOutage(t *testing.T) {
+	for _, tc := range []struct {
+		mode, why, kind string
+	}{
+		{"503", "Prometheus answers with an HTTP error", "http"},
+		{"401", "Prometheus refuses the controller's queries", "refused"},
+		{"garbage", "Prometheus' answers cannot be read", "bad_response"},
+		{"slow", "Prometheus does not answer in time", "timeout"},
+		{"badquery", "Prometheus rejects the controller's queries", "query"},
+		{"empty", "Prometheus holds no domain series of virt-handler", ""},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			p := &fakeProm{}
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+			ctx := context.Background()
+			s.Round(ctx)
+			before := *s.Facts(vm1.Key)
+			n.take()
+
+			p.set(tc.mode)
+			for i := 1; i < DefaultUnavailableAfter; i++ {
+				s.Round(ctx)
+				if got := n.take(); len(got) != 0 || *s.Facts(vm1.Key) != before {
+					t.Fatalf("failed round %d changed facts or notified %v", i, got)
+				}
+			}
+			s.Round(ctx)
+			if got := n.take(); len(got) != 2 {
+				t.Fatalf("the outage notified %v, want both VMIs", got)
+			}
+			f := s.Facts(vm1.Key)
+			if f.Unavailable != tc.why || f.Exported || f.VMIUID != vm1.UID {
+				t.Fatalf("facts in the outage %+v, want Unavailable %q", f, tc.why)
+			}
+			if got := testutil.ToFloat64(m.available); got != 0 {
+				t.Errorf("vmobs_domain_stats_available = %v", got)
+			}
+			if tc.kind != "" {
+				if got := testutil.ToFloat64(m.errors.WithLabelValues("vcpu", tc.kind)); got < 1 {
+					t.Errorf("errors{vcpu,%s} = %v", tc.kind, got)
+				}
+			}
+			s.Round(ctx)
+			if got := n.take(); len(got) != 0 {
+				t.Fatalf("a lasting outage notified again: %v", got)
+			}
+
+			p.set("")
+			s.Round(ctx)
+			if got := n.take(); len(got) != 2 {
+				t.Fatalf("the recovery notified %v", got)
+			}
+			if f := s.Facts(vm1.Key); f.Unavailable != "" || !f.Exported {
+				t.Fatalf("facts after recovery %+v", f)
+			}
+			if got := testutil.ToFloat64(m.available); got != 1 {
+				t.Errorf("vmobs_domain_stats_available = %v after recovery", got)
+			}
+		})
+	}
+}
+
+func TestSourceUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	s, n, _ := newTestSource(t, url, []Target{vm1})
+	for range DefaultUnavailableAfter {
+		s.Round(context.Background())
+	}
+	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "Prometheus cannot be reached" {
+		t.Fatalf("facts %+v", f)
+	}
+	if got := n.take(); len(got) != 1 {
+		t.Fatalf("notified %v", got)
+	}
+}
+
+func TestQueryBoundsTheAnswer(t *testing.T) {
+	old := maxResponse
+	maxResponse = 1 << 10
+	defer func() { maxResponse = old }()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Repeat(`{"metric":{},"value":[1,"1"]},`, 100)+`{"metric":{},"value":[1,"1"]}`)
+	}))
+	defer srv.Close()
+	c, _ := NewClient(srv.URL, "", "")
+	_, n, err := c.Query(context.Background(), "up", t0)
+	var qe *QueryError
+	if !asQueryError(err, &qe) || qe.Kind != "bad_response" || n <= 1<<10 {
+		t.Fatalf("err %v, n %d", err, n)
+	}
+}
+
+func TestNewClientRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct{ url, token, ca string }{
+		{"prometheus:9090", "", ""},
+		{"ftp://prometheus", "", ""},
+		{"http://prometheus:9090", "/does/not/exist", ""},
+		{"http://prometheus:9090", "", "/does/not/exist"},
+	} {
+		if _, err := NewClient(tc.url, tc.token, tc.ca); err == nil {
+			t.Errorf("NewClient(%q, %q, %q) accepted", tc.url, tc.token, tc.ca)
+		}
+	}
+}
+
+func TestQuerySendsTheToken(t *testing.T) {
+	tok := t.TempDir() + "/token"
+	write := func(s string) {
+		if err := writeFile(tok, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first\n")
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL+"/prefix", tok, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _ = c.Query(context.Background(), "up", t0)
+	write("rotated")
+	_, _, _ = c.Query(context.Background(), "up", t0)
+	if len(got) != 2 || got[0] != "Bearer first" || got[1] != "Bearer rotated" {
+		t.Fatalf("Authorization headers %q", got)
+	}
+}

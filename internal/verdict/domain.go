@@ -1,0 +1,429 @@
+package verdict
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// The series of virt-handler's domain stats collector the rules cite
+// (kv:pkg/monitoring/metrics/virt-handler/domainstats), as the fold's
+// queries read them (internal/domainstats/signals.go). Series read together
+// are written with braces, as the collector's files list them.
+const (
+	// seriesPresent are the series every running domain has: a domain
+	// with none of them is not exported.
+	seriesPresent         = "kubevirt_vmi_{vcpu_seconds_total,memory_domain_bytes,memory_resident_bytes}"
+	seriesVCPU            = "kubevirt_vmi_vcpu_seconds_total"
+	seriesMemoryAvailable = "kubevirt_vmi_memory_available_bytes"
+	seriesMemoryUsable    = "kubevirt_vmi_memory_usable_bytes"
+	seriesSwap            = "kubevirt_vmi_memory_swap_{in,out}_traffic_bytes"
+	seriesStorageLatency  = "kubevirt_vmi_storage_{read,write}_times_seconds_total / kubevirt_vmi_storage_iops_{read,write}_total"
+	seriesNetworkErrors   = "kubevirt_vmi_network_{receive,transmit}_{errors,packets_dropped}_total"
+	seriesMigRemaining    = "kubevirt_vmi_migration_data_remaining_bytes"
+	seriesMigDirty        = "kubevirt_vmi_migration_dirty_memory_rate_bytes"
+	// seriesMigTransfer was named ..._disk_... before kubevirt#13500
+	// corrected it; the fold reads either.
+	seriesMigTransfer = "kubevirt_vmi_migration_{memory,disk}_transfer_rate_bytes"
+)
+
+// How a series is cited: the field is the function the fold applied, the
+// value the number with its unit, the time the sample's.
+const (
+	fieldMax       = "max by (namespace,name,node)"
+	fieldRate      = "rate, sum by (namespace,name,node)"
+	fieldBaseline  = "rate, sum by (namespace,name,node), baseline of earlier samples"
+	fieldPresent   = "group by (namespace,name,node)"
+	fieldNode      = "{node}"
+	fieldShrinking = "samples in a row not shrinking"
+	fieldQuery     = "query"
+)
+
+// domainFacts are the domain stats of the VMI when a rule may read them:
+// the VMI runs, and the facts were folded for this VMI (not for an earlier
+// one of the same name). Facts that say domain stats are unavailable carry
+// no UID: they are the whole fleet's.
+func (f *facts) domainFacts() *DomainFacts {
+	d := f.in.Domain
+	if d == nil || f.lc != lcRunning || f.vmi == nil {
+		return nil
+	}
+	if d.Unavailable != "" && (d.VMIUID == "" || d.VMIUID == f.vmi.UID) {
+		return d
+	}
+	if d.VMIUID == "" || d.VMIUID != f.vmi.UID {
+		return nil
+	}
+	return d
+}
+
+// domainSeries are the facts when they carry the domain's series: readable,
+// this VMI's, and exported by virt-handler.
+func (f *facts) domainSeries() *DomainFacts {
+	d := f.domainFacts()
+	if d == nil || d.Unavailable != "" || !d.Exported {
+		return nil
+	}
+	return d
+}
+
+// val is v when it is a number the rules can judge; a value that is not
+// finite or is negative is absent, whatever OK says.
+func val(v Value) (float64, bool) {
+	if !v.OK || !(v.V >= 0) || math.IsInf(v.V, 1) {
+		return 0, false
+	}
+	return v.V, true
+}
+
+// domainNode runs the node layer's rules on domain stats: whether
+// Prometheus can be read, whether virt-handler exports the domain, and what
+// the hypervisor says of its storage and network.
+func (e *engine) domainNode(l *layer) {
+	f := &e.f
+	d := f.domainFacts()
+	if d == nil {
+		return
+	}
+	if d.Unavailable != "" {
+		// The verdict rests on the other sources, as without domain stats.
+		why := bound(d.Unavailable, maxValue)
+		l.note(v1alpha1.ReasonDomainStatsUnavailable, "domain stats unavailable: "+why, time.Time{})
+		l.cite(kindSeries, seriesPresent, fieldQuery, why, time.Time{})
+		return
+	}
+	if !d.Exported {
+		e.domainMissing(l, d)
+		return
+	}
+	pol := &f.pol
+	lat, okLat := val(d.StorageLatency)
+	base, okBase := val(d.StorageBaseline)
+	if okLat && okBase && lat >= float64(pol.StorageSlowFactor)*base && lat >= pol.StorageSlowLatency.Seconds() {
+		msg := "I/O operations take " + secondsText(lat) + " each"
+		if base > 0 {
+			msg += ", " + num(lat/base) + "× the VM's usual " + secondsText(base)
+		} else {
+			msg += "; the VM's usual time is 0 ms"
+		}
+		msg += " (slow from " + strconv.Itoa(int(pol.StorageSlowFactor)) + "× and " + secondsText(pol.StorageSlowLatency.Seconds()) + ")"
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStorageSlow, msg, d.SampledAt)
+		l.cite(kindSeries, seriesStorageLatency, fieldRate, secondsText(lat), d.SampledAt)
+		l.cite(kindSeries, seriesStorageLatency, fieldBaseline, secondsText(base), d.SampledAt)
+	}
+	if r, ok := val(d.NetworkErrorRate); ok && r >= pol.NetworkErrorRate {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNetworkErrors,
+			"the domain's interfaces report "+num(r)+" errors and drops per second (from "+num(pol.NetworkErrorRate)+"/s)", d.SampledAt)
+		l.cite(kindSeries, seriesNetworkErrors, fieldRate, num(r)+"/s", d.SampledAt)
+	}
+}
+
+// domainCauses are the node layer's findings that explain a domain without
+// series: virt-handler or the node cannot report, or the launcher that runs
+// the domain is not there to be seen.
+var domainCauses = [...]string{
+	v1alpha1.ReasonNodeNotReady, v1alpha1.ReasonNodeAgentStale, v1alpha1.ReasonNodeMissing,
+	v1alpha1.ReasonMalformedHeartbeat, v1alpha1.ReasonFutureTimestamp, v1alpha1.ReasonNotInInput,
+	v1alpha1.ReasonLauncherPodMissing, v1alpha1.ReasonLauncherPodFailed, v1alpha1.ReasonLauncherPodNotReady,
+	v1alpha1.ReasonLauncherPodTerminating, v1alpha1.ReasonComputeContainerOOMKilled,
+	v1alpha1.ReasonComputeContainerTerminated, v1alpha1.ReasonStatusLagging, v1alpha1.ReasonDomainSyncFailed,
+}
+
+// domainMissing judges a running VMI whose domain virt-handler does not
+// export. virt-handler reports a domain from its first scrape after the
+// domain starts; the controller samples every DomainStatsInterval. So the
+// series are due two intervals and a grace after Running (or after the
+// migration that moved the VMI to another node's virt-handler), and a
+// series that vanishes from a VMI running for long counts once it stayed
+// away for the grace: one sample does not decide.
+func (e *engine) domainMissing(l *layer, d *DomainFacts) {
+	f := &e.f
+	if f.mig.inProgress {
+		// The handoff changes the node, and so the exporter.
+		return
+	}
+	if f.vmi.DeletionTimestamp != nil || (f.vm != nil && f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted) {
+		// A VMI that is stopping loses its domain by design; the control
+		// plane judges the stop (Stopping, StuckStopping).
+		return
+	}
+	pol := &f.pol
+	wait := 2*pol.DomainStatsInterval + pol.DomainStatsGrace
+	if wait < 0 {
+		wait = math.MaxInt64 // thresholds too large to add up: never due
+	}
+	start := f.phaseSince
+	if f.mig.present && f.mig.succeeded {
+		start = later(start, f.mig.endTime())
+	}
+	var due time.Time
+	if !start.IsZero() {
+		due = ceilSec(start.Add(wait))
+	}
+	if !d.MissingSince.IsZero() {
+		due = later(due, ceilSec(d.MissingSince.Add(pol.DomainStatsGrace)))
+	}
+	if !due.IsZero() && !crossed(f.now, due) {
+		e.deadline(due)
+		l.stale(due)
+		return
+	}
+	node := orUnknown(f.nodeName)
+	msg := "virt-handler on node " + node + " exports no domain at all: its exporter or its scrape is down"
+	nodeValue := node + ": none"
+	if d.NodeExports {
+		msg = "virt-handler on node " + node + " exports other domains but not this one: the hypervisor does not see it"
+		nodeValue = node + ": other domains"
+	}
+	absent := "absent"
+	if !d.MissingSince.IsZero() {
+		absent += " since " + rfc(d.MissingSince)
+	}
+	l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing, msg, due)
+	l.cite(kindSeries, seriesPresent, fieldPresent, absent, d.MissingSince)
+	l.cite(kindSeries, seriesPresent, fieldNode, nodeValue, d.SampledAt)
+	if l.cur < 0 {
+		return
+	}
+	for i := 0; i < l.nf; i++ {
+		c := &l.findings[i]
+		if c.verdict == v1alpha1.VerdictHealthy {
+			continue // a note explains nothing
+		}
+		for _, r := range domainCauses {
+			if c.reason == r {
+				l.findings[l.cur].consequence = true
+			}
+		}
+	}
+}
+
+// domainGuest runs the guest layer's rules on domain stats. A paused
+// guest is judged by its pause: its vCPUs stand still by design, and what
+// its balloon driver said before is not current.
+func (e *engine) domainGuest(l *layer) {
+	f := &e.f
+	d := f.domainSeries()
+	if d == nil || f.paused() != nil {
+		return
+	}
+	pol := &f.pol
+	if s := d.VCPUStalledSince; !s.IsZero() {
+		due := ceilSec(s.Add(pol.GuestCPUStalledAfter))
+		if crossed(f.now, due) {
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestCPUStalled,
+				"the guest's vCPUs have used no CPU time since "+rfc(s)+", longer than "+pol.GuestCPUStalledAfter.String()+
+					": the guest hangs, or QEMU does", s)
+			l.cite(kindSeries, seriesVCPU, fieldRate, "0 cores since "+rfc(s), s)
+		} else {
+			e.deadline(due)
+			l.stale(due)
+		}
+	}
+	avail, okAvail := val(d.MemoryAvailable)
+	usable, okUsable := val(d.MemoryUsable)
+	pct := float64(pol.GuestMemoryAvailablePercent)
+	low := okAvail && avail > 0 && okUsable && usable*100 < avail*pct
+	swap, okSwap := val(d.SwapRate)
+	swapping := okSwap && swap >= pol.GuestSwapRate
+	if !low && !swapping {
+		return
+	}
+	var b strings.Builder
+	if low {
+		b.WriteString("the guest can use only " + bytesText(usable) + " of its " + bytesText(avail) +
+			" without swapping (under " + num(pct) + "%)")
+	}
+	if swapping {
+		if low {
+			b.WriteString(" and ")
+		} else {
+			b.WriteString("the guest ")
+		}
+		b.WriteString("swaps " + bytesText(swap) + "/s (from " + bytesText(pol.GuestSwapRate) + "/s)")
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure, b.String(), d.SampledAt)
+	if low {
+		l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(usable), d.SampledAt)
+		l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(avail), d.SampledAt)
+	}
+	if swapping {
+		l.cite(kindSeries, seriesSwap, fieldRate, bytesText(swap)+"/s", d.SampledAt)
+	}
+}
+
+// domainMigration judges the live migration in progress by its source
+// domain's job: remaining data that does not shrink, or memory dirtied as
+// fast as it is copied, will not converge by itself (KubeVirt's
+// progressTimeout or completionTimeoutPerGiB aborts it, or post-copy or
+// auto-converge must help).
+func (e *engine) domainMigration(l *layer) {
+	f := &e.f
+	m := &f.mig
+	d := f.domainSeries()
+	if d == nil || !m.inProgress {
+		return
+	}
+	dirty, okDirty := val(d.MigrationDirtyRate)
+	xfer, okXfer := val(d.MigrationTransferRate)
+	n := d.MigrationNotShrinking
+	outpaced := okDirty && okXfer && dirty >= xfer && n >= 1
+	if n < f.pol.MigrationNotConvergingSamples && !outpaced {
+		return
+	}
+	label := "the migration"
+	if m.name != "" {
+		label = "migration " + m.name
+	}
+	var b strings.Builder
+	b.WriteString(label + " is not converging: ")
+	remaining, okRem := val(d.MigrationDataRemaining)
+	if okRem {
+		b.WriteString(bytesText(remaining) + " remaining")
+	} else {
+		b.WriteString("the data remaining is not known")
+	}
+	b.WriteString(", not shrinking over " + strconv.Itoa(int(n)) + " samples")
+	if okDirty && okXfer {
+		b.WriteString("; the guest dirties memory at " + bytesText(dirty) + "/s, copied at " + bytesText(xfer) + "/s")
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationNotConverging, b.String(), d.SampledAt)
+	if okRem {
+		l.cite(kindSeries, seriesMigRemaining, fieldMax, bytesText(remaining), d.SampledAt)
+	}
+	l.cite(kindSeries, seriesMigRemaining, fieldShrinking, strconv.Itoa(int(n)), d.SampledAt)
+	if okDirty {
+		l.cite(kindSeries, seriesMigDirty, fieldMax, bytesText(dirty)+"/s", d.SampledAt)
+	}
+	if okXfer {
+		l.cite(kindSeries, seriesMigTransfer, fieldMax, bytesText(xfer)+"/s", d.SampledAt)
+	}
+}
+
+// domainSummary renders the domain's series into the status. The fold
+// has rounded the values to buckets, so the same facts give the same
+// quantities.
+func (e *engine) domainSummary() *v1alpha1.DomainSummary {
+	d := e.f.domainSeries()
+	if d == nil {
+		return nil
+	}
+	a := e.a
+	s := &a.dom
+	s.SampledAt = a.time(trunc(d.SampledAt))
+	s.Node = bound(d.Node, maxValue)
+	s.VCPUUsage = a.milli(d.VCPUUsage)
+	s.MemoryAvailable = a.bytes(d.MemoryAvailable)
+	if avail, ok := val(d.MemoryAvailable); ok {
+		if usable, ok := val(d.MemoryUsable); ok && usable <= avail {
+			s.MemoryUsed = a.bytes(Value{V: avail - usable, OK: true})
+		}
+	}
+	s.SwapRate = a.bytes(d.SwapRate)
+	s.StorageReadRate = a.bytes(d.StorageReadRate)
+	s.StorageWriteRate = a.bytes(d.StorageWriteRate)
+	if lat, ok := val(d.StorageLatency); ok && lat < maxSeconds {
+		a.dur = metav1.Duration{Duration: time.Duration(math.Round(lat * float64(time.Second)))}
+		s.StorageLatency = &a.dur
+	}
+	s.NetworkReceiveRate = a.bytes(d.NetworkReceiveRate)
+	s.NetworkTransmitRate = a.bytes(d.NetworkTransmitRate)
+	s.NetworkErrorRate = a.milli(d.NetworkErrorRate)
+	s.MigrationDataRemaining = a.bytes(d.MigrationDataRemaining)
+	s.MigrationDirtyRate = a.bytes(d.MigrationDirtyRate)
+	s.MigrationTransferRate = a.bytes(d.MigrationTransferRate)
+	return s
+}
+
+const (
+	// maxWhole bounds the values rendered as quantities, below int64's
+	// limit: larger ones (no memory or rate is that large) are absent.
+	maxWhole = 1 << 62
+	// maxSeconds bounds a latency rendered as a duration (int64
+	// nanoseconds hold 292 years).
+	maxSeconds = 1e9
+)
+
+// bytes is a whole number of bytes (or bytes per second) as a binary-SI
+// quantity ("4Gi"), nil when absent.
+func (a *arena) bytes(v Value) *resource.Quantity {
+	x, ok := val(v)
+	if !ok || x >= maxWhole {
+		return nil
+	}
+	q := a.quantity(resource.BinarySI)
+	q.Set(int64(math.Round(x)))
+	return q
+}
+
+// milli is a quantity in thousandths, decimal-SI ("250m"), nil when absent.
+func (a *arena) milli(v Value) *resource.Quantity {
+	x, ok := val(v)
+	if !ok || x*1000 >= maxWhole {
+		return nil
+	}
+	q := a.quantity(resource.DecimalSI)
+	q.SetMilli(int64(math.Round(x * 1000)))
+	return q
+}
+
+func (a *arena) quantity(format resource.Format) *resource.Quantity {
+	if a.nq < len(a.qty) {
+		a.qty[a.nq] = resource.Quantity{Format: format}
+		a.nq++
+		return &a.qty[a.nq-1]
+	}
+	return &resource.Quantity{Format: format}
+}
+
+// num writes a non-negative number with about three significant digits and
+// no trailing zeros; callers pass only values val accepted.
+func num(x float64) string {
+	var prec int
+	switch {
+	case x >= 1e6:
+		return strconv.FormatFloat(x, 'g', 3, 64)
+	case x >= 100:
+		prec = 0
+	case x >= 10:
+		prec = 1
+	case x >= 1:
+		prec = 2
+	default:
+		prec = 3
+	}
+	s := strconv.FormatFloat(x, 'f', prec, 64)
+	if strings.IndexByte(s, '.') >= 0 {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// bytesText writes bytes in binary units ("1.5 GiB").
+func bytesText(x float64) string {
+	const units = "KMGTPE"
+	if x < 1024 {
+		return num(x) + " B"
+	}
+	u := -1
+	for x >= 1024 && u < len(units)-1 {
+		x /= 1024
+		u++
+	}
+	return num(x) + " " + units[u:u+1] + "iB"
+}
+
+// secondsText writes a latency in milliseconds under a second.
+func secondsText(x float64) string {
+	if x < 1 {
+		return num(x*1000) + " ms"
+	}
+	return num(x) + " s"
+}
