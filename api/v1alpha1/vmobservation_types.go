@@ -273,17 +273,30 @@ type VMISummary struct {
 	// +optional
 	SELinuxContext string `json:"selinuxContext,omitempty"`
 	// FSFreezeStatus is "frozen" while the guest's filesystems are frozen
-	// (status.fsFreezeStatus).
+	// (status.fsFreezeStatus, which virt-handler copies from the guest
+	// agent's guest-fsfreeze-status).
 	// +optional
 	FSFreezeStatus string `json:"fsFreezeStatus,omitempty"`
-	// Memory is the guest memory at boot, now and requested
-	// (status.memory); a difference is a hotplug on its way.
+	// FSFrozenSince is when vmobs first saw this VMI's filesystems frozen:
+	// KubeVirt records no time for a freeze, so the controller keeps the
+	// first sighting from one status to the next while they stay frozen.
+	// +optional
+	FSFrozenSince *metav1.Time `json:"fsFrozenSince,omitempty"`
+	// Memory is the guest memory in the spec, at boot, requested of the
+	// domain and in the domain now; a difference is a hotplug on its way.
 	// +optional
 	Memory *VMIMemory `json:"memory,omitempty"`
 	// CPU is the vCPU topology the domain runs with and the one the spec
 	// asks for; a difference is a hotplug on its way.
 	// +optional
 	CPU *VMICPU `json:"cpu,omitempty"`
+	// HotplugSince is when the memory or CPU hotplug now requested and not
+	// yet applied began, as well as the objects tell: the end of the
+	// migration that handed the memory to the domain, else when vmobs first
+	// saw it pending (KubeVirt's HotMemoryChange and HotVCPUChange
+	// conditions carry no time), kept from one status to the next.
+	// +optional
+	HotplugSince *metav1.Time `json:"hotplugSince,omitempty"`
 	// HotplugVolumes lists the hotplugged volumes and their phases, by name.
 	// +optional
 	// +listType=atomic
@@ -291,17 +304,26 @@ type VMISummary struct {
 	HotplugVolumes []HotplugVolume `json:"hotplugVolumes,omitempty"`
 }
 
-// VMIMemory is the VMI's status.memory.
+// VMIMemory is the VMI's spec.domain.memory.guest and status.memory.
 type VMIMemory struct {
+	// Guest is the guest memory the VMI's spec asks for
+	// (spec.domain.memory.guest); virt-controller raises it from the VM's
+	// template when a memory hotplug is requested.
+	// +optional
+	Guest *resource.Quantity `json:"guest,omitempty"`
 	// GuestAtBoot is the guest memory the domain booted with.
 	// +optional
 	GuestAtBoot *resource.Quantity `json:"guestAtBoot,omitempty"`
-	// GuestCurrent is the guest memory the domain has now.
-	// +optional
-	GuestCurrent *resource.Quantity `json:"guestCurrent,omitempty"`
-	// GuestRequested is the guest memory the spec asks for.
+	// GuestRequested is the guest memory last requested of the domain
+	// (status.memory.guestRequested): virt-handler sets it to the spec's
+	// once it has applied a hotplug on the migration target.
 	// +optional
 	GuestRequested *resource.Quantity `json:"guestRequested,omitempty"`
+	// GuestCurrent is the guest memory the domain has now (libvirt's
+	// currentMemory): it reaches guestRequested once the guest has taken
+	// the hotplugged memory.
+	// +optional
+	GuestCurrent *resource.Quantity `json:"guestCurrent,omitempty"`
 }
 
 // CPUTopology is a number of sockets, cores per socket and threads per core.
@@ -445,8 +467,8 @@ type MigrationSummary struct {
 	// TargetPod is the launcher pod the VM migrates to.
 	// +optional
 	TargetPod string `json:"targetPod,omitempty"`
-	// Mode is the migration's mode (migrationState.mode): PreCopy or
-	// PostCopy.
+	// Mode is the migration's mode (migrationState.mode): PreCopy,
+	// PostCopy, or Paused when the VM is migrated paused.
 	// +optional
 	Mode string `json:"mode,omitempty"`
 	// StartTime is when the memory transfer started (migrationState).

@@ -63,6 +63,8 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.Policy.StalledAfter, "stalled-after", opts.Policy.StalledAfter, "A layer Degraded longer than this sets Stalled=True.")
 	fs.DurationVar(&opts.Policy.LagGrace, "lag-grace", opts.Policy.LagGrace, "How long KubeVirt's objects may contradict each other (status lags reality) before the contradiction becomes a verdict.")
 	fs.BoolVar(&opts.Policy.GuestAgentExpected, "guest-agent-expected", opts.Policy.GuestAgentExpected, "A missing guest agent is Degraded rather than a note.")
+	fs.DurationVar(&opts.Policy.HotplugTimeout, "hotplug-timeout", opts.Policy.HotplugTimeout, "A memory or CPU hotplug requested and not applied for longer than this is HotplugStuck.")
+	fs.DurationVar(&opts.Policy.FilesystemsFrozenAfter, "filesystems-frozen-after", opts.Policy.FilesystemsFrozenAfter, "Guest filesystems frozen for longer than this make the guest layer Degraded (FilesystemsFrozen).")
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")
 	fs.StringVar(&opts.PrometheusBearerTokenFile, "prometheus-bearer-token-file", "", "Send the token in this file (read before each query) to Prometheus, e.g. /var/run/secrets/kubernetes.io/serviceaccount/token for OpenShift's thanos-querier.")
 	fs.StringVar(&opts.PrometheusCAFile, "prometheus-ca-file", "", "PEM bundle that signs Prometheus' serving certificate, e.g. /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt on OpenShift.")

@@ -95,6 +95,8 @@ func DemoPace() Pace {
 	p.MigrationPhaseTimeout = 20 * time.Second
 	p.HeartbeatTimeout = 15 * time.Second
 	p.AgentGracePeriod = 15 * time.Second
+	p.HotplugTimeout = 20 * time.Second
+	p.FilesystemsFrozenAfter = 20 * time.Second
 	p.StalledAfter = time.Minute
 	return Pace{
 		Policy:         p,
@@ -117,6 +119,8 @@ func FastPace() Pace {
 	p.MigrationPhaseTimeout = 6 * time.Second
 	p.HeartbeatTimeout = 6 * time.Second
 	p.AgentGracePeriod = 5 * time.Second
+	p.HotplugTimeout = 6 * time.Second
+	p.FilesystemsFrozenAfter = 6 * time.Second
 	p.StalledAfter = 30 * time.Second
 	return Pace{
 		Policy:         p,
@@ -142,6 +146,8 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.MigrationPhaseTimeout, d.MigrationPhaseTimeout},
 		{p.Policy.HeartbeatTimeout, d.HeartbeatTimeout},
 		{p.Policy.AgentGracePeriod, d.AgentGracePeriod},
+		{p.Policy.HotplugTimeout, d.HotplugTimeout},
+		{p.Policy.FilesystemsFrozenAfter, d.FilesystemsFrozenAfter},
 	} {
 		r = max(r, float64(x[0])/float64(x[1]))
 	}
@@ -150,8 +156,9 @@ func (p Pace) waitScale() float64 {
 
 // Thresholds says the pace's thresholds in one line.
 func (p Pace) Thresholds() string {
-	return fmt.Sprintf("scheduling timeout %s · migration phase timeout %s · heartbeat timeout %s · agent grace %s",
-		p.Policy.SchedulingTimeout, p.Policy.MigrationPhaseTimeout, p.Policy.HeartbeatTimeout, p.Policy.AgentGracePeriod)
+	return fmt.Sprintf("scheduling timeout %s · migration phase timeout %s · heartbeat timeout %s · agent grace %s · hotplug timeout %s · frozen filesystems %s",
+		p.Policy.SchedulingTimeout, p.Policy.MigrationPhaseTimeout, p.Policy.HeartbeatTimeout, p.Policy.AgentGracePeriod,
+		p.Policy.HotplugTimeout, p.Policy.FilesystemsFrozenAfter)
 }
 
 // Validate checks the options a user gives.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -117,6 +118,10 @@ func RunningVMI(mods ...VMIMod) *kubevirtv1.VirtualMachineInstance {
 		},
 		Spec: kubevirtv1.VirtualMachineInstanceSpec{
 			Domain: kubevirtv1.DomainSpec{
+				// virt-api's defaults leave room for hotplug: four times the
+				// sockets and the memory (kv:pkg/defaults).
+				CPU:    &kubevirtv1.CPU{Sockets: 1, Cores: 2, Threads: 1, MaxSockets: 4, Model: kubevirtv1.CPUModeHostModel},
+				Memory: &kubevirtv1.Memory{Guest: ptr(resource.MustParse("4Gi")), MaxGuest: ptr(resource.MustParse("16Gi"))},
 				Devices: kubevirtv1.Devices{
 					Interfaces: []kubevirtv1.Interface{
 						{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
@@ -165,6 +170,11 @@ func RunningVMI(mods ...VMIMod) *kubevirtv1.VirtualMachineInstance {
 			MigrationMethod:               kubevirtv1.LiveMigration,
 			QOSClass:                      ptr(corev1.PodQOSBurstable),
 			LauncherContainerImageVersion: "quay.io/kubevirt/virt-launcher:v1.9.0",
+			SelinuxContext:                "system_u:system_r:container_t:s0:c417,c812",
+			CurrentCPUTopology:            &kubevirtv1.CPUTopology{Sockets: 1, Cores: 2, Threads: 1},
+			Memory: &kubevirtv1.MemoryStatus{
+				GuestAtBoot: ptr(resource.MustParse("4Gi")), GuestRequested: ptr(resource.MustParse("4Gi")), GuestCurrent: ptr(resource.MustParse("4Gi")),
+			},
 		},
 	}
 	for _, m := range mods {

@@ -49,6 +49,10 @@ type Observation struct {
 	HasLayers      bool
 	Layers         [3]Layer // in v1alpha1.LayerNames order
 	Conditions     []Condition
+
+	// FSFrozenSince and HotplugSince are status.vmi's first sightings,
+	// which the engine carries from one status to the next.
+	FSFrozenSince, HotplugSince Time
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -88,6 +92,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	}
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
+		out.FSFrozenSince, out.HotplugSince = timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Layers != nil {
@@ -122,12 +127,13 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 
 // Previous is the stored status as far as the engine, the Events and the
 // metrics read it: the overall and per-layer verdicts, the layers'
-// reasons, messages and times, the VMI's UID, whether the agent was
-// connected, and the conditions' statuses and transition times.
+// reasons, messages and times, the VMI's UID and first sightings, whether
+// the agent was connected, and the conditions' statuses and transition
+// times.
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
 	if !o.VMIUID.IsZero() {
-		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID(), FSFrozenSince: o.FSFrozenSince.Ptr(), HotplugSince: o.HotplugSince.Ptr()}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}

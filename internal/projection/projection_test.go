@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -79,7 +80,8 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	fields := metav1.NewFieldsV1(`{"f:status":{"f:verdict":{}}}`)
 	st := v1alpha1.VMObservationStatus{
 		Verdict: v1alpha1.VerdictDegraded, Reason: "R", Message: "long message", ObservedGeneration: 3,
-		VMI: &v1alpha1.VMISummary{Name: "vm1", UID: "vmi-uid"}, Guest: &v1alpha1.GuestSummary{AgentConnected: true, OSPrettyName: "os"},
+		VMI:   &v1alpha1.VMISummary{Name: "vm1", UID: "vmi-uid", FSFrozenSince: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), QOSClass: "Burstable"},
+		Guest: &v1alpha1.GuestSummary{AgentConnected: true, OSPrettyName: "os"},
 		Layers: &v1alpha1.Layers{Node: v1alpha1.LayerStatus{
 			Verdict: v1alpha1.VerdictDegraded, Reason: "NodeNotReady", Message: "m", LastTransitionTime: ptr.To(metav1.NewTime(t0)),
 			StaleAt: ptr.To(metav1.NewTime(t0.Add(time.Minute))), Evidence: []v1alpha1.Evidence{{Kind: "Node", Name: "n"}},
@@ -116,8 +118,58 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 		len(prev.Conditions) != 1 || prev.Conditions[0].Status != metav1.ConditionFalse {
 		t.Errorf("previous status %+v", prev)
 	}
-	if prev.Message != "" || prev.Layers.Node.Evidence != nil || prev.Guest.OSPrettyName != "" {
+	if !prev.VMI.FSFrozenSince.Equal(&metav1.Time{Time: t0.Add(-time.Hour)}) || prev.VMI.HotplugSince != nil {
+		t.Errorf("first sightings fsFrozenSince %v, hotplugSince %v", prev.VMI.FSFrozenSince, prev.VMI.HotplugSince)
+	}
+	if prev.Message != "" || prev.Layers.Node.Evidence != nil || prev.Guest.OSPrettyName != "" || prev.VMI.QOSClass != "" {
 		t.Errorf("the projection kept what nothing reads: %+v", prev)
+	}
+}
+
+// A VMI's memory and vCPUs come back equal in value and canonical form,
+// and VMIs of the same shape share one record; a VMI with none has none.
+func TestVMIKeepsMemoryAndVCPUsShared(t *testing.T) {
+	vmi := func(guest string) *kubevirtv1.VirtualMachineInstance {
+		g := resource.MustParse(guest)
+		return &kubevirtv1.VirtualMachineInstance{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "vm1"},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
+				CPU:    &kubevirtv1.CPU{Sockets: 2, Cores: 2, Threads: 1, MaxSockets: 8, Model: "host-model"},
+				Memory: &kubevirtv1.Memory{Guest: &g, MaxGuest: ptr.To(resource.MustParse("16Gi"))},
+			}},
+			Status: kubevirtv1.VirtualMachineInstanceStatus{
+				CurrentCPUTopology: &kubevirtv1.CPUTopology{Sockets: 1, Cores: 2, Threads: 1},
+				Memory: &kubevirtv1.MemoryStatus{GuestAtBoot: ptr.To(resource.MustParse("4096Mi")), GuestRequested: ptr.To(resource.MustParse("4Gi")),
+					GuestCurrent: ptr.To(resource.MustParse("4Gi")), MemoryOverhead: ptr.To(resource.MustParse("300Mi"))},
+				QOSClass: ptr.To(corev1.PodQOSBurstable), SelinuxContext: "system_u:system_r:container_t:s0:c1,c2", FSFreezeStatus: "frozen",
+			},
+		}
+	}
+	a, b := FromVMI(vmi("8Gi")), FromVMI(vmi("8Gi"))
+	if a.Resources == nil || a.Resources != b.Resources {
+		t.Errorf("two VMIs of one shape do not share their resources: %p %p", a.Resources, b.Resources)
+	}
+	if c := FromVMI(vmi("6Gi")); c.Resources == a.Resources {
+		t.Errorf("VMIs of different memory share a record")
+	}
+	got := a.ToVMI()
+	spec, st := got.Spec.Domain, got.Status
+	if spec.Memory.Guest.String() != "8Gi" || spec.Memory.MaxGuest != nil || st.Memory.GuestAtBoot.String() != "4Gi" ||
+		st.Memory.GuestRequested.String() != "4Gi" || st.Memory.GuestCurrent.String() != "4Gi" || st.Memory.MemoryOverhead != nil {
+		t.Errorf("memory %+v %+v", spec.Memory, st.Memory)
+	}
+	if c := spec.CPU; c.Sockets != 2 || c.Cores != 2 || c.Threads != 1 || c.MaxSockets != 0 || c.Model != "" || *st.CurrentCPUTopology != (kubevirtv1.CPUTopology{Sockets: 1, Cores: 2, Threads: 1}) {
+		t.Errorf("cpu %+v %+v", spec.CPU, st.CurrentCPUTopology)
+	}
+	if *st.QOSClass != corev1.PodQOSBurstable || st.SelinuxContext != "system_u:system_r:container_t:s0:c1,c2" || st.FSFreezeStatus != "frozen" {
+		t.Errorf("status %+v", st)
+	}
+	if st.Memory.GuestCurrent == a.ToVMI().Status.Memory.GuestCurrent {
+		t.Errorf("rebuilt VMIs share a Quantity, whose String writes into it")
+	}
+	bare := FromVMI(&kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	if r := bare.ToVMI(); bare.Resources != nil || r.Spec.Domain.CPU != nil || r.Spec.Domain.Memory != nil || r.Status.Memory != nil || r.Status.QOSClass != nil {
+		t.Errorf("a VMI with no memory or vCPUs came back with some: %+v", r)
 	}
 }
 

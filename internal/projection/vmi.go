@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,9 +16,10 @@ var vmiAnnotations = []string{kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnot
 
 // VMI is a VirtualMachineInstance as the engine reads it. Of the spec: the
 // interfaces' binding methods, the networks, how many host devices and
-// GPUs, whether there is a readiness probe, the eviction strategy and the
-// termination grace period. Of the status: what the engine reads, the
-// migration state trimmed to its own fields.
+// GPUs, whether there is a readiness probe, the eviction strategy, the
+// termination grace period, the guest memory and the vCPU topology. Of the
+// status: what the engine reads, the migration state trimmed to its own
+// fields.
 type VMI struct {
 	Meta
 	// Owners are kept only when sharded: a VMI no VM controls is sharded
@@ -43,7 +46,33 @@ type VMI struct {
 	MigrationState  *kubevirtv1.VirtualMachineInstanceMigrationState
 	VolumeStatus    []kubevirtv1.VolumeStatus
 	MigratedVolumes []kubevirtv1.StorageMigratedVolumeInfo
+
+	// QOSClass and FSFreezeStatus take a few values fleet-wide.
+	QOSClass, FSFreezeStatus Sym
+	// SELinuxContext is not interned: container runtimes give pods
+	// categories of their own, so the value rarely repeats.
+	SELinuxContext string
+	// Resources is shared by every VMI with the same memory and vCPUs; nil
+	// when the VMI says nothing of either.
+	Resources *Resources
 }
+
+// Resources is what the status shows of a VMI's memory and vCPUs: the
+// guest memory of the spec and of status.memory as quantity strings (empty
+// when absent), and the vCPU topology of spec.domain.cpu and of
+// status.currentCPUTopology.
+type Resources struct {
+	Guest, GuestAtBoot, GuestRequested, GuestCurrent Sym
+	CPU, CurrentCPU                                  Topology
+}
+
+// Topology is a vCPU topology; Set tells a zero topology from none.
+type Topology struct {
+	Set                     bool
+	Sockets, Cores, Threads uint32
+}
+
+var resources table[Resources]
 
 // SpecInterface is a spec interface: its name and binding methods.
 type SpecInterface struct {
@@ -292,6 +321,68 @@ func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []VMICond {
 
 func sat(n int) uint8 { return uint8(min(n, 255)) }
 
+// resourcesOf keeps the guest memory and the vCPU topologies; nil when the
+// VMI has none of them.
+func resourcesOf(spec *kubevirtv1.VirtualMachineInstanceSpec, st *kubevirtv1.VirtualMachineInstanceStatus) *Resources {
+	var r Resources
+	qty := func(q *resource.Quantity) Sym {
+		if q == nil {
+			return Sym{}
+		}
+		return Intern(q.String())
+	}
+	if m := spec.Domain.Memory; m != nil {
+		r.Guest = qty(m.Guest)
+	}
+	if m := st.Memory; m != nil {
+		r.GuestAtBoot, r.GuestRequested, r.GuestCurrent = qty(m.GuestAtBoot), qty(m.GuestRequested), qty(m.GuestCurrent)
+	}
+	if c := spec.Domain.CPU; c != nil {
+		r.CPU = Topology{Set: true, Sockets: c.Sockets, Cores: c.Cores, Threads: c.Threads}
+	}
+	if c := st.CurrentCPUTopology; c != nil {
+		r.CurrentCPU = Topology{Set: true, Sockets: c.Sockets, Cores: c.Cores, Threads: c.Threads}
+	}
+	if r == (Resources{}) {
+		return nil
+	}
+	return resources.intern(r)
+}
+
+// quantity parses a kept quantity string; a fresh Quantity each time, since
+// its String method caches into it.
+func quantity(s Sym) *resource.Quantity {
+	if s.String() == "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(s.String())
+	if err != nil {
+		return nil
+	}
+	return &q
+}
+
+// apply writes the kept memory and vCPUs into a rebuilt VMI.
+func (r *Resources) apply(spec *kubevirtv1.VirtualMachineInstanceSpec, st *kubevirtv1.VirtualMachineInstanceStatus) {
+	if r == nil {
+		return
+	}
+	if g := quantity(r.Guest); g != nil {
+		spec.Domain.Memory = &kubevirtv1.Memory{Guest: g}
+	}
+	if r.GuestAtBoot.String() != "" || r.GuestRequested.String() != "" || r.GuestCurrent.String() != "" {
+		st.Memory = &kubevirtv1.MemoryStatus{
+			GuestAtBoot: quantity(r.GuestAtBoot), GuestRequested: quantity(r.GuestRequested), GuestCurrent: quantity(r.GuestCurrent),
+		}
+	}
+	if t := r.CPU; t.Set {
+		spec.Domain.CPU = &kubevirtv1.CPU{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads}
+	}
+	if t := r.CurrentCPU; t.Set {
+		st.CurrentCPUTopology = &kubevirtv1.CPUTopology{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads}
+	}
+}
+
 // FromVMI projects a VMI.
 func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI { return fromVMI(v, Sharding{}) }
 
@@ -314,6 +405,12 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 		MigrationState:     migrationState(st.MigrationState),
 		VolumeStatus:       volumes(st.VolumeStatus),
 		MigratedVolumes:    migrated(st.MigratedVolumes),
+		FSFreezeStatus:     Intern(st.FSFreezeStatus),
+		SELinuxContext:     st.SelinuxContext,
+		Resources:          resourcesOf(spec, st),
+	}
+	if q := st.QOSClass; q != nil {
+		out.QOSClass = Intern(string(*q))
 	}
 	if len(s.Labels) > 0 {
 		out.Owners = ownersOf(v.OwnerReferences)
@@ -412,6 +509,12 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	st.MigrationState = v.MigrationState
 	st.VolumeStatus = v.VolumeStatus
 	st.MigratedVolumes = v.MigratedVolumes
+	if q := v.QOSClass.String(); q != "" {
+		c := corev1.PodQOSClass(q)
+		st.QOSClass = &c
+	}
+	st.FSFreezeStatus, st.SelinuxContext = v.FSFreezeStatus.String(), v.SELinuxContext
+	v.Resources.apply(spec, st)
 	return out
 }
 

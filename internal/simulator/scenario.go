@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -43,8 +44,9 @@ type Scenario struct {
 }
 
 // Scenarios is the catalogue, in a stable order. Timeouts assumed: 10
-// minutes for scheduling, 5 for the heartbeat and for the guest agent's
-// grace period (vmobs' defaults); Wait adds a minute of margin.
+// minutes for scheduling, 5 for the heartbeat, for the guest agent's grace
+// period and for a hotplug, 10 for frozen filesystems (vmobs' defaults);
+// Wait adds a minute of margin.
 var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
@@ -227,6 +229,30 @@ var Scenarios = []Scenario{
 				return err
 			}
 			return s.CrashLauncher(ctx, ns, vm, CrashOOMKilled)
+		},
+	},
+	{
+		Name:        "memory-hotplug-stuck",
+		Description: "The VM's guest memory is raised from 2Gi to 4Gi; virt-controller sets HotMemoryChange, but no live migration ever applies it (the KubeVirt CR does not allow LiveMigrate workload updates).",
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonHotplugStuck,
+		Wait: 6 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.RequestMemoryHotplug(ctx, ns, vm, resource.MustParse("4Gi"))
+		},
+	},
+	{
+		Name:        "filesystems-frozen",
+		Description: "The guest's filesystems are frozen for a snapshot (status.fsFreezeStatus frozen) and never thawed: a note at first, Degraded past the threshold.",
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonFilesystemsFrozen,
+		Wait: 11 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			return s.FreezeFilesystems(ctx, ns, vm)
 		},
 	},
 }

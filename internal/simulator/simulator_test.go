@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -639,6 +640,38 @@ func TestFaults(t *testing.T) {
 		if err := s.Pause(ctx, ns, "paused", "Watchdog"); err == nil {
 			t.Error("Pause accepted a reason virt-handler never writes")
 		}
+	})
+
+	t.Run("memory-hotplug", func(t *testing.T) {
+		bootVM(t, s, VMSpec{Name: "hotplug", Namespace: ns}, nodeA)
+		if err := s.RequestMemoryHotplug(ctx, ns, "hotplug", resource.MustParse("16Gi")); err == nil {
+			t.Error("RequestMemoryHotplug went past the VMI's maxGuest")
+		}
+		must(t, s.RequestMemoryHotplug(ctx, ns, "hotplug", resource.MustParse("4Gi")))
+		vmi := getVMI(t, s, ns, "hotplug")
+		wantEqual(t, "VM template guest", getVM(t, s, ns, "hotplug").Spec.Template.Spec.Domain.Memory.Guest.String(), "4Gi")
+		wantEqual(t, "VMI spec guest", vmi.Spec.Domain.Memory.Guest.String(), "4Gi")
+		wantEqual(t, "VMI memory request", vmi.Spec.Domain.Resources.Requests.Memory().String(), "4Gi")
+		// Not applied: the domain was asked for nothing more.
+		wantEqual(t, "guestRequested", vmi.Status.Memory.GuestRequested.String(), "2Gi")
+		wantEqual(t, "guestCurrent", vmi.Status.Memory.GuestCurrent.String(), "2Gi")
+		c := cond(vmi, kubevirtv1.VirtualMachineInstanceMemoryChange)
+		wantEqual(t, "HotMemoryChange", c.Status, corev1.ConditionTrue)
+		if !c.LastTransitionTime.IsZero() || c.Reason != "" {
+			t.Errorf("HotMemoryChange carries a time or reason syncHotplugCondition never writes: %+v", c)
+		}
+	})
+
+	t.Run("freeze", func(t *testing.T) {
+		bootVM(t, s, VMSpec{Name: "noagent", Namespace: ns}, nodeA)
+		if err := s.FreezeFilesystems(ctx, ns, "noagent"); err == nil {
+			t.Error("FreezeFilesystems froze a guest without an agent")
+		}
+		bootVM(t, s, VMSpec{Name: "frozen", Namespace: ns, GuestAgent: true}, nodeA)
+		must(t, s.FreezeFilesystems(ctx, ns, "frozen"))
+		wantEqual(t, "fsFreezeStatus", getVMI(t, s, ns, "frozen").Status.FSFreezeStatus, FSFrozen)
+		must(t, s.ThawFilesystems(ctx, ns, "frozen"))
+		wantEqual(t, "fsFreezeStatus after thaw", getVMI(t, s, ns, "frozen").Status.FSFreezeStatus, "")
 	})
 
 	t.Run("crash", func(t *testing.T) {

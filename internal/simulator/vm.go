@@ -75,14 +75,15 @@ func (sp VMSpec) runStrategy() kubevirtv1.VirtualMachineRunStrategy {
 }
 
 // vmiSpec is the VMI spec as the VM's template carries it after virt-api's
-// defaulting.
+// defaulting, with room for CPU and memory hotplug (four times the sockets
+// and the memory, KubeVirt's default maxHotplugRatio, kv:pkg/defaults).
 func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
-	mem := resource.MustParse("2Gi")
+	mem, maxMem := resource.MustParse("2Gi"), resource.MustParse("8Gi")
 	spec := kubevirtv1.VirtualMachineInstanceSpec{
 		Domain: kubevirtv1.DomainSpec{
 			Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: mem}},
-			CPU:       &kubevirtv1.CPU{Cores: 1, Sockets: 1, Threads: 1, Model: kubevirtv1.CPUModeHostModel},
-			Memory:    &kubevirtv1.Memory{Guest: &mem},
+			CPU:       &kubevirtv1.CPU{Cores: 1, Sockets: 1, Threads: 1, MaxSockets: 4, Model: kubevirtv1.CPUModeHostModel},
+			Memory:    &kubevirtv1.Memory{Guest: &mem, MaxGuest: &maxMem},
 			Machine:   &kubevirtv1.Machine{Type: "q35"},
 			Firmware:  &kubevirtv1.Firmware{UUID: types.UID(s.uuid())},
 			Features:  &kubevirtv1.Features{ACPI: kubevirtv1.FeatureState{Enabled: ptr.To(true)}},

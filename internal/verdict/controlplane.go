@@ -404,8 +404,9 @@ func (e *engine) stopping(l *layer, kind, name, msg string, since time.Time) {
 }
 
 // vmiRuntimeRules reads the VMI's conditions about changes applied to a
-// live VMI: memory and CPU hotplug (written by virt-handler) and hotplug
-// volumes (virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go).
+// live VMI: memory and CPU hotplug that failed (written by virt-handler) or
+// is still to be applied (hotplugRules), and hotplug volumes that failed
+// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go).
 func (e *engine) vmiRuntimeRules(l *layer) {
 	f := &e.f
 	vmi := f.vmi
@@ -435,9 +436,10 @@ func (e *engine) vmiRuntimeRules(l *layer) {
 		if vs.Message != "" {
 			msg += " (" + vs.Message + ")"
 		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugFailed, msg, time.Time{})
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
 		l.cite(kindVMI, vmi.Name, "status.volumeStatus["+vs.Name+"].reason", vs.Reason, time.Time{})
 	}
+	e.hotplugRules(l)
 }
 
 // failureWord says whether a reason or message reports a failure rather

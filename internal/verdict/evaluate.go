@@ -157,5 +157,6 @@ func (e *engine) vmiSummary() *v1alpha1.VMISummary {
 	s.Name, s.UID, s.Phase = vmi.Name, vmi.UID, bound(string(vmi.Status.Phase), maxPhase)
 	s.NodeName, s.Reason = vmi.Status.NodeName, bound(vmi.Status.Reason, maxValue)
 	s.PhaseSince = e.a.time(e.f.phaseSince)
+	e.runtimeSummary(s)
 	return s
 }

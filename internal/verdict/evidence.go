@@ -373,6 +373,12 @@ type arena struct {
 	nstr  int
 	pods  [2]v1alpha1.LauncherPod
 	ifcs  [2]v1alpha1.InterfaceStatus
+	// The VMI's memory and vCPUs, and its first hotplugged volumes.
+	mem    v1alpha1.VMIMemory
+	memQty [4]resource.Quantity
+	cpu    v1alpha1.VMICPU
+	topo   [2]v1alpha1.CPUTopology
+	hpv    [4]v1alpha1.HotplugVolume
 }
 
 // maxTime is the latest time metav1.Time can marshal (RFC 3339 has four

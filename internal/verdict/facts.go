@@ -80,6 +80,12 @@ type facts struct {
 	// prevAgent is true when the previous status, for this same VMI, saw
 	// the guest agent connected.
 	prevAgent bool
+
+	// frozenSince is when the guest's filesystems were first seen frozen,
+	// zero while they are not (readRuntime); hp is a memory or CPU hotplug
+	// requested and not applied.
+	frozenSince time.Time
+	hp          hotplug
 }
 
 type heartbeat struct {
@@ -150,6 +156,7 @@ func (f *facts) init(in *Input) {
 			p.Layers != nil && p.Layers.Guest.Reason == v1alpha1.ReasonAgentDisconnected) {
 		f.prevAgent = true
 	}
+	f.readRuntime(in)
 }
 
 func (f *facts) lifecycle() lifecycle {

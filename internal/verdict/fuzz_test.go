@@ -319,6 +319,9 @@ func FuzzEvaluate(f *testing.F) {
 		if st.LiveMigratable != nil && len(st.LiveMigratable.Reasons) > maxMigratableReasons {
 			t.Fatalf("%d migratable reasons", len(st.LiveMigratable.Reasons))
 		}
+		if st.VMI != nil && len(st.VMI.HotplugVolumes) > maxHotplugVolumes {
+			t.Fatalf("%d hotplug volumes", len(st.VMI.HotplugVolumes))
+		}
 		first, err := json.Marshal(r)
 		if err != nil {
 			t.Fatalf("status does not marshal: %v", err)

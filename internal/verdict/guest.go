@@ -163,6 +163,7 @@ func (e *engine) judgeGuest(l *layer) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAccessCredentialsFailed, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[AccessCredentialsSynchronized].reason", c.Reason, mt(c.LastTransitionTime))
 	}
+	e.frozenRule(l)
 	if vmi.Spec.ReadinessProbe != nil {
 		if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceReady); c != nil && c.Status == corev1.ConditionFalse {
 			msg := withDetail("the VMI's readiness probe fails", c.Message)

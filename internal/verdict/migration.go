@@ -179,6 +179,7 @@ func (e *engine) migrationSummary() *v1alpha1.MigrationSummary {
 		s.Completed, s.Failed = st.Completed, st.Failed
 		s.FailureReason = bound(st.FailureReason, maxValue)
 		s.AbortStatus = string(st.AbortStatus)
+		s.Mode = bound(string(st.Mode), maxPhase)
 	}
 	// While Pending, only the VMIM's own state names the source pod.
 	if s.SourcePod == "" && m.vmim != nil && m.vmim.Status.MigrationState != nil {

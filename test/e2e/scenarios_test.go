@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -295,6 +296,49 @@ var _ = Describe("A VM's life, observed", func() {
 		Expect(sim.NodeUnresponsive(ctx, ns, vm)).To(Succeed())
 		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive))
 		writesReport(ns, "node-lost")
+	})
+
+	It("turns a memory hotplug that no migration applies Degraded at the hotplug timeout, counted from its first sighting", func() {
+		ns, node := newWorld("hotplug")
+		bootHealthy(ns, node)
+		Expect(sim.RequestMemoryHotplug(ctx, ns, vm, resource.MustParse("4Gi"))).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.Memory.Guest.String() }, Equal("4Gi")),
+		))
+		o, err := observation(ns, vm)()
+		Expect(err).NotTo(HaveOccurred())
+		since := o.Status.VMI.HotplugSince
+		Expect(since).NotTo(BeNil())
+		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugStuck))
+		o, err = observation(ns, vm)()
+		Expect(err).NotTo(HaveOccurred())
+		// The first sighting is carried from status to status: the
+		// deadline did not move while the hotplug waited.
+		Expect(o.Status.VMI.HotplugSince.Time).To(BeTemporally("==", since.Time))
+		Expect(o.Status.VMI.Memory.GuestRequested.String()).To(Equal("2Gi"))
+		writesReport(ns, "memory-hotplug-stuck")
+	})
+
+	It("notes frozen filesystems, degrades the guest once they stay frozen past the threshold, and clears both on thaw", func() {
+		ns, node := newWorld("frozen")
+		bootHealthy(ns, node)
+		Expect(sim.FreezeFilesystems(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected),
+			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Guest.Message }, ContainSubstring(v1alpha1.ReasonFilesystemsFrozen)),
+			WithTransform(func(o *v1alpha1.VMObservation) *metav1.Time { return o.Status.VMI.FSFrozenSince }, Not(BeNil())),
+		))
+		Eventually(observation(ns, vm), 20*time.Second).Should(And(
+			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemsFrozen),
+			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemsFrozen),
+		))
+		Expect(sim.ThawFilesystems(ctx, ns, vm)).To(Succeed())
+		Eventually(observation(ns, vm)).Should(And(
+			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
+			WithTransform(func(o *v1alpha1.VMObservation) *metav1.Time { return o.Status.VMI.FSFrozenSince }, BeNil()),
+		))
+		writesReport(ns, "filesystems-frozen")
 	})
 
 	It("lists every reason an evicted VM cannot live-migrate", func() {

@@ -34,6 +34,8 @@ var policy = func() verdict.Policy {
 	p.MigrationPhaseTimeout = 6 * time.Second
 	p.HeartbeatTimeout = 5 * time.Second
 	p.AgentGracePeriod = 4 * time.Second
+	p.HotplugTimeout = 6 * time.Second
+	p.FilesystemsFrozenAfter = 6 * time.Second
 	p.StalledAfter = time.Minute
 	p.GuestAgentExpected = true
 	return p
