@@ -34,7 +34,7 @@ func NewMetrics() *Metrics {
 		}, []string{"signal"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vmobs_domain_stats_query_errors_total",
-			Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query).",
+			Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query, partial).",
 		}, []string{"signal", "kind"}),
 		available: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_domain_stats_available",

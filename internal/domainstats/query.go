@@ -74,8 +74,9 @@ type Sample struct {
 	Value  float64
 }
 
-// QueryError is a query that did not give a vector. Kind is a short word
-// for metrics (unreachable, timeout, refused, http, bad_response, query).
+// QueryError is a query that did not give a whole vector. Kind is a short
+// word for metrics (unreachable, timeout, refused, http, bad_response,
+// query, partial).
 type QueryError struct {
 	Kind string
 	Err  error
@@ -141,9 +142,10 @@ func (c *Client) Query(ctx context.Context, q string, t time.Time) ([]Sample, in
 
 // apiResponse is the envelope of Prometheus' HTTP API.
 type apiResponse struct {
-	Status    string `json:"status"`
-	ErrorType string `json:"errorType"`
-	Error     string `json:"error"`
+	Status    string   `json:"status"`
+	ErrorType string   `json:"errorType"`
+	Error     string   `json:"error"`
+	Warnings  []string `json:"warnings"`
 	Data      struct {
 		ResultType string            `json:"resultType"`
 		Result     []json.RawMessage `json:"result"`
@@ -168,6 +170,13 @@ func decode(body []byte) ([]Sample, error) {
 			msg = "status " + strconv.Quote(r.Status)
 		}
 		return nil, &QueryError{"query", fmt.Errorf("query rejected by Prometheus (%s): %s", r.ErrorType, msg)}
+	}
+	if len(r.Warnings) > 0 {
+		// Thanos Querier (and Prometheus with remote read) answer what
+		// they could read when a store is down, with a warning: the VMIs
+		// of the missing stores would look as if virt-handler did not
+		// export them.
+		return nil, &QueryError{"partial", fmt.Errorf("partial answer from Prometheus: %s", r.Warnings[0])}
 	}
 	if r.Data.ResultType != "vector" {
 		return nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is a %q, not an instant vector", r.Data.ResultType)}

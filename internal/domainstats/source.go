@@ -245,6 +245,8 @@ func unavailableReason(err error) string {
 			return "Prometheus' answers cannot be read"
 		case "query":
 			return "Prometheus rejects the controller's queries"
+		case "partial":
+			return "Prometheus answers only in part"
 		}
 	}
 	return "Prometheus holds no domain series of virt-handler"

@@ -49,6 +49,9 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 		return
+	case "partial":
+		_, _ = w.Write([]byte(`{"status":"success","warnings":["store 10.0.0.7:10901 unavailable"],"data":{"resultType":"vector","result":[]}}`))
+		return
 	case "badquery":
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
@@ -162,6 +165,7 @@ func TestSourceOutage(t *testing.T) {
 		{"garbage", "Prometheus' answers cannot be read", "bad_response"},
 		{"slow", "Prometheus does not answer in time", "timeout"},
 		{"badquery", "Prometheus rejects the controller's queries", "query"},
+		{"partial", "Prometheus answers only in part", "partial"},
 		{"empty", "Prometheus holds no domain series of virt-handler", ""},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
