@@ -540,9 +540,10 @@ func (s *session) startDomainStats(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("domain stats: %w", err)
 	}
 	s.ds = ds
-	ds.followNodes(ctx, s.k8s, s.pace.ScrapeEvery, s.tr.errorf)
+	// Said before followNodes, which then owns ds.nodes.
 	s.say("domain stats: Prometheus at %s scraping %d virt-handlers every %s (and each node added); the manager queries it every %s over %s",
 		ds.prom.URL, len(ds.nodes), s.pace.ScrapeEvery, s.pace.DomainStats.Interval, s.pace.DomainStats.Window)
+	ds.followNodes(ctx, s.k8s, s.pace.ScrapeEvery, s.tr.errorf)
 	return ds.prom.URL, nil
 }
 

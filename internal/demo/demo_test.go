@@ -19,8 +19,9 @@ import (
 // --duration 80s --until-settled` would, on the real control plane, and
 // checks that vmobs diagnosed every scripted scenario with the layer,
 // verdict and reason it is built to produce. It ends once every scenario
-// is diagnosed or past its deadline (about half a minute); 80s only caps
-// it on a machine too loaded to play the scenarios in time.
+// is diagnosed or past its deadline (about 45 seconds, Prometheus and the
+// domain-stats scenarios included); 80s only caps it on a machine too
+// loaded to play the scenarios in time.
 func TestDemo(t *testing.T) {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)

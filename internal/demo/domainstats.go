@@ -29,7 +29,7 @@ func prometheusBuilt() error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return errNoPrometheus
 		}
-		return fmt.Errorf("%w: %v", errNoPrometheus, err)
+		return fmt.Errorf("%w: %w", errNoPrometheus, err)
 	}
 	if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return fmt.Errorf("%w: %s is not an executable", errNoPrometheus, displayPath(testenv.PrometheusBinary()))
