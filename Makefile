@@ -137,7 +137,7 @@ promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tes
 	hack/build-prometheus.sh promtool
 
 .PHONY: prometheus
-prometheus: ## Build the Prometheus server into bin/prometheus for the domain-stats tests, from the Go module proxy (skipped when up to date).
+prometheus: ## Build the Prometheus server into bin/prometheus for the domain-stats tests and the demo, from the Go module proxy (skipped when up to date).
 	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
@@ -145,7 +145,7 @@ test-integrations: promtool prometheus envtest-bin ## Run test/integrations: kus
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 
 .PHONY: demo
-demo: envtest-bin ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
+demo: envtest-bin prometheus ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
 	go run ./cmd/vmobs demo $(ARGS)
 
 ##@ Benchmarks

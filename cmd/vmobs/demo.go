@@ -29,7 +29,12 @@ controller in-process with thresholds of seconds instead of minutes, and
 plays a simulated KubeVirt fleet: healthy VMs booting and now and then
 live-migrating, and one VM per scripted scenario (stuck scheduling, a failed
 migration, a lost node, a guest agent that never connects, ...) in
-namespace "scenarios", played at staggered times. On a terminal it shows
+namespace "scenarios", played at staggered times. When bin/prometheus is
+built (make prometheus) it also serves every node's virt-handler metrics,
+runs a real Prometheus scraping them and has vmobs read domain stats from
+it; the domain-stats scenarios (a guest whose vCPUs stall, one out of
+memory, a migration that does not converge, a domain not exported) need
+it and are skipped without it. On a terminal it shows
 the VMObservations grouped by verdict and the latest changes, redrawn in
 place; otherwise, or with --non-interactive, one timestamped line per
 change. While it runs it prints the kubectl command that reaches its API

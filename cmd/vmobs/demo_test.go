@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,5 +26,16 @@ func TestDemoFlags(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want exit %d and %q", tc.args, code, errOut, exitUsage, tc.want)
 		}
+	}
+}
+
+// A domain-stats scenario asked for by name fails, before anything
+// starts, when there is no Prometheus to read them through.
+func TestDemoDomainStatsScenarioWithoutPrometheus(t *testing.T) {
+	t.Setenv("PROMETHEUS", filepath.Join(t.TempDir(), "prometheus"))
+	code, _, errOut := runCmd(t, "demo", "--scenario", "guest-cpu-stalled", "--non-interactive")
+	want := "scenario guest-cpu-stalled reads domain stats through Prometheus: bin/prometheus not built (make prometheus)"
+	if code != exitFail || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q, want exit %d and %q", code, errOut, exitFail, want)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -85,6 +86,12 @@ type Pace struct {
 	// Slack is added to a scenario's deadline for the controller to catch
 	// up before a missing verdict counts as a miss.
 	Slack time.Duration
+	// ScrapeEvery is how often Prometheus scrapes the virt-handlers, and
+	// DomainStats how the manager queries it (Policy.DomainStatsInterval
+	// is its Interval). The rate window keeps to the ratio of the other
+	// thresholds to their defaults, so that waitScale holds for it too.
+	ScrapeEvery time.Duration
+	DomainStats domainstats.Config
 }
 
 // DemoPace is the pace of `vmobs demo`: thresholds of seconds, changes a
@@ -98,6 +105,9 @@ func DemoPace() Pace {
 	p.HotplugTimeout = 20 * time.Second
 	p.FilesystemsFrozenAfter = 20 * time.Second
 	p.StalledAfter = time.Minute
+	p.DomainStatsInterval = 2 * time.Second
+	p.DomainStatsGrace = 4 * time.Second
+	p.GuestCPUStalledAfter = 12 * time.Second
 	return Pace{
 		Policy:         p,
 		HeartbeatEvery: 3 * time.Second,
@@ -108,6 +118,8 @@ func DemoPace() Pace {
 		ChurnMin:       5 * time.Second,
 		ChurnMax:       15 * time.Second,
 		Slack:          10 * time.Second,
+		ScrapeEvery:    time.Second,
+		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 8 * time.Second},
 	}
 }
 
@@ -122,6 +134,11 @@ func FastPace() Pace {
 	p.HotplugTimeout = 6 * time.Second
 	p.FilesystemsFrozenAfter = 6 * time.Second
 	p.StalledAfter = 30 * time.Second
+	// The end-to-end suite's domain stats: one-second samples over a
+	// four-second window.
+	p.DomainStatsInterval = time.Second
+	p.DomainStatsGrace = 3 * time.Second
+	p.GuestCPUStalledAfter = 3 * time.Second
 	return Pace{
 		Policy:         p,
 		HeartbeatEvery: time.Second,
@@ -132,6 +149,8 @@ func FastPace() Pace {
 		ChurnMin:       time.Second,
 		ChurnMax:       3 * time.Second,
 		Slack:          5 * time.Second,
+		ScrapeEvery:    time.Second,
+		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 4 * time.Second},
 	}
 }
 
@@ -148,6 +167,9 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.AgentGracePeriod, d.AgentGracePeriod},
 		{p.Policy.HotplugTimeout, d.HotplugTimeout},
 		{p.Policy.FilesystemsFrozenAfter, d.FilesystemsFrozenAfter},
+		{p.Policy.DomainStatsInterval, d.DomainStatsInterval},
+		{p.Policy.DomainStatsGrace, d.DomainStatsGrace},
+		{p.Policy.GuestCPUStalledAfter, d.GuestCPUStalledAfter},
 	} {
 		r = max(r, float64(x[0])/float64(x[1]))
 	}
@@ -247,13 +269,19 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	// A domain-stats scenario asked for by name fails before anything
+	// starts; in a full run they are skipped.
+	promErr := prometheusBuilt()
+	if sc, ok := simulator.ScenarioByName(opts.Scenario); ok && sc.DomainStats && promErr != nil {
+		return nil, fmt.Errorf("scenario %s reads domain stats through Prometheus: %w", sc.Name, promErr)
+	}
 	if err := ensureControlPlane(opts); err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	s := &session{opts: opts, pace: opts.pace(), start: start}
+	s := &session{opts: opts, pace: opts.pace(), start: start, promErr: promErr}
 	defer func() { _ = s.removeTempDir() }()
 	if err := s.logToTempDir(); err != nil {
 		return nil, err
@@ -272,6 +300,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := s.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if serr := s.stopDomainStats(); serr != nil && err == nil {
+			err = fmt.Errorf("stopping Prometheus: %w", serr)
+		}
+	}()
 	// Everything below stops when runCtx ends; the control plane last.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -326,6 +359,12 @@ type session struct {
 	kubeconfig string
 	hints      []hint
 	k8s        client.Client
+	sim        *simulator.Simulator
+
+	// promErr says why there are no domain stats (nil: there are); ds is
+	// the exporter and Prometheus while they run.
+	promErr error
+	ds      *domainStats
 
 	tr        *tracker
 	playStart time.Time
@@ -424,7 +463,11 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	}
 	s.hints = kubectlHints(s.kubeconfig)
 	s.k8s, err = env.Client()
-	return err
+	if err != nil {
+		return err
+	}
+	s.sim = simulator.New(s.k8s, simulator.WithSeed(s.opts.Seed))
+	return nil
 }
 
 // stopControlPlane stops the control plane once; later calls, and a call
@@ -446,7 +489,11 @@ func (s *session) startManager(ctx context.Context) error {
 		return err
 	}
 	s.watchDone = watchDone
-	mgr, err := app.NewManager(s.env.Config, managerOptions(s.pace))
+	promURL, err := s.startDomainStats(ctx)
+	if err != nil {
+		return err
+	}
+	mgr, err := app.NewManager(s.env.Config, managerOptions(s.pace, promURL))
 	if err != nil {
 		return err
 	}
@@ -462,19 +509,71 @@ func (s *session) startManager(ctx context.Context) error {
 
 // managerOptions are the in-process manager's options (app.InProcessOptions,
 // so the demo can share its process with other managers) with the pace's
-// thresholds; the evidence refresh is off, as it ships.
-func managerOptions(pace Pace) app.Options {
+// thresholds, reading domain stats from promURL unless it is empty; the
+// evidence refresh is off, as it ships.
+func managerOptions(pace Pace, promURL string) app.Options {
 	o := app.InProcessOptions()
 	o.Policy = pace.Policy
+	if promURL != "" {
+		o.PrometheusURL = promURL
+		o.DomainStats = pace.DomainStats
+	}
 	return o
+}
+
+// startDomainStats starts the virt-handler exporter and Prometheus, which
+// scrapes the nodes the fleet is planned on and every node added later,
+// until ctx ends; it returns Prometheus' URL, or "" when bin/prometheus
+// is missing, and says which.
+func (s *session) startDomainStats(ctx context.Context) (string, error) {
+	if s.promErr != nil {
+		skipped := "no domain stats"
+		if s.opts.Scenario == "" {
+			skipped = "the domain-stats scenarios are skipped (" + strings.Join(domainStatsScenarios(), ", ") + ")"
+		}
+		s.say("domain stats: %v: %s", s.promErr, skipped)
+		return "", nil
+	}
+	planned := append(workerNodes(s.opts.VMs), simulator.ScenarioNodes...)
+	ds, err := startDomainStats(s.sim, s.pace.ScrapeEvery, planned)
+	if err != nil {
+		return "", fmt.Errorf("domain stats: %w", err)
+	}
+	s.ds = ds
+	// Said before followNodes, which then owns ds.nodes.
+	s.say("domain stats: Prometheus at %s scraping %d virt-handlers every %s (and each node added); the manager queries it every %s over %s",
+		ds.prom.URL, len(ds.nodes), s.pace.ScrapeEvery, s.pace.DomainStats.Interval, s.pace.DomainStats.Window)
+	ds.followNodes(ctx, s.k8s, s.pace.ScrapeEvery, s.tr.errorf)
+	return ds.prom.URL, nil
+}
+
+// stopDomainStats stops Prometheus and the exporter once; later calls,
+// and a call when they did not start, do nothing.
+func (s *session) stopDomainStats() error {
+	if s.ds == nil {
+		return nil
+	}
+	ds := s.ds
+	s.ds = nil
+	return ds.stop()
+}
+
+// domainStatsScenarios names the scenarios that need domain stats.
+func domainStatsScenarios() []string {
+	var out []string
+	for _, sc := range simulator.Scenarios {
+		if sc.DomainStats {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
 }
 
 // playFleet starts the director, which plays the healthy fleet and the
 // scenarios through the simulator, and the live view or the plain lines
 // that show them, until ctx ends.
 func (s *session) playFleet(ctx context.Context) {
-	sim := simulator.New(s.k8s, simulator.WithSeed(s.opts.Seed))
-	d := newDirector(sim, s.tr, s.pace, s.opts)
+	d := newDirector(s.sim, s.tr, s.pace, s.opts, s.promErr == nil)
 	var view *liveView
 	if s.interactive {
 		view = newLiveView(s.opts.Out, s.fd, s.tr, s.pace, s.opts, s.hints, s.start)
@@ -552,6 +651,7 @@ func (s *session) stopReason(ctx context.Context, deadline, settle <-chan time.T
 func (s *session) stopAndSummarize(stop stopInfo) (*Result, error) {
 	mgrErr := s.waitForShutdown(stop.reason)
 	res := s.result(stop, mgrErr)
+	dsErr := s.stopDomainStats()
 	cpErr := s.stopControlPlane()
 	rmErr := s.removeTempDir()
 	res.Elapsed = time.Since(s.start)
@@ -560,6 +660,9 @@ func (s *session) stopAndSummarize(stop stopInfo) (*Result, error) {
 		kept = s.kubeconfig
 	}
 	writeSummary(s.opts.Out, res, s.pace, s.hints, kept)
+	if dsErr != nil {
+		return res, fmt.Errorf("stopping Prometheus: %w", dsErr)
+	}
 	if cpErr != nil {
 		return res, fmt.Errorf("stopping the control plane: %w", cpErr)
 	}
@@ -576,14 +679,22 @@ func (s *session) waitForShutdown(reason string) error {
 		<-s.viewDone
 	}
 	if !s.interactive {
-		s.say("stopping (%s): simulator, manager, control plane", reason)
+		s.say("stopping (%s): simulator, manager, %scontrol plane", reason, s.promStopping())
 	} else {
-		fmt.Fprintf(s.opts.Out, "\nvmobs demo: stopping (%s): simulator, manager, control plane…\n", reason)
+		fmt.Fprintf(s.opts.Out, "\nvmobs demo: stopping (%s): simulator, manager, %scontrol plane…\n", reason, s.promStopping())
 	}
 	<-s.directorDone
 	mgrErr := <-s.mgrDone
 	<-s.watchDone
 	return mgrErr
+}
+
+// promStopping names Prometheus in the stopping line when it runs.
+func (s *session) promStopping() string {
+	if s.ds == nil {
+		return ""
+	}
+	return "Prometheus, "
 }
 
 // result is the tracker's result with what the session knows: the run's
@@ -596,6 +707,10 @@ func (s *session) result(stop stopInfo, mgrErr error) *Result {
 	res.StopReason = stop.reason
 	res.Seed = s.opts.Seed
 	res.Nodes = s.countNodes()
+	res.Prometheus = s.promErr == nil
+	if s.promErr != nil && s.opts.Scenario == "" {
+		res.Skipped = domainStatsScenarios()
+	}
 	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
 		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
 	}

@@ -19,8 +19,9 @@ import (
 // --duration 80s --until-settled` would, on the real control plane, and
 // checks that vmobs diagnosed every scripted scenario with the layer,
 // verdict and reason it is built to produce. It ends once every scenario
-// is diagnosed or past its deadline (about half a minute); 80s only caps
-// it on a machine too loaded to play the scenarios in time.
+// is diagnosed or past its deadline (about 45 seconds, Prometheus and the
+// domain-stats scenarios included); 80s only caps it on a machine too
+// loaded to play the scenarios in time.
 func TestDemo(t *testing.T) {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)
@@ -42,8 +43,15 @@ func TestDemo(t *testing.T) {
 	t.Logf("demo ran %s (%s); control plane up in %s; first VM Healthy at +%s",
 		took.Round(100*time.Millisecond), res.StopReason, res.ControlPlaneUp.Round(100*time.Millisecond), res.FirstHealthy.Round(100*time.Millisecond))
 
-	if len(res.Scenarios) != len(simulator.Scenarios) {
-		t.Errorf("%d scenarios in the result, want the %d of the catalogue", len(res.Scenarios), len(simulator.Scenarios))
+	// Without bin/prometheus the domain-stats scenarios are skipped.
+	want := len(simulator.Scenarios)
+	if prometheusBuilt() != nil {
+		want -= len(domainStatsScenarios())
+	} else if !strings.Contains(text, "domain stats: Prometheus at http://") {
+		t.Errorf("the output does not say Prometheus scrapes the virt-handlers")
+	}
+	if len(res.Scenarios) != want {
+		t.Errorf("%d scenarios in the result, want %d of the catalogue's %d", len(res.Scenarios), want, len(simulator.Scenarios))
 	}
 	for _, s := range res.Scenarios {
 		if s.Outcome != OutcomeDiagnosed {
@@ -77,6 +85,43 @@ func TestDemo(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", text)
+	}
+}
+
+// TestPlanSkipsDomainStatsScenarios checks that the director plans the
+// domain-stats scenarios only when Prometheus runs, in a full run and for
+// --scenario.
+func TestPlanSkipsDomainStatsScenarios(t *testing.T) {
+	all, withoutDS := ScenarioNames(), []string{}
+	for _, sc := range simulator.Scenarios {
+		if !sc.DomainStats {
+			withoutDS = append(withoutDS, sc.Name)
+		}
+	}
+	if len(withoutDS) == len(all) {
+		t.Fatal("no scenario needs domain stats")
+	}
+	for _, tc := range []struct {
+		name        string
+		scenario    string
+		domainStats bool
+		want        []string
+	}{
+		{"full run with Prometheus", "", true, all},
+		{"full run without", "", false, withoutDS},
+		{"one domain-stats scenario", "guest-cpu-stalled", true, []string{"guest-cpu-stalled"}},
+		{"another scenario without", "stopped", false, []string{"stopped"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDirector(nil, nil, FastPace(), Options{Scenario: tc.scenario}, tc.domainStats)
+			var got []string
+			for _, p := range d.scenarios {
+				got = append(got, p.sc.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("planned %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

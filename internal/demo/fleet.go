@@ -51,18 +51,16 @@ type director struct {
 	scenarios []plannedScenario
 }
 
-func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options) *director {
+// newDirector plans the fleet and the scenarios; without domainStats
+// the scenarios that need them are left out.
+func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options, domainStats bool) *director {
 	d := &director{
 		sim:  sim,
 		tr:   tr,
 		pace: pace,
 		rnd:  rand.New(rand.NewPCG(uint64(opts.Seed), 0xdeb0)),
 	}
-	if opts.VMs > 0 {
-		for i := range max(2, (opts.VMs+7)/8) {
-			d.workers = append(d.workers, fmt.Sprintf("worker-%d", i+1))
-		}
-	}
+	d.workers = workerNodes(opts.VMs)
 	for i := range opts.VMs {
 		d.fleet = append(d.fleet, &fleetVM{
 			ns:   fleetNamespaces[i%len(fleetNamespaces)],
@@ -73,13 +71,26 @@ func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options)
 	}
 	at := pace.ScenarioStart
 	for _, sc := range simulator.Scenarios {
-		if opts.Scenario != "" && sc.Name != opts.Scenario {
+		if (opts.Scenario != "" && sc.Name != opts.Scenario) || (sc.DomainStats && !domainStats) {
 			continue
 		}
 		d.scenarios = append(d.scenarios, plannedScenario{sc: sc, ns: scenarioNamespace, vm: sc.Name, at: at})
 		at += pace.ScenarioEvery
 	}
 	return d
+}
+
+// workerNodes are the nodes of vms healthy VMs: about eight VMs a node,
+// at least two so that they can migrate; none without VMs.
+func workerNodes(vms int) []string {
+	if vms <= 0 {
+		return nil
+	}
+	var out []string
+	for i := range max(2, (vms+7)/8) {
+		out = append(out, fmt.Sprintf("worker-%d", i+1))
+	}
+	return out
 }
 
 // sleep waits for dur or until ctx ends, and says whether to go on.

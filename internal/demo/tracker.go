@@ -176,6 +176,11 @@ type Result struct {
 	Errors []string
 	// TempDir was the demo's temporary directory (removed at the end).
 	TempDir string
+	// Prometheus says a Prometheus server scraped the virt-handlers for
+	// domain stats; without one, Skipped names the scenarios left out
+	// for want of them.
+	Prometheus bool
+	Skipped    []string
 }
 
 // Diagnosed counts the scenarios vmobs diagnosed as built.

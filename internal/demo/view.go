@@ -348,6 +348,9 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		}
 		p("  %s %-*s  %s", mark, nameW, s.Name, detail)
 	}
+	if len(r.Skipped) > 0 {
+		p("  skipped, as they need domain stats and bin/prometheus is not built (make prometheus): %s", strings.Join(r.Skipped, ", "))
+	}
 	if len(r.Errors) > 0 {
 		p("")
 		p("Problems on the way:")
@@ -356,7 +359,11 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		}
 	}
 	p("")
-	p("The control plane (kube-apiserver %s and etcd) is stopped and the demo's temporary files are removed.", testenv.KubernetesVersion)
+	stopped := "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) is stopped"
+	if r.Prometheus {
+		stopped = "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) and Prometheus are stopped"
+	}
+	p("%s and the demo's temporary files are removed.", stopped)
 	if kubeconfigKept != "" {
 		p("The kubeconfig stays at %s; it points at this run's API server, gone now (the next run rewrites it).", kubeconfigKept)
 	}

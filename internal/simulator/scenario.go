@@ -38,6 +38,10 @@ type Scenario struct {
 	// verdict holds (a deadline such as the scheduling timeout or the
 	// heartbeat timeout); zero means at once.
 	Wait time.Duration
+	// DomainStats says the verdict comes from virt-handler's domain
+	// stats, read through Prometheus: playing the scenario needs
+	// VirtHandlerMetrics scraped and the manager pointed at the server.
+	DomainStats bool
 	// Play drives VM vm in namespace ns (which it creates if missing) to
 	// the scenario's end state, without sleeping.
 	Play func(ctx context.Context, s *Simulator, ns, vm string) error
@@ -45,8 +49,10 @@ type Scenario struct {
 
 // Scenarios is the catalogue, in a stable order. Timeouts assumed: 10
 // minutes for scheduling, 5 for the heartbeat, for the guest agent's grace
-// period and for a hotplug, 10 for frozen filesystems (vmobs' defaults);
-// Wait adds a minute of margin.
+// period and for a hotplug, 10 for frozen filesystems; domain stats read
+// every minute over a 2-minute rate window, a minute's grace for missing
+// series, 3 minutes for stalled vCPUs (vmobs' defaults); Wait adds a
+// minute of margin.
 var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
@@ -253,6 +259,68 @@ var Scenarios = []Scenario{
 				return err
 			}
 			return s.FreezeFilesystems(ctx, ns, vm)
+		},
+	},
+	{
+		Name:        "domain-not-exported",
+		Description: "The VM runs on node-a but virt-handler exports no domain stats for it (its launcher does not answer on the socket) while it may export the node's other domains.",
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonDomainStatsMissing,
+		DomainStats: true,
+		// Series are due two intervals and the grace after Running.
+		Wait: 4 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			s.SetDomainFault(ns, vm, DomainNotExported, true)
+			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0])
+		},
+	},
+	{
+		Name:        "guest-cpu-stalled",
+		Description: "The guest hangs: its vCPUs use no CPU time (kubevirt_vmi_vcpu_seconds_total stands still) while the VMI still says Running.",
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonGuestCPUStalled,
+		DomainStats: true,
+		// The rate window must see no vCPU-second, then the threshold pass.
+		Wait: 7 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			s.SetDomainFault(ns, vm, DomainVCPUFrozen, true)
+			return nil
+		},
+	},
+	{
+		Name:        "guest-memory-pressure",
+		Description: "The guest runs out of memory: usable memory falls to about 5% of what it has and it swaps several MiB/s.",
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonGuestMemoryPressure,
+		DomainStats: true,
+		// The swap rate needs a rate window of samples.
+		Wait: 4 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			s.SetDomainFault(ns, vm, DomainMemoryPressure, true)
+			return nil
+		},
+	},
+	{
+		Name:        "migration-not-converging",
+		Description: "A live migration from node-a to node-b is Running, but the guest dirties memory faster than it is copied, so the data remaining does not shrink: the failure is predicted before any timeout.",
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonMigrationNotConverging,
+		DomainStats: true,
+		// Rates over a window, then samples whose remaining data does not
+		// shrink.
+		Wait: 5 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+				return err
+			}
+			s.SetDomainFault(ns, vm, DomainMigrationNotConverging, true)
+			m, err := s.StartMigration(ctx, ns, vm, MigrationOptions{TargetNode: ScenarioNodes[1], Outcome: MigrationStuck, At: kubevirtv1.MigrationRunning})
+			if err != nil {
+				return err
+			}
+			return m.Run(ctx)
 		},
 	},
 }
