@@ -54,7 +54,8 @@ func (s scale) near(b, v float64) bool {
 	if s.fine {
 		return math.Abs(v-b) <= 0.1*b
 	}
-	lower, upper := math.Sqrt(prev125(b)*b), math.Sqrt(b*next125(b))
+	below, above := neighbours125(b)
+	lower, upper := math.Sqrt(below*b), math.Sqrt(b*above)
 	return v >= 0.8*lower && v < 1.25*upper
 }
 
@@ -77,28 +78,17 @@ func (s scale) round(v float64) float64 {
 	return canonical(step*mag, 1)
 }
 
-// next125 is the bucket above b in the 1-2-5 series.
-func next125(b float64) float64 {
+// neighbours125 are the buckets below and above b in the 1-2-5 series.
+func neighbours125(b float64) (below, above float64) {
 	mag := math.Pow(10, math.Floor(math.Log10(b)))
+	lo, hi := 2.0, 10.0
 	switch m := canonical(b/mag, 1); {
 	case m < 2:
-		return canonical(2*mag, 1)
+		lo, hi = 0.5, 2
 	case m < 5:
-		return canonical(5*mag, 1)
+		lo, hi = 1, 5
 	}
-	return canonical(10*mag, 1)
-}
-
-// prev125 is the bucket below b in the 1-2-5 series.
-func prev125(b float64) float64 {
-	mag := math.Pow(10, math.Floor(math.Log10(b)))
-	switch m := canonical(b/mag, 1); {
-	case m < 2:
-		return canonical(0.5*mag, 1)
-	case m < 5:
-		return canonical(1*mag, 1)
-	}
-	return canonical(2*mag, 1)
+	return canonical(lo*mag, 1), canonical(hi*mag, 1)
 }
 
 // canonical rounds v to digits significant digits as a decimal, so that
