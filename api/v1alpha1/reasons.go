@@ -377,6 +377,21 @@ const (
 	// ReasonDomainStatsUnavailable: a note: the controller cannot read
 	// domain stats from Prometheus; the verdict rests on the other sources.
 	ReasonDomainStatsUnavailable = "DomainStatsUnavailable"
+
+	// ReasonFilesystemNearlyFull: a guest filesystem is used at or above
+	// the threshold, as the guest agent reports it (subresource
+	// filesystemlist).
+	ReasonFilesystemNearlyFull = "FilesystemNearlyFull"
+
+	// ReasonAgentUnresponsive: the VMI says the guest agent is connected,
+	// but the controller's last probes of it through virt-api failed or
+	// timed out: the condition lags.
+	ReasonAgentUnresponsive = "AgentUnresponsive"
+
+	// ReasonGuestProbeUnavailable: a note: the controller cannot probe
+	// guest agents through virt-api (the subresource API is down, refuses
+	// or throttles it); the verdict rests on the other sources.
+	ReasonGuestProbeUnavailable = "GuestProbeUnavailable"
 )
 
 // AllReasons lists every verdict reason, in declaration order. Tests use it
@@ -471,4 +486,7 @@ var AllReasons = []string{
 	ReasonNetworkErrors,
 	ReasonMigrationNotConverging,
 	ReasonDomainStatsUnavailable,
+	ReasonFilesystemNearlyFull,
+	ReasonAgentUnresponsive,
+	ReasonGuestProbeUnavailable,
 }

@@ -180,6 +180,20 @@ type PolicyOverrides struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=2
 	MigrationNotConvergingSamples *int32 `json:"migrationNotConvergingSamples,omitempty"`
+
+	// FilesystemUsedPercent: a guest filesystem at or above this share of
+	// its size used, as the guest agent reports it, is FilesystemNearlyFull.
+	// +optional
+	// +kubebuilder:validation:Minimum=50
+	// +kubebuilder:validation:Maximum=100
+	FilesystemUsedPercent *int32 `json:"filesystemUsedPercent,omitempty"`
+
+	// AgentUnresponsiveProbes: a guest agent the VMI calls connected whose
+	// last this many probes failed is AgentUnresponsive.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	AgentUnresponsiveProbes *int32 `json:"agentUnresponsiveProbes,omitempty"`
 }
 
 // Evidence points at one field of one object that a verdict rests on.
@@ -551,6 +565,41 @@ type GuestSummary struct {
 	// sticky like OSPrettyName.
 	// +optional
 	KernelRelease string `json:"kernelRelease,omitempty"`
+	// Hostname is the guest's host name, as the guest agent answered the
+	// controller's probe (subresource guestosinfo; --guest-probe-interval).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname,omitempty"`
+	// Timezone is the guest's time zone and offset, from the probe.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Timezone string `json:"timezone,omitempty"`
+	// Users is how many users are logged in to the guest, from the probe
+	// (subresource userlist); absent when not probed.
+	// +optional
+	Users *int32 `json:"users,omitempty"`
+	// Filesystems are the guest's mounted filesystems, from the probe
+	// (subresource filesystemlist), fullest first, at most 16.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Filesystems []GuestFilesystem `json:"filesystems,omitempty"`
+}
+
+// GuestFilesystem is one filesystem mounted in the guest.
+type GuestFilesystem struct {
+	// MountPoint is where the guest mounts it.
+	// +kubebuilder:validation:MaxLength=253
+	MountPoint string `json:"mountPoint"`
+	// Type is the filesystem type (ext4, xfs, NTFS...).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Type string `json:"type,omitempty"`
+	// UsedPercent is the share of the filesystem in use, rounded down to a
+	// multiple of 5, so it changes only when a 5-point bucket does.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	UsedPercent int32 `json:"usedPercent"`
 }
 
 // VMObservationStatus is the observed health of the VM. Lists are sorted and

@@ -89,6 +89,13 @@ type Policy struct {
 	// MigrationNotConvergingSamples: remaining data that has not shrunk
 	// over this many samples is MigrationNotConverging.
 	MigrationNotConvergingSamples int32
+
+	// FilesystemUsedPercent: a guest filesystem used at or above this
+	// share is FilesystemNearlyFull.
+	FilesystemUsedPercent int32
+	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
+	// the VMI calls connected is AgentUnresponsive.
+	AgentUnresponsiveProbes int32
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -116,6 +123,8 @@ func DefaultPolicy() Policy {
 		StorageSlowLatency:            50 * time.Millisecond,
 		NetworkErrorRate:              1,
 		MigrationNotConvergingSamples: 3,
+		FilesystemUsedPercent:         90,
+		AgentUnresponsiveProbes:       3,
 	}
 }
 
@@ -146,6 +155,8 @@ func (p Policy) withDefaults() Policy {
 		{&p.GuestMemoryAvailablePercent, &d.GuestMemoryAvailablePercent},
 		{&p.StorageSlowFactor, &d.StorageSlowFactor},
 		{&p.MigrationNotConvergingSamples, &d.MigrationNotConvergingSamples},
+		{&p.FilesystemUsedPercent, &d.FilesystemUsedPercent},
+		{&p.AgentUnresponsiveProbes, &d.AgentUnresponsiveProbes},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -215,6 +226,8 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 		{&p.GuestMemoryAvailablePercent, o.GuestMemoryAvailablePercent},
 		{&p.StorageSlowFactor, o.StorageSlowFactor},
 		{&p.MigrationNotConvergingSamples, o.MigrationNotConvergingSamples},
+		{&p.FilesystemUsedPercent, o.FilesystemUsedPercent},
+		{&p.AgentUnresponsiveProbes, o.AgentUnresponsiveProbes},
 	} {
 		if n.src != nil && *n.src > 0 {
 			*n.dst = *n.src
@@ -263,6 +276,11 @@ type Input struct {
 	// controller does not read them (no --prometheus-url) or has not
 	// sampled this VMI yet: no rule reads domain stats then.
 	Domain *DomainFacts
+	// Guest is what the controller's probes of the guest agent through
+	// virt-api's subresources returned, folded by internal/guestprobe; nil
+	// when the controller does not probe (--guest-probe-interval 0) or has
+	// not probed this VMI yet: no rule reads probe results then.
+	Guest *GuestFacts
 	// Previous is the status stored before, if any; it keeps
 	// lastTransitionTime stable across evaluations.
 	Previous *v1alpha1.VMObservationStatus
