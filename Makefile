@@ -74,7 +74,7 @@ test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metri
 	cd hack/kubevirt-crds && go test -count=1 ./...
 
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/verdict:FuzzEvaluate ./internal/verdict:FuzzParseNetworkStatus ./internal/verdict:FuzzParseHeartbeat ./internal/analyze:FuzzDecode
+FUZZ_TARGETS ?= ./internal/verdict:FuzzEvaluate ./internal/verdict:FuzzParseNetworkStatus ./internal/verdict:FuzzParseHeartbeat ./internal/analyze:FuzzDecode ./internal/guestprobe:FuzzDecodeAnswer
 
 .PHONY: fuzz
 fuzz: ## Run each native fuzz target for FUZZTIME (60s); `make test` runs their committed seed corpora.

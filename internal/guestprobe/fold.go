@@ -1,0 +1,124 @@
+package guestprobe
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// result is one probe of one VMI: what it answered, or why not.
+type result struct {
+	info       osInfo
+	users      int32
+	usersKnown bool
+	fs         []verdict.GuestFilesystem
+	// skipped counts the list entries the decoders dropped.
+	skipped int
+	// err is nil when guestosinfo answered, and userlist and
+	// filesystemlist answered or are not supported.
+	err *Error
+	// canceled: the controller is stopping; the probe says nothing.
+	canceled bool
+}
+
+// kind is the result's failure kind, "" when it answered.
+func (r *result) kind() Kind {
+	if r.err == nil {
+		return ""
+	}
+	return r.err.Kind
+}
+
+// fold computes the VMI's facts after a probe that counts (answered, or
+// failed in a way that is this guest's) from its facts before, and says
+// whether they changed. ProbedAt moves only with a change, so an unchanging
+// guest folds to equal facts: no notification, no reconcile, no write.
+func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (verdict.GuestFacts, bool) {
+	f := *prev
+	if f.VMIUID != uid {
+		// A new VMI, or one recreated under the same name: nothing the
+		// earlier one answered applies.
+		f = verdict.GuestFacts{VMIUID: uid}
+	}
+	base := f
+	if r.err != nil {
+		// What the agent answered before stays: a failed probe says
+		// nothing new of the filesystems.
+		f.Failures = min(f.Failures+1, verdict.MaxGuestProbeFailures)
+		if f.FailingSince.IsZero() {
+			f.FailingSince = at
+		}
+		f.LastError = r.err.Msg
+	} else {
+		f.Failures, f.FailingSince, f.LastError = 0, time.Time{}, ""
+		f.Answered = true
+		f.Hostname, f.OSName, f.KernelRelease, f.Timezone = r.info.Hostname, r.info.OSName, r.info.KernelRelease, r.info.Timezone
+		f.FSFreezeStatus = ""
+		if r.info.Frozen {
+			f.FSFreezeStatus = "frozen"
+			if f.FrozenSince.IsZero() {
+				f.FrozenSince = at
+			}
+		} else {
+			f.FrozenSince = time.Time{}
+		}
+		f.Users, f.UsersKnown = r.users, r.usersKnown
+		if !r.usersKnown {
+			f.Users = 0
+		}
+		f.Filesystems = filesystems(base.Filesystems, r.fs, at)
+	}
+	changed := !same(&f, prev)
+	f.ProbedAt = base.ProbedAt
+	if changed {
+		f.ProbedAt = at
+	}
+	return f, changed
+}
+
+// filesystems dates each filesystem: Since is kept while it stays in its
+// 5-point bucket or climbs back to where it was (one that was at 95% and
+// is at 90% has been at 90% or more since it reached 95%), and starts now
+// when it reaches a higher bucket or appears. The list before is returned
+// as is when nothing changed, so that unchanged facts share it.
+func filesystems(prev, now []verdict.GuestFilesystem, at time.Time) []verdict.GuestFilesystem {
+	for i := range now {
+		now[i].Since = at
+		for j := range prev {
+			if prev[j].MountPoint == now[i].MountPoint && prev[j].UsedPercent >= now[i].UsedPercent {
+				now[i].Since = prev[j].Since
+				break
+			}
+		}
+	}
+	if slices.EqualFunc(prev, now, sameFilesystem) {
+		return prev
+	}
+	return now
+}
+
+func sameFilesystem(a, b verdict.GuestFilesystem) bool {
+	return a.MountPoint == b.MountPoint && a.Type == b.Type && a.UsedPercent == b.UsedPercent && a.Since.Equal(b.Since)
+}
+
+// same compares two facts, ProbedAt aside (it dates the change itself).
+// Every field must be here: TestSameSeesEveryField fails when one is
+// added to verdict.GuestFacts and not to this.
+func same(a, b *verdict.GuestFacts) bool {
+	return a.Unavailable == b.Unavailable && a.VMIUID == b.VMIUID &&
+		a.Failures == b.Failures && a.FailingSince.Equal(b.FailingSince) && a.LastError == b.LastError &&
+		a.Answered == b.Answered && a.Hostname == b.Hostname && a.OSName == b.OSName &&
+		a.KernelRelease == b.KernelRelease && a.Timezone == b.Timezone &&
+		a.FSFreezeStatus == b.FSFreezeStatus && a.FrozenSince.Equal(b.FrozenSince) &&
+		a.Users == b.Users && a.UsersKnown == b.UsersKnown &&
+		slices.EqualFunc(a.Filesystems, b.Filesystems, sameFilesystem)
+}
+
+// published says whether the engine already reads f: same facts, same
+// ProbedAt.
+func published(p, f *verdict.GuestFacts) bool {
+	return p != nil && same(p, f) && p.ProbedAt.Equal(f.ProbedAt)
+}

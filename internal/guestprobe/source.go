@@ -1,0 +1,673 @@
+// Package guestprobe asks the guest agents of running VMs what only they
+// know — the OS, the logged-in users, how full each filesystem is —
+// through KubeVirt's subresource API (the path of virtctl guestosinfo,
+// userlist and fslist: the API server → virt-api → virt-handler →
+// virt-launcher → the QEMU guest agent), on a budget: each VM at most once
+// per interval at a slot fixed by its UID, a fleet-wide rate, a bounded
+// pool of workers of its own and a timeout per call, so that neither a
+// slow virt-api nor a stuck guest holds a reconcile or the other probes.
+// The answers are folded into small per-VMI facts (verdict.GuestFacts),
+// bounded and rounded; a VM is reconciled only when its facts change.
+//
+// An API that cannot be used is a fact for the whole fleet, never a
+// failure of each guest: when the API server or virt-api refuses,
+// throttles or does not answer, or when a large share of the fleet's
+// probes fail alike, probing pauses with backoff, no agent is charged,
+// and if it lasts every VMI's facts say Unavailable, which the engine
+// turns into a note.
+package guestprobe
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/verdict"
+)
+
+// Defaults of Config.
+const (
+	DefaultInterval         = 5 * time.Minute
+	DefaultQPS              = 5.0
+	DefaultWorkers          = 4
+	DefaultTimeout          = 10 * time.Second
+	DefaultUnavailableAfter = 3
+)
+
+// The fleet-wide rule: among the newest outcome of each of the VMs probed
+// last (at most recentOutcomes VMs, none older than an interval), failures
+// of one kind that are at least half of them and at least
+// fleetMinFailures VMs are virt-api's or virt-handler's, not each guest's.
+// The rule waits for 2×fleetMinFailures VMs (or the whole fleet, if
+// smaller) to have an outcome; in a fleet of fewer than fleetMinFailures
+// VMs it never applies: too few to tell.
+const (
+	recentOutcomes   = 64
+	fleetMinFailures = 5
+)
+
+// minBackoff is the first pause after the API failed; it doubles up to
+// the interval (at most maxBackoff).
+const (
+	minBackoff = time.Second
+	maxBackoff = 5 * time.Minute
+)
+
+// Config configures a Source.
+type Config struct {
+	// Interval is how often each VM is probed (--guest-probe-interval); 0
+	// turns probing off (the controller builds no Source).
+	Interval time.Duration
+	// QPS bounds probes per second across the fleet (each probe is three
+	// GETs).
+	QPS float64
+	// Workers is how many probes may run at once.
+	Workers int
+	// Timeout bounds each GET (the Client's).
+	Timeout time.Duration
+	// UnavailableAfter is how many attempts in a row must find the API
+	// unusable before the facts say Unavailable; a shorter outage keeps
+	// the last facts.
+	UnavailableAfter int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	if !(c.QPS > 0) {
+		c.QPS = DefaultQPS
+	}
+	if c.Workers <= 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.UnavailableAfter <= 0 {
+		c.UnavailableAfter = DefaultUnavailableAfter
+	}
+	return c
+}
+
+// Target is a Running VMI whose agent is connected.
+type Target struct {
+	Key types.NamespacedName
+	UID types.UID
+}
+
+// entry is what the source holds of one target.
+type entry struct {
+	uid types.UID
+	// slot is the VM's offset within the interval; next when it is due.
+	slot     time.Duration
+	next     time.Time
+	inflight bool
+	// gen is the target refresh that last saw it.
+	gen uint64
+	// facts are folded from the probes (never Unavailable); pub is what
+	// the engine reads, nil before the first probe. pub is never written
+	// through: a change publishes a new one.
+	facts verdict.GuestFacts
+	pub   *verdict.GuestFacts
+	// run is the kind of the newest failures in a row, since runStart;
+	// prior the facts before them, restored if the fleet-wide rule finds
+	// they were not the guest's.
+	run      Kind
+	runStart time.Time
+	prior    verdict.GuestFacts
+}
+
+// outage is the state of an API that cannot be used.
+type outage struct {
+	// kind is "" while the API works.
+	kind Kind
+	// attempts counts the attempts in a row that failed; epoch moves with
+	// each, so that probes sent before it do not count it again.
+	attempts int
+	epoch    uint64
+	until    time.Time
+	backoff  time.Duration
+	// canary: the one probe that tests the API is in flight.
+	canary bool
+	// why is what the facts say once published; "" before.
+	why string
+}
+
+type outcome struct {
+	key  types.NamespacedName
+	kind Kind
+	at   time.Time
+}
+
+type job struct {
+	t     Target
+	epoch uint64
+}
+
+// Source schedules the probes, runs them on its workers and holds the
+// facts. Facts is safe from any goroutine; Start runs the rest.
+type Source struct {
+	cfg     Config
+	api     API
+	targets func() []Target
+	// notify is told the keys whose facts changed.
+	notify  func(types.NamespacedName)
+	now     func() time.Time
+	limiter *rate.Limiter
+	metrics *Metrics
+	log     logr.Logger
+	work    chan job
+	// running counts the probes sent to the workers and not settled.
+	running     sync.WaitGroup
+	tick        time.Duration
+	refreshRate time.Duration
+
+	mu          sync.RWMutex
+	entries     map[types.NamespacedName]*entry
+	out         outage
+	recent      []outcome
+	gen         uint64
+	lastRefresh time.Time
+}
+
+// NewSource builds a Source. targets lists the Running VMIs whose agent is
+// connected (from the controller's cache); notify is called for every VMI
+// whose facts changed; now may be nil (time.Now); m may be nil.
+func NewSource(cfg Config, api API, targets func() []Target, notify func(types.NamespacedName), now func() time.Time, m *Metrics, log logr.Logger) *Source {
+	cfg = cfg.withDefaults()
+	if now == nil {
+		now = time.Now
+	}
+	tick := min(max(cfg.Interval/64, 10*time.Millisecond), time.Second)
+	return &Source{
+		cfg: cfg, api: api, targets: targets, notify: notify, now: now, metrics: m, log: log,
+		limiter:     rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(math.Ceil(cfg.QPS)))),
+		work:        make(chan job),
+		tick:        tick,
+		refreshRate: min(max(cfg.Interval/8, tick), 10*time.Second),
+		entries:     map[types.NamespacedName]*entry{},
+		recent:      make([]outcome, 0, recentOutcomes),
+	}
+}
+
+// Interval is the configured interval between two probes of a VM.
+func (s *Source) Interval() time.Duration { return s.cfg.Interval }
+
+// Facts returns a copy of the VMI's facts, nil when it has none yet. The
+// copy shares Filesystems, which is never written after it is published.
+func (s *Source) Facts(key types.NamespacedName) *verdict.GuestFacts {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.entries[key]
+	if e == nil || e.pub == nil {
+		return nil
+	}
+	c := *e.pub
+	return &c
+}
+
+// Start runs the workers and the schedule until ctx ends. It is a manager
+// Runnable that needs leader election: only the leader probes.
+func (s *Source) Start(ctx context.Context) error {
+	for range s.cfg.Workers {
+		go s.worker(ctx)
+	}
+	t := time.NewTicker(s.tick)
+	defer t.Stop()
+	for {
+		s.step(ctx)
+		select {
+		case <-ctx.Done():
+			s.running.Wait()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// step refreshes the targets when due and sends the probes that are due
+// to the workers, as the rate allows; it blocks while every worker is busy.
+func (s *Source) step(ctx context.Context) {
+	now := s.now()
+	if s.lastRefresh.IsZero() || now.Sub(s.lastRefresh) >= s.refreshRate {
+		s.lastRefresh = now
+		s.notifyAll(ctx, s.refresh(s.targets(), now))
+	}
+	jobs := s.due(now)
+	for i, j := range jobs {
+		if s.limiter.Wait(ctx) != nil || !s.current(j.epoch) {
+			s.release(jobs[i:])
+			return
+		}
+		s.running.Add(1)
+		select {
+		case s.work <- j:
+		case <-ctx.Done():
+			s.running.Done()
+			s.release(jobs[i:])
+			return
+		}
+	}
+}
+
+func (s *Source) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-s.work:
+			s.metrics.started()
+			start := time.Now()
+			r := s.probe(ctx, j.t.Key)
+			s.finish(ctx, j, r, time.Since(start))
+			s.running.Done()
+		}
+	}
+}
+
+// refresh makes the entries the targets: new ones get their slot, gone
+// ones (and a VMI recreated under the same name) lose their facts. It
+// returns the keys whose published facts changed.
+func (s *Source) refresh(targets []Target, now time.Time) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gen++
+	var changed []types.NamespacedName
+	for _, t := range targets {
+		e := s.entries[t.Key]
+		if e != nil && e.uid == t.UID {
+			e.gen = s.gen
+			continue
+		}
+		if (e != nil && e.pub != nil) || s.out.why != "" {
+			changed = append(changed, t.Key)
+		}
+		slot := slotOf(t.UID, s.cfg.Interval)
+		e = &entry{uid: t.UID, slot: slot, next: nextSlot(now, s.cfg.Interval, slot), gen: s.gen}
+		if s.out.why != "" {
+			e.pub = &verdict.GuestFacts{Unavailable: s.out.why, VMIUID: t.UID}
+		}
+		s.entries[t.Key] = e
+	}
+	for k, e := range s.entries {
+		if e.gen != s.gen {
+			delete(s.entries, k)
+			if e.pub != nil {
+				changed = append(changed, k)
+			}
+		}
+	}
+	s.metrics.targeted(len(s.entries))
+	return changed
+}
+
+// due lists the probes to send now, the most overdue first, and marks
+// them in flight. While the API is out, it sends one probe (the canary)
+// once the backoff has passed, and waits for its answer.
+func (s *Source) due(now time.Time) []job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type dueEntry struct {
+		key types.NamespacedName
+		e   *entry
+	}
+	var ds []dueEntry
+	for k, e := range s.entries {
+		if !e.inflight && !e.next.After(now) {
+			ds = append(ds, dueEntry{k, e})
+		}
+	}
+	slices.SortFunc(ds, func(a, b dueEntry) int {
+		return cmp.Or(a.e.next.Compare(b.e.next), cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
+	})
+	if s.out.kind != "" {
+		if s.out.canary || now.Before(s.out.until) || len(ds) == 0 {
+			return nil
+		}
+		ds, s.out.canary = ds[:1], true
+	}
+	jobs := make([]job, len(ds))
+	for i, d := range ds {
+		d.e.inflight = true
+		jobs[i] = job{t: Target{Key: d.key, UID: d.e.uid}, epoch: s.out.epoch}
+	}
+	return jobs
+}
+
+// current says whether an outage began since the job was picked.
+func (s *Source) current(epoch uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.out.epoch == epoch
+}
+
+// release puts jobs that were not sent back to due.
+func (s *Source) release(jobs []job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range jobs {
+		if e := s.entries[j.t.Key]; e != nil && e.uid == j.t.UID {
+			e.inflight = false
+		}
+		if s.out.canary && j.epoch == s.out.epoch {
+			s.out.canary = false
+		}
+	}
+}
+
+// probe runs the three calls: guestosinfo first, and nothing more when it
+// fails. userlist and filesystemlist that the agent does not support
+// leave their facts unknown; any other failure fails the probe.
+func (s *Source) probe(ctx context.Context, key types.NamespacedName) *result {
+	r := &result{}
+	ok := s.call(ctx, r, key, SubGuestOSInfo, func(body []byte) (err *Error) {
+		r.info, err = decodeGuestOSInfo(body)
+		return err
+	})
+	if !ok {
+		return r
+	}
+	s.call(ctx, r, key, SubUserList, func(body []byte) *Error {
+		users, skipped, err := decodeUserList(body)
+		r.users, r.usersKnown = users, err == nil
+		r.skipped += skipped
+		s.metrics.skippedEntries(SubUserList, skipped)
+		return err
+	})
+	if r.err != nil || r.canceled {
+		return r
+	}
+	s.call(ctx, r, key, SubFilesystemList, func(body []byte) *Error {
+		fs, skipped, err := decodeFilesystemList(body)
+		r.fs = fs
+		r.skipped += skipped
+		s.metrics.skippedEntries(SubFilesystemList, skipped)
+		return err
+	})
+	return r
+}
+
+// call GETs one subresource and decodes its answer. It says whether both
+// worked; otherwise it sets r's err or canceled — except for a list the
+// agent does not support, which leaves both unset.
+func (s *Source) call(ctx context.Context, r *result, key types.NamespacedName, sub string, decode func([]byte) *Error) bool {
+	start := time.Now()
+	body, err := s.api.Get(ctx, key, sub)
+	var pe *Error
+	switch {
+	case err == nil:
+		pe = decode(body)
+	case errors.As(err, &pe):
+	case ctx.Err() != nil:
+		r.canceled = true
+		return false
+	default:
+		pe = &Error{Kind: KindUnreachable, Sub: sub, Msg: clean(sub + ": " + err.Error())}
+	}
+	s.metrics.called(sub, pe, time.Since(start))
+	if pe == nil {
+		return true
+	}
+	if pe.Kind != KindNotSupported || sub == SubGuestOSInfo {
+		r.err = pe
+	}
+	return false
+}
+
+// finish settles a probe's result and tells the VMs whose facts changed.
+func (s *Source) finish(ctx context.Context, j job, r *result, took time.Duration) {
+	at := s.now().Truncate(time.Second)
+	s.mu.Lock()
+	changed, label := s.settle(j, r, at)
+	s.mu.Unlock()
+	s.metrics.probed(label, took)
+	s.notifyAll(ctx, changed)
+}
+
+// settle decides what a probe's result means, under s.mu: an API that
+// cannot be used (the outage's attempts), a failure the whole fleet
+// shares (not the guest's), the VMI gone, or an answer or failure of this
+// guest, folded into its facts. It returns the keys whose published facts
+// changed and the probe's result label.
+func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName, string) {
+	e := s.entries[j.t.Key]
+	if e != nil && e.uid != j.t.UID {
+		e = nil // recreated while the probe ran: its answer is the earlier VMI's
+	}
+	if e != nil {
+		e.inflight = false
+	}
+	canary := s.out.kind != "" && j.epoch == s.out.epoch
+	if canary {
+		s.out.canary = false
+	}
+	kind := r.kind()
+	switch {
+	case r.canceled:
+		return nil, "canceled"
+	case kind.apiDown():
+		return s.failedAttempt(j.epoch, r.err, at), "unavailable"
+	case s.out.kind != "" && !canary && kind != "":
+		// Sent before the outage, answered in it: the path is suspect.
+		return nil, "excused"
+	case s.out.kind != "" && canary && kind == s.out.kind:
+		return s.failedAttempt(j.epoch, r.err, at), "excused"
+	}
+	var changed []types.NamespacedName
+	if canary {
+		changed = s.recover()
+	}
+	if e == nil {
+		return changed, "gone"
+	}
+	if kind == KindGone {
+		// Not running, or virt-api does not see the agent connected: the
+		// VMI's own status will say so; nothing to fold.
+		e.next = nextSlot(at, s.cfg.Interval, e.slot)
+		return changed, "gone"
+	}
+	if s.out.kind == "" {
+		s.record(j.t.Key, kind, at)
+		if kind != "" && s.fleetFailing(kind, at) {
+			return append(changed, s.fleetFailed(j.epoch, r.err, at)...), "excused"
+		}
+	}
+	if kind != "" && e.run != kind {
+		e.run, e.runStart, e.prior = kind, at, e.facts
+	} else if kind == "" {
+		e.run = ""
+	}
+	e.facts, _ = fold(&e.facts, e.uid, r, at)
+	e.next = nextSlot(at, s.cfg.Interval, e.slot)
+	if s.show(e) {
+		changed = append(changed, j.t.Key)
+	}
+	if kind != "" {
+		return changed, "failed"
+	}
+	return changed, "ok"
+}
+
+// show publishes the entry's facts unless the engine already reads them
+// or the facts say Unavailable; it says whether they changed.
+func (s *Source) show(e *entry) bool {
+	if s.out.why != "" || e.facts.VMIUID != e.uid || published(e.pub, &e.facts) {
+		return false
+	}
+	f := e.facts
+	e.pub = &f
+	return true
+}
+
+// fleetFailing says whether failures of a kind are a large share of the
+// fleet's newest outcomes.
+func (s *Source) fleetFailing(kind Kind, at time.Time) bool {
+	n, failed := 0, 0
+	for _, o := range s.recent {
+		if at.Sub(o.at) > s.cfg.Interval {
+			continue
+		}
+		n++
+		if o.kind == kind {
+			failed++
+		}
+	}
+	return failed >= fleetMinFailures && 2*failed >= n && n >= min(2*fleetMinFailures, len(s.entries))
+}
+
+// record keeps the newest outcome of each VM for the fleet-wide rule: the
+// kind of a failure, "" for an answer.
+func (s *Source) record(key types.NamespacedName, kind Kind, at time.Time) {
+	if i := slices.IndexFunc(s.recent, func(o outcome) bool { return o.key == key }); i >= 0 {
+		s.recent = slices.Delete(s.recent, i, i+1)
+	} else if len(s.recent) == recentOutcomes {
+		s.recent = slices.Delete(s.recent, 0, 1)
+	}
+	s.recent = append(s.recent, outcome{key, kind, at})
+}
+
+// fleetFailed starts an outage of the fleet-wide kind: the guests' failures
+// of that kind within the interval are forgiven (their facts before them
+// restored), and the probe that tipped it counts as the first attempt.
+func (s *Source) fleetFailed(epoch uint64, err *Error, at time.Time) []types.NamespacedName {
+	var changed []types.NamespacedName
+	for k, e := range s.entries {
+		if e.run == err.Kind && at.Sub(e.runStart) <= s.cfg.Interval {
+			e.facts, e.run = e.prior, ""
+			if s.show(e) {
+				changed = append(changed, k)
+			}
+		}
+	}
+	s.log.Info("Guest probes fail alike across the fleet; not charging the agents", "kind", string(err.Kind), "error", err.Msg)
+	return append(changed, s.failedAttempt(epoch, err, at)...)
+}
+
+// failedAttempt counts an attempt that found the API unusable, once per
+// epoch: probes sent before it that fail the same way count nothing more.
+// It pauses probing for a backoff (at least the server's Retry-After)
+// and, after UnavailableAfter attempts, publishes Unavailable.
+func (s *Source) failedAttempt(epoch uint64, err *Error, at time.Time) []types.NamespacedName {
+	if epoch != s.out.epoch {
+		return nil
+	}
+	if s.out.kind == "" {
+		s.out.backoff = min(minBackoff, s.cfg.Interval)
+		s.log.Info("Guest probes paused: the API cannot be used", "kind", string(err.Kind), "error", err.Msg)
+	} else {
+		s.out.backoff = min(2*s.out.backoff, s.cfg.Interval, maxBackoff)
+	}
+	s.out.kind = err.Kind
+	s.out.attempts++
+	s.out.epoch++
+	s.out.until = s.now().Add(max(s.out.backoff, err.RetryAfter))
+	s.recent = s.recent[:0]
+	if s.out.attempts < s.cfg.UnavailableAfter {
+		return nil
+	}
+	why := unavailableReason(err.Kind)
+	if why == s.out.why {
+		return nil
+	}
+	s.log.Error(err, "Guest agents cannot be probed; verdicts rest on the other sources", "reason", why, "attempts", s.out.attempts)
+	s.out.why = why
+	s.metrics.unavailable(true)
+	var changed []types.NamespacedName
+	for k, e := range s.entries {
+		f := &verdict.GuestFacts{Unavailable: why, VMIUID: e.uid}
+		if e.pub == nil || !published(e.pub, f) {
+			e.pub = f
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+// recover ends an outage: the facts folded before it are the engine's
+// again.
+func (s *Source) recover() []types.NamespacedName {
+	was := s.out
+	s.out = outage{epoch: was.epoch + 1}
+	s.metrics.unavailable(false)
+	s.log.Info("Guest probes resumed", "pausedFor", string(was.kind), "attempts", was.attempts)
+	if was.why == "" {
+		return nil
+	}
+	var changed []types.NamespacedName
+	for k, e := range s.entries {
+		if e.facts.VMIUID != e.uid {
+			e.pub = nil
+			changed = append(changed, k)
+			continue
+		}
+		if s.show(e) {
+			changed = append(changed, k)
+		}
+	}
+	return changed
+}
+
+// unavailableReason is the short cause the facts carry. It must not
+// change within an outage (each change is a write per VM), so it names the
+// kind of failure, not its details.
+func unavailableReason(k Kind) string {
+	switch k {
+	case KindThrottled:
+		return "the API server throttles the controller's guest agent probes"
+	case KindUnavailable:
+		return "virt-api's subresource API is unavailable"
+	case KindUnreachable:
+		return "the API server cannot be reached"
+	case KindRefused:
+		return "the controller may not read virtualmachineinstances/guestosinfo, userlist and filesystemlist in subresources.kubevirt.io (RBAC)"
+	case KindNotServed:
+		return "the API server does not serve subresources.kubevirt.io/v1: is KubeVirt's virt-api installed?"
+	case KindTimeout:
+		return "guest agent probes time out across the fleet: virt-api or virt-handler does not answer"
+	case KindBadAnswer:
+		return "virt-api's answers cannot be read across the fleet"
+	}
+	return "guest agent probes fail alike across the fleet: virt-api or virt-handler fails"
+}
+
+func (s *Source) notifyAll(ctx context.Context, keys []types.NamespacedName) {
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		s.notify(k)
+	}
+}
+
+// slotOf is the VM's offset within the interval, fixed by its UID (in
+// 1024ths of the interval, from the low bits of its FNV-1a hash, as the
+// evidence refresh spreads its writes: controllers/writepolicy.go
+// refreshInterval), so that the probes of a fleet spread evenly over the
+// interval instead of coming due together, and a VM keeps its slot across
+// restarts of the controller.
+func slotOf(uid types.UID, interval time.Duration) time.Duration {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return time.Duration(uint64(interval) / 1024 * uint64(h.Sum32()%1024))
+}
+
+// nextSlot is the first time after now at the slot's offset from a
+// multiple of the interval (counted from the Unix epoch).
+func nextSlot(now time.Time, interval, slot time.Duration) time.Time {
+	n := now.UnixNano() - int64(slot)
+	k := n / int64(interval)
+	if n%int64(interval) < 0 {
+		k--
+	}
+	return time.Unix(0, (k+1)*int64(interval)+int64(slot)).In(now.Location())
+}
