@@ -31,44 +31,57 @@ type DomainStats struct {
 // whose facts changed. The facts are read in gather; the VMIs whose domains
 // are folded are the cache's Running ones.
 func (r *Reconciler) domainStatsSource(mgr ctrl.Manager) (source.Source, error) {
-	changed := make(chan event.GenericEvent, 1024)
-	var src *domainstats.Source
-	notify := func(k types.NamespacedName) {
-		// The round blocks while the queue is full: the workers drain it.
-		changed <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
-	}
-	src = domainstats.NewSource(r.DomainStats.Config, r.DomainStats.Querier, r.runningVMIs, notify, r.Now,
+	changed, notify := factsChanged()
+	src := domainstats.NewSource(r.DomainStats.Config, r.DomainStats.Querier, r.runningVMIs, notify, r.Now,
 		r.DomainStats.Metrics, mgr.GetLogger().WithName("domainstats"))
 	r.domain = src
 	r.Policy.DomainStatsInterval = src.Interval()
-	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		// The first round folds what the cache holds: wait for it.
+	return changed, runOnLeader(mgr, src.Start)
+}
+
+// factsChanged returns a channel source of the VMs whose facts from
+// outside the watched objects (domain stats, guest probes) changed, and
+// the function that feeds it. A sender blocks while the queue is full:
+// the workers drain it.
+func factsChanged() (source.Source, func(types.NamespacedName)) {
+	changed := make(chan event.GenericEvent, 1024)
+	notify := func(k types.NamespacedName) {
+		changed <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
+	}
+	return source.Channel[client.Object](changed, &handler.EnqueueRequestForObject{}), notify
+}
+
+// runOnLeader adds start as a runnable of the manager: it needs leader
+// election, and begins once the cache has synced, since its first round
+// reads what the cache holds.
+func runOnLeader(mgr ctrl.Manager, start func(context.Context) error) error {
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return nil
 		}
-		return src.Start(ctx)
+		return start(ctx)
 	}))
-	if err != nil {
-		return nil, err
-	}
-	return source.Channel[client.Object](changed, &handler.EnqueueRequestForObject{}), nil
 }
 
 // runningVMIs lists the cache's Running VMIs, whose domains virt-handler
 // exports.
 func (r *Reconciler) runningVMIs() []domainstats.Target {
-	items := r.Store.VMIs.List()
-	out := make([]domainstats.Target, 0, len(items))
-	for _, it := range items {
-		v, ok := it.(*projection.VMI)
-		if !ok || v.Phase.String() != string(kubevirtv1.Running) {
-			continue
-		}
+	var out []domainstats.Target
+	r.eachRunningVMI(func(v *projection.VMI) {
 		out = append(out, domainstats.Target{
 			Key:  types.NamespacedName{Namespace: v.GetNamespace(), Name: v.GetName()},
 			UID:  v.GetUID(),
 			Node: v.NodeName.String(),
 		})
-	}
+	})
 	return out
+}
+
+// eachRunningVMI calls f with each of the cache's Running VMIs.
+func (r *Reconciler) eachRunningVMI(f func(*projection.VMI)) {
+	for _, it := range r.Store.VMIs.List() {
+		if v, ok := it.(*projection.VMI); ok && v.Phase.String() == string(kubevirtv1.Running) {
+			f(v)
+		}
+	}
 }

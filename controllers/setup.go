@@ -48,6 +48,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		}
 		b = b.WatchesRawSource(changed)
 	}
+	if r.GuestProbe != nil {
+		changed, err := r.guestProbeSource(mgr)
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(changed)
+	}
 	return b.
 		Named("vmobservation").
 		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).

@@ -23,6 +23,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -89,6 +90,9 @@ type Reconciler struct {
 	// DomainStats, when set, reads virt-handler's domain stats from
 	// Prometheus (domainstats.go).
 	DomainStats *DomainStats
+	// GuestProbe, when set, probes the guest agents through virt-api's
+	// subresources (guestprobe.go).
+	GuestProbe *GuestProbe
 
 	// policy decides every status write; setup builds it from the fields
 	// above.
@@ -97,6 +101,8 @@ type Reconciler struct {
 	shard *shard
 	// domain holds the folded domain stats; nil without DomainStats.
 	domain *domainstats.Source
+	// guest holds the folded guest probes; nil without GuestProbe.
+	guest *guestprobe.Source
 }
 
 // setup builds what the reconciler derives from its configuration; it
@@ -258,6 +264,9 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 	}
 	if r.domain != nil {
 		in.Domain = r.domain.Facts(key)
+	}
+	if r.guest != nil {
+		in.Guest = r.guest.Facts(key)
 	}
 
 	migrations, err := byIndex[*projection.Migration](r.Store.Migrations, IndexMigrationVMI, k)

@@ -78,6 +78,12 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.Policy.StorageSlowLatency, "storage-slow-latency", opts.Policy.StorageSlowLatency, "Time per I/O operation under which storage never counts as slow.")
 	fs.Float64Var(&opts.Policy.NetworkErrorRate, "network-error-rate", opts.Policy.NetworkErrorRate, "Network errors and drops, both ways, at or above this many per second are NetworkErrors.")
 	notConverging := fs.Int("migration-not-converging-samples", int(opts.Policy.MigrationNotConvergingSamples), "A live migration whose remaining data has not shrunk over this many domain-stats samples is MigrationNotConverging.")
+	fs.DurationVar(&opts.GuestProbe.Interval, "guest-probe-interval", opts.GuestProbe.Interval, "Probe each VM's guest agent (OS info, users, filesystems) through virt-api's subresources at most this often, at a slot fixed by the VM; 0 turns the probes off (docs/guest-probe.md).")
+	fs.Float64Var(&opts.GuestProbe.QPS, "guest-probe-qps", opts.GuestProbe.QPS, "At most this many guest agent probes per second across all VMs (each is three GETs through the API server to virt-api).")
+	fs.IntVar(&opts.GuestProbe.Workers, "guest-probe-workers", opts.GuestProbe.Workers, "Guest agent probes running at once, on workers of their own (never the reconcile workers).")
+	fs.DurationVar(&opts.GuestProbe.Timeout, "guest-probe-timeout", opts.GuestProbe.Timeout, "Time a guest agent has to answer each of a probe's GETs.")
+	fsUsed := fs.Int("filesystem-used-percent", int(opts.Policy.FilesystemUsedPercent), "A guest filesystem used at or above this share (%) is FilesystemNearlyFull.")
+	unresponsive := fs.Int("agent-unresponsive-probes", int(opts.Policy.AgentUnresponsiveProbes), "A guest agent the VMI calls connected whose last this many probes failed is AgentUnresponsive.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Burst above --kube-api-qps; 0 is twice --kube-api-qps.")
@@ -93,6 +99,10 @@ func runManager(ctx context.Context, args []string) int {
 		fmt.Fprintf(stderr(ctx), "vmobs manager: --kube-api-qps, --kube-api-burst and --evidence-refresh-qps must not be negative\n")
 		return 2
 	}
+	if g := opts.GuestProbe; g.Interval < 0 || (g.Interval > 0 && (!(g.QPS > 0) || g.Workers < 1 || g.Timeout <= 0)) {
+		fmt.Fprintf(stderr(ctx), "vmobs manager: --guest-probe-interval must not be negative; with probes on, --guest-probe-qps, --guest-probe-workers and --guest-probe-timeout must be positive\n")
+		return 2
+	}
 	for _, n := range []struct {
 		flag     string
 		v        int
@@ -102,6 +112,8 @@ func runManager(ctx context.Context, args []string) int {
 		{"guest-memory-available-percent", *memPct, 1, 99, &opts.Policy.GuestMemoryAvailablePercent},
 		{"storage-slow-factor", *slowFactor, 2, 1 << 20, &opts.Policy.StorageSlowFactor},
 		{"migration-not-converging-samples", *notConverging, 2, 1 << 10, &opts.Policy.MigrationNotConvergingSamples},
+		{"filesystem-used-percent", *fsUsed, 50, 100, &opts.Policy.FilesystemUsedPercent},
+		{"agent-unresponsive-probes", *unresponsive, 1, 10, &opts.Policy.AgentUnresponsiveProbes},
 	} {
 		if n.v < n.min || n.v > n.max {
 			fmt.Fprintf(stderr(ctx), "vmobs manager: --%s must be between %d and %d\n", n.flag, n.min, n.max)
@@ -138,7 +150,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "")
+	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -29,6 +29,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -106,6 +107,10 @@ type Options struct {
 	PrometheusCAFile string
 	// DomainStats tunes the queries (interval, rate window, timeout).
 	DomainStats domainstats.Config
+	// GuestProbe tunes the probes of the guest agents through virt-api's
+	// subresources (interval, rate, workers, timeout); Interval 0 turns
+	// them off.
+	GuestProbe guestprobe.Config
 }
 
 // DefaultLeaderElectionID is the Lease of an unsharded instance.
@@ -160,6 +165,10 @@ func Defaults() Options {
 		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
+		GuestProbe: guestprobe.Config{
+			Interval: guestprobe.DefaultInterval, QPS: guestprobe.DefaultQPS,
+			Workers: guestprobe.DefaultWorkers, Timeout: guestprobe.DefaultTimeout,
+		},
 	}
 }
 
@@ -225,6 +234,17 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		domainMetrics = domainstats.NewMetrics()
 		r.DomainStats = &controllers.DomainStats{Querier: q, Config: opts.DomainStats, Metrics: domainMetrics}
 	}
+	var guestMetrics *guestprobe.Metrics
+	if opts.GuestProbe.Interval > 0 {
+		// Through the manager's config and HTTP client: its credentials,
+		// its connections to the API server, which proxies to virt-api.
+		api, err := guestprobe.NewClient(mgr.GetConfig(), mgr.GetHTTPClient(), opts.GuestProbe.Timeout)
+		if err != nil {
+			return nil, fmt.Errorf("creating the guest probe client: %w", err)
+		}
+		guestMetrics = guestprobe.NewMetrics()
+		r.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
+	}
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
@@ -236,6 +256,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
 	if domainMetrics != nil {
 		collectors = append(collectors, domainMetrics.Collectors()...)
+	}
+	if guestMetrics != nil {
+		collectors = append(collectors, guestMetrics.Collectors()...)
 	}
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
