@@ -88,7 +88,7 @@ type facts struct {
 	// frozenByProbe says the freeze was read from the probe's guestosinfo,
 	// not the VMI's status.fsFreezeStatus.
 	frozenByProbe bool
-	hp          hotplug
+	hp            hotplug
 }
 
 type heartbeat struct {

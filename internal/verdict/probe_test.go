@@ -103,7 +103,9 @@ func probeSituations() []situation {
 		{
 			name: "the probe fills the OS a VMI without guestOSInfo lacks",
 			in: input(func(in *Input) {
-				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) { v.Status.GuestOSInfo = kubevirtv1.VirtualMachineInstanceGuestOSInfo{} })
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status.GuestOSInfo = kubevirtv1.VirtualMachineInstanceGuestOSInfo{}
+				})
 			}, withGuest()),
 			overall: "Healthy/Running",
 			check: func(t *testing.T, r Result) {
