@@ -8,10 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -37,6 +39,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	r.Store = store
+	if err := r.followOwnWrites(mgr); err != nil {
+		return err
+	}
 	ticks, err := livenessSource(mgr, LivenessTick)
 	if err != nil {
 		return err
@@ -61,6 +66,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WatchesRawSource(r.beats.source()).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// followOwnWrites tells the write policy of each VMObservation the cache
+// receives, so that it forgets a write once the cache holds it.
+func (r *Reconciler) followOwnWrites(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.VMObservation{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, n any) {
+			if o, ok := n.(*projection.Observation); ok {
+				r.policy.caughtUp(client.ObjectKeyFromObject(o), o.GetUID(), o.Hash)
+			}
+		},
+	})
+	return err
 }
 
 func migrationToVM(_ context.Context, o client.Object) []reconcile.Request {
