@@ -8,10 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -22,6 +24,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // SetupWithManager wires the watches: VMs and VMIs are primary, the rest map
@@ -36,6 +39,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	r.Store = store
+	if err := r.followOwnWrites(mgr); err != nil {
+		return err
+	}
 	ticks, err := livenessSource(mgr, LivenessTick)
 	if err != nil {
 		return err
@@ -64,8 +70,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), builder.WithPredicates(podChanged())).
 		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
 		WatchesRawSource(ticks).
+		WatchesRawSource(r.beats.source()).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// followOwnWrites tells the write policy of each VMObservation the cache
+// receives, so that it forgets a write once the cache holds it.
+func (r *Reconciler) followOwnWrites(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.VMObservation{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, n any) {
+			if o, ok := n.(*projection.Observation); ok {
+				r.policy.caughtUp(client.ObjectKeyFromObject(o), o.GetUID(), o.Hash)
+			}
+		},
+	})
+	return err
 }
 
 func migrationToVM(_ context.Context, o client.Object) []reconcile.Request {
@@ -87,8 +111,8 @@ func podToVM(_ context.Context, o client.Object) []reconcile.Request {
 // change of virt-handler's heartbeat alone reaches only the VMs whose stored
 // verdict is not Healthy (or that have none yet): a fresher heartbeat can
 // turn Unknown into Healthy, but for a healthy VM it only moves the
-// staleness deadline later, and every VM is requeued at its own deadline
-// and at its next evidence refresh anyway. Without this, each heartbeat (one
+// staleness deadline later, which the node's heartbeat timer follows
+// (heartbeats.go). Without this, each heartbeat (one
 // a minute per node) woke every VM on the node at once, and a source change
 // arriving in that wave waited behind a hundred reconciles that wrote
 // nothing.
@@ -108,9 +132,19 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			o, ok1 := e.ObjectOld.(*projection.Node)
 			n, ok2 := e.ObjectNew.(*projection.Node)
+			if ok2 && r.beats != nil {
+				// A renewed heartbeat moves the deadlines of the node's
+				// VMs that rest on it, without waking them.
+				if hb, err := verdict.ParseHeartbeat(n.Value(kubevirtv1.VirtHandlerHeartbeat)); err == nil {
+					r.beats.renew(n.GetName(), hb)
+				}
+			}
 			enqueue(ctx, e.ObjectNew.GetName(), q, ok1 && ok2 && heartbeatOnly(o, n))
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r.beats != nil {
+				r.beats.removeNode(e.Object.GetName())
+			}
 			enqueue(ctx, e.Object.GetName(), q, false)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -103,6 +103,9 @@ type Reconciler struct {
 	domain *domainstats.Source
 	// guest holds the folded guest probes; nil without GuestProbe.
 	guest *guestprobe.Source
+	// beats holds the VMs whose next look is their node's heartbeat
+	// deadline (heartbeats.go).
+	beats *heartbeats
 }
 
 // setup builds what the reconciler derives from its configuration; it
@@ -112,6 +115,7 @@ func (r *Reconciler) setup() {
 	// Only a status that is rewritten may carry what moves by itself.
 	r.Policy.RenewingEvidence = r.EvidenceRefreshInterval > 0
 	r.shard = newShard(r.Shard, r.HandoverGrace)
+	r.beats = newHeartbeats(nil)
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -126,6 +130,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if req.NamespacedName == livenessKey {
 		return ctrl.Result{}, nil
 	}
+	// A VM stays under its node's heartbeat timer only while its newest
+	// verdict rests on the heartbeat; every other way out of here drops it.
+	renewing := false
+	defer func() {
+		if !renewing && r.beats != nil {
+			r.beats.forget(req.NamespacedName)
+		}
+	}()
 	log := ctrl.LoggerFrom(ctx).WithValues("VMObservation", klog.KRef(req.Namespace, req.Name))
 	ctx = ctrl.LoggerInto(ctx, log)
 
@@ -171,34 +183,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	now := r.now()
 	in.Now = now
 	result := verdict.Evaluate(in)
-	next := result.Status
-	next.ObservedGeneration = obs.Generation
-	for i := range next.Conditions {
-		next.Conditions[i].ObservedGeneration = obs.Generation
+	st := result.Status
+	st.ObservedGeneration = obs.Generation
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = obs.Generation
 	}
 
 	decision := r.policy.decide(writeRequest{
-		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &next,
+		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
 		storedWrite: obs.LastWrite.Time(), now: now,
 	})
-	// A write held back (a refresh, coalesced progress) is made when its
-	// window ends, even if no other event comes; a deadline likewise.
-	requeue := earliest(result.NextDeadline, decision.retryAfter)
-	// A fixed deadline (a lag grace ending, a timeout) carries a verdict
-	// someone waits for; a heartbeat's deadline or a held-back write can
-	// wait behind the reconciles events bring.
-	low := requeue != result.NextDeadline || result.Renews
+	var next ctrl.Result
+	next, renewing = r.nextLook(req.NamespacedName, &result, decision.retryAfter, now)
 	if !decision.write {
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		return requeueAt(requeue, low), nil
+		return next, nil
 	}
-	if err := r.applyStatus(ctx, obs, &next); err != nil {
+	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
-	r.recordTransitions(obs, prev, &next)
-	log.V(2).Info("Updated status", "verdict", next.Verdict, "reason", next.Reason, "why", decision.why)
-	return requeueAt(requeue, low), nil
+	r.recordTransitions(obs, prev, &st)
+	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
+	return next, nil
+}
+
+// nextLook says when the VM is looked at again, and whether that is its
+// node's heartbeat deadline, which the node's timer keeps (heartbeats.go)
+// instead of the work queue. A write held back (a refresh, coalesced
+// progress) is made when its window ends, even if no other event comes; a
+// fixed deadline likewise. A fixed deadline (a lag grace ending, a timeout)
+// carries a verdict someone waits for; a held-back write can wait behind
+// the reconciles events bring.
+func (r *Reconciler) nextLook(key types.NamespacedName, res *verdict.Result, retryAfter time.Duration, now time.Time) (ctrl.Result, bool) {
+	if res.Renews && r.beats != nil && res.RenewsOn != "" {
+		r.beats.watch(key, res.RenewsOn, res.RenewedAt, now.Add(res.NextDeadline))
+		requeue := earliest(res.FixedDeadline, retryAfter)
+		return requeueAt(requeue, requeue != res.FixedDeadline), true
+	}
+	requeue := earliest(res.NextDeadline, retryAfter)
+	return requeueAt(requeue, requeue != res.NextDeadline || res.Renews), false
 }
 
 // earliest is the sooner of two waits, 0 meaning none.

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -229,8 +228,8 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 	if w.counts["create"] != 1 || w.counts["apply status"] != 1 || w.total() != 2 {
 		t.Fatalf("first reconcile wrote %v, want one create and one status apply", w.counts)
 	}
-	if res.RequeueAfter <= 0 {
-		t.Errorf("no requeue at the next deadline (heartbeat staleness): %+v", res)
+	if res.RequeueAfter != 0 || r.beats.watched() != 1 {
+		t.Errorf("the next deadline (heartbeat staleness) is %+v with %d VMs on heartbeat timers, want only the node's timer", res, r.beats.watched())
 	}
 	obs := wObservation(t, c)
 	if obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue {
@@ -256,8 +255,9 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 }
 
 // TestHeartbeatsCostNoWrites: ten minutes of virt-handler heartbeats, one a
-// minute, write nothing; each reconcile asks to look again at the live
-// heartbeat's deadline, and when the beats stop the status says so then.
+// minute, write nothing; each reconcile leaves the VM on its node's
+// heartbeat timer, set to the live heartbeat's deadline, and when the beats
+// stop the status says so then.
 func TestHeartbeatsCostNoWrites(t *testing.T) {
 	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
 	r := wReconciler(c)
@@ -276,11 +276,12 @@ func TestHeartbeatsCostNoWrites(t *testing.T) {
 		}
 		r.Now = func() time.Time { return last.Add(5 * time.Second) }
 		res := wReconcile(t, r)
-		if want := 5*time.Minute - 5*time.Second; res.RequeueAfter != want {
-			t.Errorf("minute %d: RequeueAfter %v, want %v (the live heartbeat's deadline)", m, res.RequeueAfter, want)
+		// The heartbeat's deadline is the node's timer's, not a queue item.
+		if res.RequeueAfter != 0 {
+			t.Errorf("minute %d: RequeueAfter %v, want none: the node's heartbeat timer looks again", m, res.RequeueAfter)
 		}
-		if res.Priority == nil || *res.Priority != handler.LowPriority {
-			t.Errorf("minute %d: the heartbeat's deadline is looked at with priority %v, want low", m, res.Priority)
+		if n := r.beats.nodes[kvtest.NodeA]; r.beats.watched() != 1 || n == nil || !n.at.Equal(last.Add(5*time.Minute)) {
+			t.Errorf("minute %d: %d VMs on heartbeat timers, node-a's at %v, want 1 at %v", m, r.beats.watched(), n, last.Add(5*time.Minute))
 		}
 	}
 	if got := w.total() - written - 10; got != 0 { // the 10 node updates are the test's own

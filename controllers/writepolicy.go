@@ -96,6 +96,14 @@ func (p *writePolicy) wrote(key types.NamespacedName, uid types.UID, at time.Tim
 	p.recent.put(key, uid, at, d.sum)
 }
 
+// caughtUp is told of every VMObservation the cache receives: once the
+// cache holds the status we wrote, managedFields say when, and the memory of
+// that write is dropped (with the heartbeat timers a VM may not be
+// reconciled again for hours, and the memory would stay).
+func (p *writePolicy) caughtUp(key types.NamespacedName, uid types.UID, stored uint64) {
+	p.recent.caughtUp(key, uid, stored)
+}
+
 // forget drops what the policy holds of a deleted object.
 func (p *writePolicy) forget(key types.NamespacedName) {
 	p.recent.forget(key)
@@ -212,6 +220,22 @@ func (w *recentWrites) put(key types.NamespacedName, uid types.UID, at time.Time
 		w.m = map[types.NamespacedName]recentWrite{}
 	}
 	w.m[key] = recentWrite{uid: uid, at: at, sum: sum}
+}
+
+// caughtUp drops the write of key once the cache holds it.
+func (w *recentWrites) caughtUp(key types.NamespacedName, uid types.UID, stored uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.m[key]; ok && r.uid == uid && r.sum == stored {
+		delete(w.m, key)
+	}
+}
+
+// size is the number of writes remembered (tests).
+func (w *recentWrites) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
 }
 
 func (w *recentWrites) forget(key types.NamespacedName) {

@@ -325,3 +325,25 @@ func TestRefreshBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnWriteForgottenOnceCached: the memory of a write lasts until the
+// cache holds that write, not until the VM's next reconcile.
+func TestOwnWriteForgottenOnceCached(t *testing.T) {
+	p := newWritePolicy(0, 0, 0)
+	key := types.NamespacedName{Namespace: "ns", Name: "vm"}
+	p.wrote(key, "uid-1", time.Unix(1000, 0), writeDecision{write: true, sum: 42})
+	for _, c := range []struct {
+		uid  types.UID
+		sum  uint64
+		kept bool
+	}{
+		{"uid-1", 41, true},  // an older status: the cache has not caught up
+		{"uid-2", 42, true},  // another object of the same name
+		{"uid-1", 42, false}, // our write
+	} {
+		p.caughtUp(key, c.uid, c.sum)
+		if got := p.recent.size() == 1; got != c.kept {
+			t.Errorf("after the cache received %s/%d: remembered %v, want %v", c.uid, c.sum, got, c.kept)
+		}
+	}
+}

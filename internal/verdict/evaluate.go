@@ -17,6 +17,10 @@ type engine struct {
 	next  time.Time
 	// fixed is the nearest deadline that is not a renewing source's.
 	fixed time.Time
+	// renewsOn is the node whose heartbeat is the renewing source, and
+	// renewedAt that heartbeat.
+	renewsOn  string
+	renewedAt time.Time
 	// lm is computed once: the control plane's eviction rule and the
 	// status both read it.
 	lm *v1alpha1.LiveMigratability
@@ -92,6 +96,12 @@ func Evaluate(in Input) Result {
 	st.Conditions = e.conditions(st, w)
 
 	res.Renews = !e.next.IsZero() && (e.fixed.IsZero() || e.next.Before(e.fixed))
+	if res.Renews {
+		res.RenewsOn, res.RenewedAt = e.renewsOn, e.renewedAt
+	}
+	if !e.fixed.IsZero() {
+		res.FixedDeadline = max(e.fixed.Sub(in.Now), time.Second)
+	}
 	if !e.next.IsZero() {
 		res.NextDeadline = e.next.Sub(in.Now)
 		if res.NextDeadline <= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,11 @@ func deepCopyInput(in Input) Input {
 	if in.Domain != nil {
 		d := *in.Domain
 		out.Domain = &d
+	}
+	if in.Guest != nil {
+		g := *in.Guest
+		g.Filesystems = slices.Clone(g.Filesystems)
+		out.Guest = &g
 	}
 	return out
 }

@@ -31,6 +31,10 @@ const (
 	// kindSeries is a Prometheus series of virt-handler's domain stats:
 	// the name is the metric, the field the function read (domain.go).
 	kindSeries = "PrometheusSeries"
+	// kindProbe is the guest agent's answer to the controller's probe
+	// through virt-api: the name is the VMI, the field the subresource
+	// (probe.go).
+	kindProbe = "GuestAgentProbe"
 )
 
 // finding is one rule's verdict on a layer.
@@ -359,6 +363,7 @@ type arena struct {
 	mig    v1alpha1.MigrationSummary
 	lm     v1alpha1.LiveMigratability
 	guest  v1alpha1.GuestSummary
+	users  int32
 	dom    v1alpha1.DomainSummary
 	dur    metav1.Duration
 	qty    [12]resource.Quantity

@@ -85,7 +85,10 @@ type facts struct {
 	// zero while they are not (readRuntime); hp is a memory or CPU hotplug
 	// requested and not applied.
 	frozenSince time.Time
-	hp          hotplug
+	// frozenByProbe says the freeze was read from the probe's guestosinfo,
+	// not the VMI's status.fsFreezeStatus.
+	frozenByProbe bool
+	hp            hotplug
 }
 
 type heartbeat struct {

@@ -162,8 +162,25 @@ func TestRenewsMarksOnlyHeartbeatDeadlines(t *testing.T) {
 		}
 		if r.Renews {
 			renewing++
+			// The renewing deadline is the named node's heartbeat plus the
+			// timeout, as the controller's per-node timer counts it.
+			n := c.in.Nodes[r.RenewsOn]
+			if n == nil {
+				t.Errorf("%s: Renews on %q, which the input lacks", c.name, r.RenewsOn)
+				continue
+			}
+			hb, err := ParseHeartbeat(n.Annotations[kubevirtv1.VirtHandlerHeartbeat])
+			if err != nil || !hb.Equal(r.RenewedAt) || !ceilSec(hb.Add(c.in.Policy.withDefaults().HeartbeatTimeout)).Equal(c.in.Now.Add(r.NextDeadline)) {
+				t.Errorf("%s: renewed at %v on %s, deadline in %v", c.name, r.RenewedAt, r.RenewsOn, r.NextDeadline)
+			}
+			if r.FixedDeadline != 0 && r.FixedDeadline <= r.NextDeadline {
+				t.Errorf("%s: fixed deadline %v before the renewing one %v", c.name, r.FixedDeadline, r.NextDeadline)
+			}
 		} else {
 			fixed++
+			if r.FixedDeadline != r.NextDeadline || r.RenewsOn != "" {
+				t.Errorf("%s: fixed deadline %v, next %v, renews on %q", c.name, r.FixedDeadline, r.NextDeadline, r.RenewsOn)
+			}
 		}
 	}
 	if fixed == 0 || renewing == 0 {

@@ -28,12 +28,14 @@ const fuzzSeedDir = "testdata/fuzz/FuzzEvaluate"
 
 // fuzzArgs is one FuzzEvaluate input: objects as JSON, plus the two
 // annotations the engine parses, plus the clock, plus the domain stats in
-// fuzzDomain's binary layout.
+// fuzzDomain's binary layout, plus the guest probe's facts as JSON (the
+// guest's answers are text: JSON reaches every string and number).
 type fuzzArgs struct {
 	vm, vmi, pods, migrations, nodes, previous []byte
 	heartbeat, networkStatus                   string
 	nowOffset                                  int64 // seconds from the fixtures' now
 	domain                                     []byte
+	guest                                      []byte
 }
 
 // fuzzDomain is DomainFacts in a fixed little-endian layout, followed by
@@ -215,6 +217,10 @@ func (a fuzzArgs) input() Input {
 	}
 	in.Now = fuzzTime(a.nowOffset)
 	in.Domain = decodeDomain(a.domain, in.VMI)
+	if len(a.guest) > 0 && string(a.guest) != "null" {
+		in.Guest = &GuestFacts{}
+		_ = json.Unmarshal(a.guest, in.Guest)
+	}
 	return in
 }
 
@@ -231,6 +237,9 @@ func fuzzArgsOf(t testing.TB, in Input) fuzzArgs {
 		nowOffset: int64(in.Now.Sub(now) / time.Second),
 		domain:    encodeDomain(t, in.Domain, in.VMI),
 	}
+	if in.Guest != nil {
+		a.guest = mustJSON(t, in.Guest)
+	}
 	return a
 }
 
@@ -240,7 +249,7 @@ func (a fuzzArgs) corpusFile() []byte {
 	for _, v := range [][]byte{a.vm, a.vmi, a.pods, a.migrations, a.nodes, a.previous} {
 		fmt.Fprintf(&b, "[]byte(%q)\n", v)
 	}
-	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n[]byte(%q)\n", a.heartbeat, a.networkStatus, a.nowOffset, a.domain)
+	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n[]byte(%q)\n[]byte(%q)\n", a.heartbeat, a.networkStatus, a.nowOffset, a.domain, a.guest)
 	return b.Bytes()
 }
 
@@ -289,13 +298,14 @@ func TestFuzzSeedsCurrent(t *testing.T) {
 
 // FuzzEvaluate feeds arbitrary JSON as the VM, VMI, pods, migrations,
 // nodes and previous status, arbitrary heartbeat and network-status
-// annotations, and arbitrary domain stats (any float64, any time). Evaluate
+// annotations, arbitrary domain stats (any float64, any time) and
+// arbitrary answers of the guest agent. Evaluate
 // must never panic, must return valid verdicts with bounded evidence and
 // messages, must return the same status twice, and must never write NaN or
 // Inf that the input did not carry as text.
 func FuzzEvaluate(f *testing.F) {
-	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64, domain []byte) {
-		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset, domain}
+	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64, domain, guest []byte) {
+		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset, domain, guest}
 		in := a.input()
 		r := Evaluate(in)
 		st := r.Status
@@ -322,6 +332,10 @@ func FuzzEvaluate(f *testing.F) {
 		if st.VMI != nil && len(st.VMI.HotplugVolumes) > maxHotplugVolumes {
 			t.Fatalf("%d hotplug volumes", len(st.VMI.HotplugVolumes))
 		}
+		if g := st.Guest; g != nil && (len(g.Filesystems) > MaxGuestFilesystems || len(g.Hostname) > MaxGuestString ||
+			len(g.Timezone) > MaxGuestString || g.Users != nil && (*g.Users < 0 || *g.Users > MaxGuestUsers)) {
+			t.Fatalf("guest summary out of bounds: %d filesystems, %d-byte hostname, %d-byte timezone", len(g.Filesystems), len(g.Hostname), len(g.Timezone))
+		}
 		first, err := json.Marshal(r)
 		if err != nil {
 			t.Fatalf("status does not marshal: %v", err)
@@ -330,7 +344,7 @@ func FuzzEvaluate(f *testing.F) {
 		if !bytes.Equal(first, again) {
 			t.Fatalf("not deterministic:\n%s\n%s", first, again)
 		}
-		text := bytes.Join([][]byte{vm, vmi, pods, migrations, nodes, previous, []byte(heartbeat), []byte(networkStatus), domain}, nil)
+		text := bytes.Join([][]byte{vm, vmi, pods, migrations, nodes, previous, []byte(heartbeat), []byte(networkStatus), domain, guest}, nil)
 		for _, bad := range []string{"NaN", "Inf"} {
 			if bytes.Contains(first, []byte(bad)) && !bytes.Contains(text, []byte(bad)) {
 				t.Fatalf("the status carries %s: %s", bad, first)

@@ -144,6 +144,7 @@ func (e *engine) judgeGuest(l *layer) {
 			l.cite(kindVMI, vmi.Name, "status.conditions[AgentVersionNotSupported].reason", u.Reason, mt(u.LastTransitionTime))
 		}
 		e.interfaceRules(l, since)
+		e.probeGuest(l)
 	} else {
 		e.agentAbsent(l)
 	}
@@ -473,5 +474,6 @@ func (e *engine) guestSummary() *v1alpha1.GuestSummary {
 	}
 	g.OSPrettyName = bound(f.vmi.Status.GuestOSInfo.PrettyName, maxValue)
 	g.KernelRelease = bound(f.vmi.Status.GuestOSInfo.KernelRelease, maxValue)
+	e.probeSummary(g)
 	return g
 }

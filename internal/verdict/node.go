@@ -322,6 +322,7 @@ func (e *engine) freshHeartbeat(l *layer, node string) {
 		return
 	}
 	l.renews(hb.deadline)
+	e.renewsOn, e.renewedAt = node, hb.t
 	l.context(kindNode, node, hbField, heartbeatFresh, time.Time{})
 }
 

@@ -77,6 +77,8 @@ func (f *facts) readRuntime(in *Input) {
 	}
 	if vmi.Status.FSFreezeStatus == fsFrozen {
 		f.frozenSince = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.FSFrozenSince })
+	} else {
+		f.probeFrozen(prev)
 	}
 	if f.lc == lcRunning {
 		f.readHotplug(prev)
@@ -256,6 +258,10 @@ func (e *engine) frozenRule(l *layer) {
 		l.note(v1alpha1.ReasonFilesystemsFrozen,
 			"the guest's filesystems are frozen (a snapshot or backup in progress) since "+rfc(f.frozenSince)+
 				"; at "+rfc(deadline)+" that becomes a fault", f.frozenSince)
+	}
+	if f.frozenByProbe {
+		l.cite(kindProbe, f.vmi.Name, probeFreeze, fsFrozen, f.frozenSince)
+		return
 	}
 	l.cite(kindVMI, f.vmi.Name, "status.fsFreezeStatus", f.vmi.Status.FSFreezeStatus, time.Time{})
 }

@@ -305,4 +305,13 @@ type Result struct {
 	// heartbeat, renewed every minute): at it the verdict usually does not
 	// change, so a look then can wait behind other work.
 	Renews bool
+	// FixedDeadline is the time until the nearest deadline that is not a
+	// renewing source's (a timeout, a lag grace); 0 means none. With
+	// Renews, NextDeadline is earlier than it.
+	FixedDeadline time.Duration
+	// RenewsOn names the node whose virt-handler heartbeat NextDeadline is
+	// the deadline of, and RenewedAt is that heartbeat, when Renews: the
+	// deadline moves with the next heartbeat, by as much as it does.
+	RenewsOn  string
+	RenewedAt time.Time
 }

@@ -1332,7 +1332,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations} {
+		domainSituations, runtimeSituations, probeSituations} {
 		all = append(all, f()...)
 	}
 	return all
