@@ -14,12 +14,17 @@ import (
 // process-wide: the metrics and probe servers are off, the metrics go to a
 // registry of their own and controller names may repeat. A manager built
 // with them can share its process with other managers: `vmobs demo`, the
-// test suites and the scale harness run it so.
+// test suites and the scale harness run it so. The guest probes are off:
+// a test control plane serves no subresources.kubevirt.io unless the run
+// registers one, and without it the probes would turn every VM's guest
+// layer to a GuestProbeUnavailable note at a time of their own; a run that
+// serves them sets GuestProbe.Interval.
 func InProcessOptions() Options {
 	o := Defaults()
 	o.MetricsAddr, o.ProbeAddr, o.SecureMetrics = "0", "0", false
 	o.SkipNameValidation = true
 	o.Registry = prometheus.NewRegistry()
+	o.GuestProbe.Interval = 0
 	return o
 }
 
