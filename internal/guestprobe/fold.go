@@ -33,10 +33,14 @@ func (r *result) kind() Kind {
 }
 
 // fold computes the VMI's facts after a probe that counts (answered, or
-// failed in a way that is this guest's) from its facts before, and says
-// whether they changed. ProbedAt moves only with a change, so an unchanging
-// guest folds to equal facts: no notification, no reconcile, no write.
+// failed in a way that is this guest's) from its facts before (nil: none),
+// and says whether they changed. ProbedAt moves only with a change, so an
+// unchanging guest folds to equal facts: no notification, no reconcile,
+// no write.
 func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (verdict.GuestFacts, bool) {
+	if prev == nil {
+		prev = &verdict.GuestFacts{}
+	}
 	f := *prev
 	if f.VMIUID != uid {
 		// A new VMI, or one recreated under the same name: nothing the
@@ -115,10 +119,4 @@ func same(a, b *verdict.GuestFacts) bool {
 		a.FSFreezeStatus == b.FSFreezeStatus && a.FrozenSince.Equal(b.FrozenSince) &&
 		a.Users == b.Users && a.UsersKnown == b.UsersKnown &&
 		slices.EqualFunc(a.Filesystems, b.Filesystems, sameFilesystem)
-}
-
-// published says whether the engine already reads f: same facts, same
-// ProbedAt.
-func published(p, f *verdict.GuestFacts) bool {
-	return p != nil && same(p, f) && p.ProbedAt.Equal(f.ProbedAt)
 }

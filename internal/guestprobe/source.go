@@ -114,17 +114,18 @@ type entry struct {
 	inflight bool
 	// gen is the target refresh that last saw it.
 	gen uint64
-	// facts are folded from the probes (never Unavailable); pub is what
-	// the engine reads, nil before the first probe. pub is never written
-	// through: a change publishes a new one.
-	facts verdict.GuestFacts
+	// facts are folded from the probes (never Unavailable), nil before the
+	// first probe that counted; pub is what the engine reads: facts, the
+	// fleet's Unavailable, or nil. Both are never written through: a change
+	// folds new facts, so unchanged facts cost nothing and are shared.
+	facts *verdict.GuestFacts
 	pub   *verdict.GuestFacts
 	// run is the kind of the newest failures in a row, since runStart;
 	// prior the facts before them, restored if the fleet-wide rule finds
 	// they were not the guest's.
 	run      Kind
 	runStart time.Time
-	prior    verdict.GuestFacts
+	prior    *verdict.GuestFacts
 }
 
 // outage is the state of an API that cannot be used.
@@ -485,9 +486,11 @@ func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName,
 	if kind != "" && e.run != kind {
 		e.run, e.runStart, e.prior = kind, at, e.facts
 	} else if kind == "" {
-		e.run = ""
+		e.run, e.prior = "", nil
 	}
-	e.facts, _ = fold(&e.facts, e.uid, r, at)
+	if f, changed := fold(e.facts, e.uid, r, at); changed {
+		e.facts = &f
+	}
 	e.next = nextSlot(at, s.cfg.Interval, e.slot)
 	if s.show(e) {
 		changed = append(changed, j.t.Key)
@@ -499,13 +502,13 @@ func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName,
 }
 
 // show publishes the entry's facts unless the engine already reads them
-// or the facts say Unavailable; it says whether they changed.
+// or the facts say Unavailable; it says whether what the engine reads
+// changed.
 func (s *Source) show(e *entry) bool {
-	if s.out.why != "" || e.facts.VMIUID != e.uid || published(e.pub, &e.facts) {
+	if s.out.why != "" || e.pub == e.facts {
 		return false
 	}
-	f := e.facts
-	e.pub = &f
+	e.pub = e.facts
 	return true
 }
 
@@ -543,7 +546,7 @@ func (s *Source) fleetFailed(epoch uint64, err *Error, at time.Time) []types.Nam
 	var changed []types.NamespacedName
 	for k, e := range s.entries {
 		if e.run == err.Kind && at.Sub(e.runStart) <= s.cfg.Interval {
-			e.facts, e.run = e.prior, ""
+			e.facts, e.run, e.prior = e.prior, "", nil
 			if s.show(e) {
 				changed = append(changed, k)
 			}
@@ -584,9 +587,8 @@ func (s *Source) failedAttempt(epoch uint64, err *Error, at time.Time) []types.N
 	s.metrics.unavailable(true)
 	var changed []types.NamespacedName
 	for k, e := range s.entries {
-		f := &verdict.GuestFacts{Unavailable: why, VMIUID: e.uid}
-		if e.pub == nil || !published(e.pub, f) {
-			e.pub = f
+		if e.pub == nil || e.pub.Unavailable != why {
+			e.pub = &verdict.GuestFacts{Unavailable: why, VMIUID: e.uid}
 			changed = append(changed, k)
 		}
 	}
@@ -605,11 +607,6 @@ func (s *Source) recover() []types.NamespacedName {
 	}
 	var changed []types.NamespacedName
 	for k, e := range s.entries {
-		if e.facts.VMIUID != e.uid {
-			e.pub = nil
-			changed = append(changed, k)
-			continue
-		}
 		if s.show(e) {
 			changed = append(changed, k)
 		}

@@ -250,7 +250,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 			t.Fatalf("unchanged round %d notified %v", i, got)
 		}
 	}
-	if f := h.facts("vm1"); !published(&first, f) {
+	if f := h.facts("vm1"); !identical(&first, f) {
 		t.Fatalf("facts moved: %+v → %+v", first, f)
 	}
 	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got != 51*3 {
@@ -414,7 +414,7 @@ func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h.advance(2 * time.Second)
 	h.step()
 	h.round()
-	if got := h.n.take(); len(got) != 0 || !published(&before, h.facts("vm1")) {
+	if got := h.n.take(); len(got) != 0 || !identical(&before, h.facts("vm1")) {
 		t.Fatalf("a blip notified %v, facts %+v", got, h.facts("vm1"))
 	}
 }
