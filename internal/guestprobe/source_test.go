@@ -22,9 +22,10 @@ import (
 type guest struct {
 	// used is the percentage used of its one filesystem, /.
 	used int
-	// mode: "" answers; "hang" never answers; "huge" answers 10 MB of
-	// filesystems; "500" fails; "gone" is not connected; "bad" answers
-	// garbage; "nousers" lacks guest-get-users.
+	// mode: "" answers; "hang" never answers; "block" answers once the
+	// test closes the API's release; "huge" answers 10 MB of filesystems;
+	// "500" fails; "gone" is not connected; "bad" answers garbage;
+	// "nousers" lacks guest-get-users.
 	mode string
 }
 
@@ -37,6 +38,12 @@ type fakeVirtAPI struct {
 	guests     map[string]*guest
 	requests   []string // "name/sub"
 	times      []time.Time
+	// clock is the harness's; at holds its time at each request.
+	clock func() time.Time
+	at    []time.Time
+	// active counts the requests being answered, peak the most at once.
+	active, peak int
+	release      chan struct{}
 }
 
 func (a *fakeVirtAPI) set(mode string) { a.mu.Lock(); a.mode = mode; a.mu.Unlock() }
@@ -49,11 +56,18 @@ func (a *fakeVirtAPI) setGuest(name string, g guest) {
 
 // take returns the requests since the last take.
 func (a *fakeVirtAPI) take() []string {
+	r, _ := a.takeAt()
+	return r
+}
+
+// takeAt returns the requests since the last take and the harness's time
+// at each.
+func (a *fakeVirtAPI) takeAt() ([]string, []time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	r := a.requests
-	a.requests = nil
-	return r
+	r, at := a.requests, a.at
+	a.requests, a.times, a.at = nil, nil, nil
+	return r, at
 }
 
 func (a *fakeVirtAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,12 +76,22 @@ func (a *fakeVirtAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.requests = append(a.requests, name+"/"+sub)
 	a.times = append(a.times, time.Now())
-	mode, retryAfter := a.mode, a.retryAfter
+	if a.clock != nil {
+		a.at = append(a.at, a.clock())
+	}
+	a.active++
+	a.peak = max(a.peak, a.active)
+	mode, retryAfter, release := a.mode, a.retryAfter, a.release
 	g := guest{mode: "gone"}
 	if p := a.guests[name]; p != nil {
 		g = *p
 	}
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.active--
+		a.mu.Unlock()
+	}()
 	switch mode {
 	case "503":
 		status(http.StatusServiceUnavailable, "the server is currently unable to handle the request")(w, r)
@@ -93,6 +117,12 @@ func (a *fakeVirtAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "hang":
 		<-r.Context().Done()
 		return
+	case "block":
+		select {
+		case <-r.Context().Done():
+			return
+		case <-release:
+		}
 	case "500":
 		text(http.StatusInternalServerError, "unexpected return code 500 (500 Internal Server Error), message: the agent failed")(w, r)
 		return
@@ -164,7 +194,8 @@ func target(name string) Target { return Target{Key: key(name), UID: types.UID("
 
 func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}}, n: &notified{}, m: NewMetrics(), clock: t0}
+	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &notified{}, m: NewMetrics(), clock: t0}
+	h.api.clock = h.now
 	for _, name := range names {
 		h.api.guests[name] = &guest{used: 42}
 		h.targets = append(h.targets, target(name))
