@@ -71,7 +71,11 @@ func TestStreamsDefault(t *testing.T) {
 }
 
 func TestManagerRejectsNegativeRateLimit(t *testing.T) {
-	for _, args := range [][]string{{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}, {"--evidence-refresh-qps=-2"}} {
+	for _, args := range [][]string{
+		{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}, {"--evidence-refresh-qps=-2"},
+		// With the guest probes on, their budget must be positive.
+		{"--guest-probe-interval=-1m"}, {"--guest-probe-qps=0"}, {"--guest-probe-workers=0"}, {"--guest-probe-timeout=0s"},
+	} {
 		var out, errOut bytes.Buffer
 		ctx := withStreams(context.Background(), &out, &errOut)
 		if code := runManager(ctx, args); code != 2 {
