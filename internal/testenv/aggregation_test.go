@@ -73,9 +73,9 @@ func TestAggregatedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler: mux,
 		// The refused handshake below is expected.
-		ErrorLog: log.New(io.Discard, "", 0),
+		ErrorLog:          log.New(io.Discard, "", 0),
 		ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{
 			MinVersion:   tls.VersionTLS12,
