@@ -73,6 +73,10 @@ type aggregation struct {
 	egress       net.Listener
 	served       chan struct{} // closed when the egress proxy stops accepting
 
+	// client is made when the control plane starts: made later, a
+	// controller-runtime client warns that no logger was set.
+	client client.Client
+
 	mu     sync.Mutex
 	routes map[string]string   // endpoint host:port → the server's address
 	apis   map[string]endpoint // APIService name → its endpoint
@@ -327,10 +331,7 @@ func (e *Env) RegisterAggregatedAPI(ctx context.Context, api AggregatedAPI) erro
 	if e.agg == nil {
 		return errors.New("RegisterAggregatedAPI: the control plane was started without Options.Aggregation")
 	}
-	c, err := e.Client()
-	if err != nil {
-		return err
-	}
+	c := e.agg.client
 	port, target := api.ports()
 	ep, err := e.agg.endpointFor(api.Name(), target, api.Address)
 	if err != nil {
@@ -379,10 +380,7 @@ func (e *Env) UnregisterAggregatedAPI(ctx context.Context, api AggregatedAPI) er
 	if e.agg == nil {
 		return nil
 	}
-	c, err := e.Client()
-	if err != nil {
-		return err
-	}
+	c := e.agg.client
 	var errs []error
 	for _, obj := range []client.Object{
 		apiService(api, 0),

@@ -148,7 +148,13 @@ func Start(opts Options) (*Env, error) {
 	// Tests and harnesses write fast; the client's default 5 QPS would
 	// measure the rate limiter, not vmobs.
 	cfg.QPS, cfg.Burst = 1000, 2000
-	return &Env{Environment: env, Config: cfg, agg: agg}, nil
+	e := &Env{Environment: env, Config: cfg, agg: agg}
+	if agg != nil {
+		if agg.client, err = e.Client(); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
+	return e, nil
 }
 
 // Stop stops kube-apiserver and etcd, then what Options.Aggregation
