@@ -209,7 +209,9 @@ func (v *VirtAPI) AggregatedAPI() testenv.AggregatedAPI {
 }
 
 // Close unregisters the API when ServeVirtAPI registered it and stops the
-// server; calls under way are cut.
+// server; calls under way are cut. Close it before stopping the control
+// plane (in a Ginkgo suite: in AfterSuite before Env.Stop, not with a
+// DeferCleanup registered in BeforeSuite, which runs after AfterSuite).
 func (v *VirtAPI) Close() error {
 	var err error
 	if v.env != nil {
