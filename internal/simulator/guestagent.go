@@ -85,7 +85,30 @@ const (
 	// whatever the VMI's status.fsFreezeStatus says (the agent's answer
 	// is newer than what virt-handler last copied into the VMI).
 	GuestAgentReportsFrozen
+	// GuestAgentLauncherTimeout: virt-launcher does not answer
+	// virt-handler's call, which gives up at its 5 s gRPC deadline; each
+	// call answers 500 with the error as virt-api relays it. Real
+	// virt-launcher answers the three calls from its agent poller's cache,
+	// so a hung agent alone gives stale answers, not errors: this is what
+	// a stuck virt-launcher gives. The answer comes at once; add
+	// SetGuestAgentDelay(5*time.Second) for virt-handler's wait.
+	GuestAgentLauncherTimeout
 )
+
+// launcherCommands are virt-handler's names of the three calls to
+// virt-launcher, which its errors carry (kv:pkg/virt-handler/cmd-client/
+// client.go).
+var launcherCommands = map[string]string{
+	"guestosinfo": "GetGuestInfo", "userlist": "GetUsers", "filesystemlist": "GetFilesystems",
+}
+
+// launcherTimeout is virt-api's message when virt-handler's call to
+// virt-launcher timed out: kubecli's virtHandlerConn wraps virt-handler's
+// 500, whose body is cmd-client's handleError of the gRPC error.
+func launcherTimeout(call string) string {
+	return fmt.Sprintf("unexpected return code 500 (500 Internal Server Error), message: unknown error encountered sending command %s: "+
+		"rpc error: code = DeadlineExceeded desc = context deadline exceeded", launcherCommands[call])
+}
 
 // guestAgent is what the knobs set for one VMI.
 type guestAgent struct {

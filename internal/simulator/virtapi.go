@@ -457,6 +457,10 @@ func (v *VirtAPI) serveGuest(w http.ResponseWriter, r *http.Request, call string
 			return
 		}
 	}
+	if a.faults&GuestAgentLauncherTimeout != 0 {
+		writeText(w, http.StatusInternalServerError, launcherTimeout(call))
+		return
+	}
 	body, err := guestAnswer(call, vmi, a)
 	if err != nil {
 		writeText(w, http.StatusInternalServerError, err.Error())

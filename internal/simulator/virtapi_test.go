@@ -250,6 +250,18 @@ func TestVirtAPIFaults(t *testing.T) {
 		decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
 	})
 
+	t.Run("launcher timeout", func(t *testing.T) {
+		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentLauncherTimeout, true)
+		defer w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentLauncherTimeout, false)
+		for sub, cmd := range map[string]string{SubresourceGuestOSInfo: "GetGuestInfo", SubresourceUserList: "GetUsers", SubresourceFilesystemList: "GetFilesystems"} {
+			r, err := w.call(t, w.ns, "vm1", sub, 10*time.Second)
+			must(t, err)
+			if r.code != http.StatusInternalServerError || !strings.Contains(string(r.body), "sending command "+cmd+": rpc error: code = DeadlineExceeded") {
+				t.Errorf("%s when virt-launcher times out: %d %s", sub, r.code, r.body)
+			}
+		}
+	})
+
 	t.Run("slow", func(t *testing.T) {
 		w.s.SetGuestAgentDelay(w.ns, "vm1", 700*time.Millisecond)
 		defer w.s.SetGuestAgentDelay(w.ns, "vm1", 0)

@@ -430,7 +430,7 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	err := c.Create(ctx, obj)
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
-			return fmt.Errorf("creating %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 		return nil
 	}
