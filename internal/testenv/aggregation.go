@@ -115,7 +115,7 @@ func (a *aggregation) prepare() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := a.frontProxyCA.ClientCert(FrontProxyClientName)
+	proxyClient, err := a.frontProxyCA.ClientCert(FrontProxyClientName)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +135,8 @@ egressSelections:
 `, socket)
 	files := map[string][]byte{
 		"front-proxy-ca.crt":     a.frontProxyCA.PEM,
-		"front-proxy-client.crt": client.CertPEM,
-		"front-proxy-client.key": client.KeyPEM,
+		"front-proxy-client.crt": proxyClient.CertPEM,
+		"front-proxy-client.key": proxyClient.KeyPEM,
 		"egress-selector.yaml":   []byte(egressConfig),
 	}
 	for name, data := range files {
@@ -227,15 +227,8 @@ func (a *aggregation) route(hostPort string) string {
 	return hostPort
 }
 
-func sanitizeHeader(s string) string {
-	out := []rune(s)
-	for i, r := range out {
-		if r == '\r' || r == '\n' {
-			out[i] = ' '
-		}
-	}
-	return string(out)
-}
+// sanitizeHeader keeps s on one header line.
+func sanitizeHeader(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
 
 // endpointFor gives the APIService name an endpoint address (the same one
 // when it is registered again) and routes it to address.
@@ -243,11 +236,13 @@ func (a *aggregation) endpointFor(name string, port int32, address string) (endp
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ep, ok := a.apis[name]
-	if !ok {
+	if ok {
+		delete(a.routes, net.JoinHostPort(ep.ip, fmt.Sprint(ep.port)))
+	} else {
 		if a.next > 254 {
 			return endpoint{}, fmt.Errorf("no endpoint address left for %s", name)
 		}
-		ep = endpoint{ip: fmt.Sprintf("%s%d", endpointNet, a.next), port: port}
+		ep.ip = fmt.Sprintf("%s%d", endpointNet, a.next)
 		a.next++
 	}
 	ep.port = port
@@ -284,7 +279,8 @@ type AggregatedAPI struct {
 	// certificate, which kube-apiserver checks for the name
 	// <Service>.<Namespace>.svc.
 	CABundle []byte
-	// Address is the server's host:port, on loopback.
+	// Address is the server's host:port (on loopback, as a test's server
+	// listens).
 	Address string
 }
 
@@ -416,11 +412,7 @@ func apiService(api AggregatedAPI, port int32) *unstructured.Unstructured {
 		},
 	}}
 	if len(api.Labels) > 0 {
-		labels := map[string]string{}
-		for k, v := range api.Labels {
-			labels[k] = v
-		}
-		u.SetLabels(labels)
+		u.SetLabels(api.Labels)
 	}
 	return u
 }
