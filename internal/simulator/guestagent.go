@@ -72,14 +72,21 @@ const (
 	// virt-handler waits on a hung agent. Real KubeVirt gives up sooner,
 	// after virt-handler's 5 s gRPC deadline to virt-launcher, with a 500
 	// (kv:pkg/virt-handler/cmd-client/client.go shortTimeout): a caller's
-	// own timeout must be what ends the wait here.
+	// own timeout must be what ends the wait here. This is the fault of
+	// the scenario agent-unresponsive: the VMI's AgentConnected condition
+	// stays True while every call fails.
 	GuestAgentUnresponsive GuestAgentFault = 1 << iota
 	// GuestAgentHugeAnswer: each answer is valid JSON of KubeVirt's type
 	// of at least HugeAnswerBytes: userlist and filesystemlist list tens of
 	// thousands of users and filesystems, guestosinfo carries both lists.
 	GuestAgentHugeAnswer
 	// GuestAgentMalformed: each answer is 200 OK with a JSON body cut in
-	// the middle.
+	// the middle. Real virt-api never sends one: it decodes virt-handler's
+	// answer and encodes it again, answering 500 with the decoder's error
+	// when it does not decode (kv:pkg/virt-api/rest/subresource.go
+	// httpGetRequestHandler). This is a body cut or garbled between
+	// virt-api and the caller (a proxy, a virt-api of another build),
+	// which a caller must survive all the same.
 	GuestAgentMalformed
 	// GuestAgentReportsFrozen: guestosinfo says fsFreezeStatus "frozen"
 	// whatever the VMI's status.fsFreezeStatus says (the agent's answer
@@ -191,7 +198,11 @@ func (s *Simulator) SetGuestAgentDelay(ns, name string, d time.Duration) {
 
 // SetGuestUsers sets who is logged in to the guest of the VMI ns/name
 // (nobody by default), each since the clock's now. No user clears the
-// list.
+// list. userlist lists them all; guestosinfo the first 10, as
+// virt-launcher's GetGuestInfo does. Like every knob here it is per VMI
+// and holds until ResetGuestAgent, so a scenario sets it once (e.g. the
+// users of the VM in agent-unresponsive, to see them kept while the agent
+// does not answer).
 func (s *Simulator) SetGuestUsers(ns, name string, users ...string) {
 	login := float64(s.Clock().UnixMilli()) / 1000
 	list := make([]kubevirtv1.VirtualMachineInstanceGuestOSUser, len(users))
@@ -209,6 +220,9 @@ func (s *Simulator) SetGuestUsers(ns, name string, users ...string) {
 // a mount point the guest does not have (see GuestFilesystems) is added
 // as a 20 GiB ext4 data disk. The value is not clamped: over 100 or below
 // 0 the guest reports sizes no real filesystem has, as a lying guest can.
+// This is the knob of the scenario filesystem-nearly-full: e.g. "/" at 93
+// on one VMI, the others untouched. guestosinfo carries the first 10
+// filesystems, filesystemlist all of them.
 func (s *Simulator) SetGuestFilesystemUsage(ns, name, mountPoint string, usedPercent float64) {
 	g := &s.guests
 	g.mu.Lock()

@@ -419,7 +419,9 @@ func rbacVerb(method string) (string, error) {
 // Running with an AgentConnected condition (of any status, as
 // HasCondition checks). Those errors are answered 500 with the message in
 // plain text, not a Status: httpGetRequestHandler writes them with
-// go-restful's WriteError.
+// go-restful's WriteError(500, err). So a VMI that does not exist is a 500
+// whose text says "not found", never a 404: FetchVirtualMachineInstance's
+// NotFound StatusError loses its code there.
 func (v *VirtAPI) serveGuest(w http.ResponseWriter, r *http.Request, call string) {
 	if f, ok := v.sim.virtAPIFailing(); ok {
 		writeFailure(w, f)

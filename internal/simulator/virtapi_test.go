@@ -1,12 +1,15 @@
 package simulator
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -86,7 +89,8 @@ func get(t *testing.T, hc *http.Client, path string, timeout time.Duration) (res
 	return response{code: resp.StatusCode, header: resp.Header, body: body}, err
 }
 
-// decode GETs a guest subresource that must answer 200 and decodes it.
+// decode GETs a guest subresource that must answer 200 and decodes it
+// strictly into KubeVirt's type: a field the type does not have fails.
 func decode[T any](t *testing.T, w *virtAPIWorld, name, sub string) T {
 	t.Helper()
 	r, err := w.call(t, w.ns, name, sub, 10*time.Second)
@@ -95,10 +99,29 @@ func decode[T any](t *testing.T, w *virtAPIWorld, name, sub string) T {
 	if r.code != http.StatusOK {
 		t.Fatalf("%s of %s: %d %s", sub, name, r.code, r.body)
 	}
-	if err := json.Unmarshal(r.body, &v); err != nil {
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s of %s: Content-Type %q, want application/json", sub, name, ct)
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("%s of %s does not decode into %T: %v\n%s", sub, name, v, err, r.body)
 	}
 	return v
+}
+
+// topKeys are the keys of the JSON object a guest subresource answers.
+func topKeys(t *testing.T, w *virtAPIWorld, name, sub string) []string {
+	t.Helper()
+	r, err := w.call(t, w.ns, name, sub, 10*time.Second)
+	must(t, err)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("%s of %s: %d %s: %v", sub, name, r.code, r.body, err)
+	}
+	keys := slices.Collect(maps.Keys(m))
+	slices.Sort(keys)
+	return keys
 }
 
 type (
@@ -143,6 +166,13 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	if len(info.SupportedCommands) == 0 {
 		t.Error("guestosinfo lists no supported command")
 	}
+
+	// The JSON names KubeVirt's clients read (kubevirt.io/api/core/v1
+	// types.go): what virtctl guestosinfo, userlist and fslist print.
+	wantEqual(t, "guestosinfo's keys", strings.Join(topKeys(t, w, "vm1", SubresourceGuestOSInfo), ","),
+		"fsInfo,guestAgentVersion,hostname,os,supportedCommands,timezone")
+	wantEqual(t, "userlist's keys", strings.Join(topKeys(t, w, "vm1", SubresourceUserList), ","), "items")
+	wantEqual(t, "filesystemlist's keys", strings.Join(topKeys(t, w, "vm1", SubresourceFilesystemList), ","), "items")
 
 	users := decode[userList](t, w, "vm1", SubresourceUserList)
 	if users.Items == nil || len(users.Items) != 0 {
@@ -192,6 +222,22 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	wantEqual(t, "fsFreezeStatus the agent reports", decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo).FSFreezeStatus, FSFrozen)
 	wantEqual(t, "the VMI's fsFreezeStatus", getVMI(t, w.s, w.ns, "vm1").Status.FSFreezeStatus, "")
 
+	// guestosinfo carries 10 users and filesystems at most, the lists all
+	// of them (kv:pkg/virt-launcher/virtwrap/manager.go GetGuestInfo).
+	many := make([]string, 12)
+	for i := range many {
+		many[i] = fmt.Sprintf("user%02d", i)
+	}
+	w.s.SetGuestUsers(w.ns, "vm1", many...)
+	for i := range 9 {
+		w.s.SetGuestFilesystemUsage(w.ns, "vm1", fmt.Sprintf("/data%d", i), 10)
+	}
+	info = decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
+	wantEqual(t, "users in guestosinfo, 12 logged in", len(info.UserList), 10)
+	wantEqual(t, "filesystems in guestosinfo, 13 mounted", len(info.FSInfo.Filesystems), 10)
+	wantEqual(t, "userlist, 12 logged in", len(decode[userList](t, w, "vm1", SubresourceUserList).Items), 12)
+	wantEqual(t, "filesystemlist, 13 mounted", len(decode[fsList](t, w, "vm1", SubresourceFilesystemList).Items), 13)
+
 	w.s.ResetGuestAgent(w.ns, "vm1")
 	info = decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
 	if info.FSFreezeStatus != "" || len(info.UserList) != 0 || len(info.FSInfo.Filesystems) != len(GuestFilesystems) {
@@ -200,7 +246,10 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 }
 
 // TestVirtAPIErrors: what virt-api answers for a VMI it cannot ask: 500
-// with KubeVirt's message in plain text.
+// with KubeVirt's message in plain text, a missing VMI included (not a
+// 404: kv:pkg/virt-api/rest/subresource.go httpGetRequestHandler writes
+// prepareConnection's StatusError with WriteError(500, err)), relayed
+// as-is by kube-apiserver.
 func TestVirtAPIErrors(t *testing.T) {
 	w := newVirtAPIWorld(t)
 	must(t, w.s.CreateVM(context.Background(), VMSpec{Namespace: w.ns, Name: "pending", GuestAgent: true}))
