@@ -35,6 +35,10 @@ import (
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines;virtualmachineinstances;virtualmachineinstancemigrations,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// The guest probe asks the guest agent through virt-api (the path of virtctl
+// guestosinfo, userlist and fslist), these three read-only calls and no other
+// subresource (console, vnc, portforward, pause, migrate... act on the VM):
+// +kubebuilder:rbac:groups=subresources.kubevirt.io,resources=virtualmachineinstances/guestosinfo;virtualmachineinstances/userlist;virtualmachineinstances/filesystemlist,verbs=get
 // The secure metrics endpoint checks scrapers' tokens and permissions:
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

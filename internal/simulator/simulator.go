@@ -6,7 +6,11 @@
 // It is built for end-to-end controller tests, `vmobs demo` and the scale
 // harness, so it is explicit and deterministic: no goroutines, no sleeps, no
 // watches. Every method does one named step (or a documented sequence of
-// steps) and returns when the API server has accepted its writes. Timestamps
+// steps) and returns when the API server has accepted its writes. What
+// KubeVirt serves rather than writes is served from the API server's objects
+// and the simulator's knobs: virt-handler's metrics (VirtHandlerMetrics, a
+// handler) and virt-api's guest agent subresources (VirtAPI, a server of
+// its own behind kube-apiserver's aggregator). Timestamps
 // written into objects come from Simulator.Clock, truncated to seconds;
 // generated names and addresses come from a seeded random source.
 //
@@ -82,6 +86,8 @@ type Simulator struct {
 
 	// domains holds the domain stats' fault knobs (domainstats.go).
 	domains domainState
+	// guests holds the guest agents' knobs (guestagent.go).
+	guests guestState
 }
 
 // Option configures a Simulator.

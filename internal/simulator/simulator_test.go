@@ -53,7 +53,8 @@ func controlPlane(t *testing.T) client.Client {
 		t.Fatalf("%v", err)
 	}
 	envOnce.Do(func() {
-		env, envErr = testenv.Start(testenv.Options{})
+		// Aggregation: VirtAPI's tests reach it through kube-apiserver.
+		env, envErr = testenv.Start(testenv.Options{Aggregation: true})
 		if envErr == nil {
 			k8s, envErr = env.Client()
 		}

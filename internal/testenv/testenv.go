@@ -6,6 +6,7 @@ package testenv
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,12 +91,20 @@ type Options struct {
 	// StopTimeout is how long kube-apiserver and etcd get to stop on
 	// SIGTERM before they are killed; zero is a minute.
 	StopTimeout time.Duration
+	// Aggregation gives kube-apiserver what API aggregation needs: a
+	// front-proxy CA and client certificate, the request-header flags,
+	// aggregator routing to endpoints, and an egress proxy that reaches
+	// servers on loopback (see aggregation.go). Register an aggregated
+	// API with Env.RegisterAggregatedAPI.
+	Aggregation bool
 }
 
 // Env is a running control plane.
 type Env struct {
 	*envtest.Environment
 	Config *rest.Config
+
+	agg *aggregation // nil without Options.Aggregation
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
@@ -117,14 +126,45 @@ func Start(opts Options) (*Env, error) {
 	if opts.CertDir != "" {
 		api.CertDir = opts.CertDir
 	}
+	var agg *aggregation
+	if opts.Aggregation {
+		var flags map[string]string
+		var err error
+		agg, flags, err = startAggregation()
+		if err != nil {
+			return nil, fmt.Errorf("preparing API aggregation: %w", err)
+		}
+		for k, v := range flags {
+			api.Configure().Set(k, v)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		if agg != nil {
+			_ = agg.stop()
+		}
 		return nil, fmt.Errorf("starting the test control plane from %s: %w", AssetsDir(), err)
 	}
 	// Tests and harnesses write fast; the client's default 5 QPS would
 	// measure the rate limiter, not vmobs.
 	cfg.QPS, cfg.Burst = 1000, 2000
-	return &Env{Environment: env, Config: cfg}, nil
+	e := &Env{Environment: env, Config: cfg, agg: agg}
+	if agg != nil {
+		if agg.client, err = e.Client(); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
+	return e, nil
+}
+
+// Stop stops kube-apiserver and etcd, then what Options.Aggregation
+// started.
+func (e *Env) Stop() error {
+	err := e.Environment.Stop()
+	if e.agg != nil {
+		err = errors.Join(err, e.agg.stop())
+	}
+	return err
 }
 
 // RestartAPIServer stops kube-apiserver and starts it again on the same

@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -324,7 +325,37 @@ func TestRBACLeastPrivilege(t *testing.T) {
 				if slices.Contains(r.Verbs, "escalate") || slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "impersonate") {
 					t.Errorf("%s: rule %+v can escalate", name, r)
 				}
+				// Of virt-api's subresources, only the guest agent's
+				// three reads: the others act on the VM (console, vnc,
+				// portforward, pause, migrate...).
+				if slices.Contains(r.APIGroups, kubevirtv1.SubresourceGroupName) &&
+					(!slices.Contains(guestReads, res) || !slices.Equal(r.Verbs, []string{"get"})) {
+					t.Errorf("%s: rule %+v grants %s on %s", name, r, strings.Join(r.Verbs, ","), res)
+				}
 			}
 		}
 	}
+	// And the manager has exactly those.
+	var granted []string
+	for name, rules := range roles {
+		if !strings.HasSuffix(name, " ClusterRole/manager-role") {
+			continue
+		}
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, kubevirtv1.SubresourceGroupName) && slices.Contains(r.Verbs, "get") {
+				granted = append(granted, r.Resources...)
+			}
+		}
+	}
+	slices.Sort(granted)
+	if want := slices.Sorted(slices.Values(guestReads)); !slices.Equal(granted, want) {
+		t.Errorf("manager-role may get %v of %s, want %v", granted, kubevirtv1.SubresourceGroupName, want)
+	}
+}
+
+// guestReads are the subresources the guest probe GETs through virt-api.
+var guestReads = []string{
+	"virtualmachineinstances/guestosinfo",
+	"virtualmachineinstances/userlist",
+	"virtualmachineinstances/filesystemlist",
 }

@@ -2,8 +2,11 @@ package integrations
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,6 +30,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -45,7 +49,9 @@ var saUser = envtest.User{
 // ServiceAccount through a VM's life, and has the restricted Pod Security
 // admission judge the manager's pod.
 func TestManifestsOnAPIServer(t *testing.T) {
-	env, admin := startControlPlane(t)
+	// Aggregation: the guest probe's calls go through virt-api, an
+	// aggregated API, which the simulator serves.
+	env, admin := startControlPlaneWith(t, testenv.Options{Aggregation: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -67,11 +73,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 	userCfg := user.Config()
 
 	t.Run("SubjectAccessReviews", func(t *testing.T) {
-		type check struct {
-			verb, group, resource, sub, ns string
-			allowed                        bool
-		}
-		checks := []check{
+		checks := []sarCheck{
 			// What the controller needs.
 			{"list", "kubevirt.io", "virtualmachineinstances", "", "", true},
 			{"watch", "kubevirt.io", "virtualmachineinstances", "", "", true},
@@ -102,6 +104,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"create", "coordination.k8s.io", "leases", "", "kube-system", false},
 			{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false},
 		}
+		checks = append(checks, guestSubresourceChecks()...)
 		for _, c := range checks {
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: saUser.Name, Groups: saUser.Groups,
@@ -130,6 +133,10 @@ func TestManifestsOnAPIServer(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("reading a Secret as the controller: %v, want Forbidden", err)
 		}
+	})
+
+	t.Run("GuestAgentThroughVirtAPI", func(t *testing.T) {
+		testGuestAgentThroughVirtAPI(ctx, t, env, admin, userCfg)
 	})
 
 	t.Run("ManagerAsServiceAccount", func(t *testing.T) {
@@ -324,6 +331,117 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 	}
 	if !found {
 		t.Error("no vmobs_layer_verdict series for the VM")
+	}
+}
+
+// sarCheck is a SubjectAccessReview for the controller's ServiceAccount
+// and its expected answer.
+type sarCheck struct {
+	verb, group, resource, sub, ns string
+	allowed                        bool
+}
+
+// guestSubresourceChecks: of virt-api's subresources, the controller may
+// get the guest agent's three reads, in any namespace, and nothing else:
+// not another verb on them, not the subresources that act on the VM or
+// open a channel into it.
+func guestSubresourceChecks() []sarCheck {
+	const group = kubevirtv1.SubresourceGroupName
+	var checks []sarCheck
+	for _, sub := range []string{"guestosinfo", "userlist", "filesystemlist"} {
+		for _, ns := range []string{"", "vms-prod"} {
+			checks = append(checks, sarCheck{"get", group, "virtualmachineinstances", sub, ns, true})
+		}
+		for _, verb := range []string{"list", "watch", "create", "update", "patch", "delete"} {
+			checks = append(checks, sarCheck{verb, group, "virtualmachineinstances", sub, "vms-prod", false})
+		}
+	}
+	// virt-api's routes: console, vnc, usbredir, vsock and portforward
+	// are GETs (websockets); the actions are PUTs, hence update.
+	for _, sub := range []string{"console", "vnc", "vnc/screenshot", "portforward", "usbredir", "vsock",
+		"pause", "unpause", "freeze", "unfreeze", "softreboot", "reset", "addvolume", "removevolume", "backup"} {
+		for _, verb := range []string{"get", "update"} {
+			checks = append(checks, sarCheck{verb, group, "virtualmachineinstances", sub, "vms-prod", false})
+		}
+	}
+	for _, sub := range []string{"start", "stop", "restart", "migrate", "portforward", "addvolume", "memorydump", "expand-spec"} {
+		for _, verb := range []string{"get", "update"} {
+			checks = append(checks, sarCheck{verb, group, "virtualmachines", sub, "vms-prod", false})
+		}
+	}
+	return checks
+}
+
+// testGuestAgentThroughVirtAPI calls virt-api (the simulator's, registered
+// as an aggregated API) as the controller's ServiceAccount, the way the
+// guest probe does: guestosinfo answers 200; vnc and console are refused
+// by kube-apiserver's authorizer (403) before the request reaches virt-api.
+func testGuestAgentThroughVirtAPI(ctx context.Context, t *testing.T, env *testenv.Env, admin client.Client, userCfg *rest.Config) {
+	sim := simulator.New(admin)
+	api, err := sim.ServeVirtAPI(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := api.Close(); err != nil {
+			t.Errorf("closing virt-api: %v", err)
+		}
+	}()
+	const ns, node, vm = "vms-guest", "node-guest", "vm-guest"
+	if err := sim.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm, GuestAgent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Boot(ctx, ns, vm, node); err != nil {
+		t.Fatal(err)
+	}
+
+	hc, err := rest.HTTPClientFor(userCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(sub string) (int, []byte) {
+		t.Helper()
+		url := strings.TrimSuffix(userCfg.Host, "/") + "/apis/" + kubevirtv1.SubresourceGroupName + "/v1/namespaces/" + ns + "/virtualmachineinstances/" + vm + "/" + sub
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+
+	code, body := call("guestosinfo")
+	info := kubevirtv1.VirtualMachineInstanceGuestAgentInfo{}
+	if code != http.StatusOK {
+		t.Fatalf("guestosinfo as %s: %d %s", saUser.Name, code, body)
+	}
+	if err := json.Unmarshal(body, &info); err != nil || info.Hostname != vm {
+		t.Errorf("guestosinfo as %s: %v %s", saUser.Name, err, body)
+	}
+	for _, sub := range []string{"vnc", "console"} {
+		code, body := call(sub)
+		st := metav1.Status{}
+		_ = json.Unmarshal(body, &st)
+		// kube-apiserver's refusal is a Status naming the subresource;
+		// virt-api would have answered 401 or 404.
+		if code != http.StatusForbidden || st.Reason != metav1.StatusReasonForbidden ||
+			!strings.Contains(st.Message, `"virtualmachineinstances/`+sub+`"`) {
+			t.Errorf("%s as %s: %d %s, want 403 from kube-apiserver", sub, saUser.Name, code, body)
+		}
 	}
 }
 

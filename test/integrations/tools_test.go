@@ -31,8 +31,14 @@ func builtTool(t *testing.T, name, envVar string) string {
 // the test ends, and returns it with an admin client.
 func startControlPlane(t *testing.T) (*testenv.Env, client.Client) {
 	t.Helper()
+	return startControlPlaneWith(t, testenv.Options{})
+}
+
+// startControlPlaneWith is startControlPlane with options.
+func startControlPlaneWith(t *testing.T, opts testenv.Options) (*testenv.Env, client.Client) {
+	t.Helper()
 	start := time.Now()
-	env, err := testenv.Start(testenv.Options{})
+	env, err := testenv.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
