@@ -32,6 +32,7 @@ import (
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/version"
 )
 
 // Options configure the manager. Zero values mean the documented defaults
@@ -234,6 +235,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		reg = ctrlmetrics.Registry
 	}
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
+	collectors = append(collectors, metrics.BuildInfo(version.Get()))
 	if domainMetrics != nil {
 		collectors = append(collectors, domainMetrics.Collectors()...)
 	}
