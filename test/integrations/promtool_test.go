@@ -21,6 +21,7 @@ import (
 const runbookBase = "https://github.com/vmobs/vmobs/blob/main/docs/runbooks/"
 
 type promRule struct {
+	Record      string            `json:"record"`
 	Alert       string            `json:"alert"`
 	Expr        string            `json:"expr"`
 	For         string            `json:"for"`
@@ -97,9 +98,11 @@ func TestPrometheusRuleWithPromtool(t *testing.T) {
 }
 
 // TestPrometheusRuleConventions checks what promtool does not: the labels
-// and annotations every alert carries, a runbook per alert, a unit test
-// that fires each alert, and that the metrics, verdicts and reasons the
-// expressions name exist.
+// and annotations every alert carries (operator_health_impact none on all:
+// nothing of vmobs may mark OpenShift Virtualization degraded; vm and node
+// on every per-VM alert the unit tests fire), a runbook per alert, a unit
+// test that fires each alert and one for each recording rule, and that the
+// metrics, verdicts and reasons the expressions name exist.
 func TestPrometheusRuleConventions(t *testing.T) {
 	root := repoRoot(t)
 	_, groups := readPrometheusRule(t)
@@ -139,14 +142,21 @@ func TestPrometheusRuleConventions(t *testing.T) {
 		Tests []struct {
 			AlertRuleTest []struct {
 				Alertname string `json:"alertname"`
-				ExpAlerts []any  `json:"exp_alerts"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
 			} `json:"alert_rule_test"`
+			PromQLExprTest []struct {
+				Expr       string `json:"expr"`
+				ExpSamples []any  `json:"exp_samples"`
+			} `json:"promql_expr_test"`
 		} `json:"tests"`
 	}
 	if err := yaml.Unmarshal(testsYAML, &unit); err != nil {
 		t.Fatal(err)
 	}
-	fires, silent := map[string]bool{}, map[string]bool{}
+	fires, silent, evaluated := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	firedLabels := map[string][]map[string]string{}
 	for _, tc := range unit.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
@@ -154,13 +164,31 @@ func TestPrometheusRuleConventions(t *testing.T) {
 			} else {
 				silent[a.Alertname] = true
 			}
+			for _, e := range a.ExpAlerts {
+				firedLabels[a.Alertname] = append(firedLabels[a.Alertname], e.ExpLabels)
+			}
+		}
+		for _, e := range tc.PromQLExprTest {
+			if len(e.ExpSamples) > 0 {
+				evaluated[e.Expr] = true
+			}
 		}
 	}
 
 	var alerts []string
+	recordRe := regexp.MustCompile(`^[a-z_]+:(vmobs_[a-z_]+):[a-z_]+$`)
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			if r.Alert == "" {
+			if r.Record != "" {
+				t.Run(r.Record, func(t *testing.T) {
+					m := recordRe.FindStringSubmatch(r.Record)
+					if m == nil || !exported[m[1]] {
+						t.Errorf("recording rule %q is not named level:vmobs_metric:operation after a metric vmobs exports", r.Record)
+					}
+					if !evaluated[r.Record] {
+						t.Errorf("alerts_test.yaml has no promql_expr_test with samples for %s", r.Record)
+					}
+				})
 				continue
 			}
 			alerts = append(alerts, r.Alert)
@@ -168,8 +196,20 @@ func TestPrometheusRuleConventions(t *testing.T) {
 				if !slices.Contains([]string{"warning", "critical"}, r.Labels["severity"]) {
 					t.Errorf("severity %q", r.Labels["severity"])
 				}
-				if !slices.Contains([]string{"none", "warning", "critical"}, r.Labels["operator_health_impact"]) {
-					t.Errorf("operator_health_impact %q", r.Labels["operator_health_impact"])
+				if r.Labels["operator_health_impact"] != "none" {
+					t.Errorf("operator_health_impact %q: the HyperConverged operator would count the alert against OpenShift Virtualization's health", r.Labels["operator_health_impact"])
+				}
+				for _, l := range firedLabels[r.Alert] {
+					switch g.Name {
+					case "vmobs.vm.rules":
+						if l["vm"] == "" || l["vm"] != l["name"] || l["namespace"] == "" {
+							t.Errorf("a firing %s lacks the vm label (equal to name) consoles link a VM's alert by: %v", r.Alert, l)
+						}
+					case "vmobs.node.rules":
+						if l["node"] == "" {
+							t.Errorf("a firing %s lacks its node: %v", r.Alert, l)
+						}
+					}
 				}
 				if r.Labels["kubernetes_operator_part_of"] == "" || r.Labels["kubernetes_operator_component"] != "vmobs" {
 					t.Errorf("kubernetes_operator_* labels: %v", r.Labels)
