@@ -43,12 +43,16 @@ generate: ## Generate the DeepCopy methods of the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify-generated
-verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt CRDs) are stale.
+verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt and monitoring CRDs) are stale.
 	hack/verify-generated.sh
 
 .PHONY: kubevirt-crds
 kubevirt-crds: ## Regenerate KubeVirt v1.9's CRDs for tests (test/crds/kubevirt) from kubevirt.io/client-go's OpenAPI definitions.
 	hack/kubevirt-crds.sh
+
+.PHONY: monitoring-crds
+monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for tests (test/crds/prometheus-operator, test/crds/cert-manager) from their API types with controller-gen.
+	hack/monitoring-crds.sh
 
 .PHONY: fmt
 fmt: ## Run go fmt.
