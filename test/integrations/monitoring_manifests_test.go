@@ -1,6 +1,9 @@
 package integrations
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/vmobs/vmobs/internal/dashboards"
 )
 
 const (
@@ -141,6 +148,20 @@ func TestMonitoringManifests(t *testing.T) {
 		}
 	})
 
+	t.Run("grafana", func(t *testing.T) {
+		objs := render(t, "config/grafana")
+		cm := convert[corev1.ConfigMap](t, mustFind(t, objs, "ConfigMap", "vmobs-grafana-dashboards"))
+		if cm.Labels["grafana_dashboard"] != "1" {
+			t.Errorf("labels %v: Grafana's sidecar loads ConfigMaps labelled grafana_dashboard=1", cm.Labels)
+		}
+		var d struct {
+			UID string `json:"uid"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data["vmobs-fleet.json"]), &d); err != nil || d.UID != dashboards.FleetUID {
+			t.Errorf("vmobs-fleet.json in the ConfigMap: uid %q, %v", d.UID, err)
+		}
+	})
+
 	t.Run("kube-prometheus-stack", func(t *testing.T) {
 		objs := render(t, "config/kube-prometheus-stack")
 		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
@@ -155,6 +176,35 @@ func TestMonitoringManifests(t *testing.T) {
 			if strings.HasPrefix(k, "release") {
 				t.Errorf("the release label went into the ServiceMonitor's selector: %v", sel)
 			}
+		}
+
+		// Another release's name, set as docs/monitoring.md says: an
+		// overlay of the user's own with its labels.
+		// kustomize takes a base by a relative path only.
+		dir := t.TempDir()
+		base, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "config", "kube-prometheus-stack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		overlay := "resources:\n- " + filepath.ToSlash(base) + "\nlabels:\n- pairs:\n    release: monitoring\n"
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+		if err != nil {
+			t.Fatalf("kustomize build of an overlay setting the release: %v", err)
+		}
+		var relabelled int
+		for _, r := range resMap.Resources() {
+			if k := r.GetKind(); k == "ServiceMonitor" || k == "PrometheusRule" {
+				relabelled++
+				if r.GetLabels()["release"] != "monitoring" {
+					t.Errorf("%s/%s: labels %v, want release=monitoring", k, r.GetName(), r.GetLabels())
+				}
+			}
+		}
+		if relabelled != 2 {
+			t.Errorf("the overlay renders %d ServiceMonitors and PrometheusRules, want 2", relabelled)
 		}
 	})
 }
