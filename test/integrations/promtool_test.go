@@ -275,3 +275,154 @@ func TestPrometheusRuleConventions(t *testing.T) {
 		t.Fatal("no alerts")
 	}
 }
+
+// amMatcher is one of Alertmanager's matchers (name op "value"), as
+// docs/alertmanager-inhibition.yaml writes them.
+var amMatcher = regexp.MustCompile(`^([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(.*)"$`)
+
+// matchesAll tells whether an alert's labels match every matcher, as
+// Alertmanager does: a missing label is the empty string, regular
+// expressions are anchored.
+func matchesAll(t *testing.T, matchers []string, labels map[string]string) bool {
+	t.Helper()
+	for _, m := range matchers {
+		p := amMatcher.FindStringSubmatch(m)
+		if p == nil {
+			t.Fatalf("matcher %q is not name op \"value\"", m)
+		}
+		v := labels[p[1]]
+		var ok bool
+		switch p[2] {
+		case "=":
+			ok = v == p[3]
+		case "!=":
+			ok = v != p[3]
+		default:
+			ok = regexp.MustCompile("^(?:" + p[3] + ")$").MatchString(v)
+			if p[2] == "!~" {
+				ok = !ok
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAlertmanagerInhibition checks the inhibition rule of
+// docs/alertmanager-inhibition.yaml against the alerts promtool's unit
+// tests expect (config/prometheus/tests/alerts_test.yaml, which
+// TestPrometheusRuleWithPromtool runs, so these are the labels the rules
+// really give): the node alert is a source and no target, every per-VM
+// alert is a target, and a per-VM alert is held back exactly when a node
+// alert of its own node fires.
+func TestAlertmanagerInhibition(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "alertmanager-inhibition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		InhibitRules []struct {
+			SourceMatchers []string `json:"source_matchers"`
+			TargetMatchers []string `json:"target_matchers"`
+			Equal          []string `json:"equal"`
+		} `json:"inhibit_rules"`
+	}
+	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.InhibitRules) != 1 {
+		t.Fatalf("%d inhibit rules, want 1", len(cfg.InhibitRules))
+	}
+	rule := cfg.InhibitRules[0]
+	if !slices.Equal(rule.Equal, []string{"node"}) {
+		t.Errorf("equal %v, want [node]", rule.Equal)
+	}
+
+	tb, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `json:"alertname"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(tb, &tests); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []map[string]string
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			for _, e := range a.ExpAlerts {
+				l := map[string]string{"alertname": a.Alertname}
+				for k, v := range e.ExpLabels {
+					l[k] = v
+				}
+				alerts = append(alerts, l)
+			}
+		}
+	}
+	var sources, targets int
+	for _, a := range alerts {
+		src, tgt := matchesAll(t, rule.SourceMatchers, a), matchesAll(t, rule.TargetMatchers, a)
+		nodeAlert := a["alertname"] == "VMObservationNodeUnknown"
+		if src != nodeAlert {
+			t.Errorf("%v: source %v", a, src)
+		}
+		if perVM := a["vm"] != ""; tgt != perVM {
+			t.Errorf("%v: target %v, want %v (per-VM alert)", a, tgt, perVM)
+		}
+		if src {
+			sources++
+			if a["node"] == "" {
+				t.Errorf("%v: a node alert without a node inhibits nothing", a)
+			}
+		}
+		if tgt {
+			targets++
+		}
+	}
+	if sources == 0 || targets == 0 {
+		t.Fatalf("the unit tests expect %d source and %d target alerts", sources, targets)
+	}
+	// The lost node-b of the unit tests: its VMs' alerts are held back,
+	// another node's are not.
+	inhibited := func(target map[string]string) bool {
+		for _, s := range alerts {
+			if !matchesAll(t, rule.SourceMatchers, s) || !matchesAll(t, rule.TargetMatchers, target) {
+				continue
+			}
+			if !slices.ContainsFunc(rule.Equal, func(l string) bool { return s[l] != target[l] }) {
+				return true
+			}
+		}
+		return false
+	}
+	var held, kept int
+	for _, a := range alerts {
+		if a["vm"] == "" {
+			continue
+		}
+		lost := slices.ContainsFunc(alerts, func(s map[string]string) bool {
+			return s["alertname"] == "VMObservationNodeUnknown" && s["node"] == a["node"]
+		})
+		if got := inhibited(a); got != lost {
+			t.Errorf("%v: inhibited %v, its node's alert firing %v", a, got, lost)
+		} else if got {
+			held++
+		} else {
+			kept++
+		}
+	}
+	if held == 0 || kept == 0 {
+		t.Errorf("%d per-VM alerts held back, %d kept: the unit tests should have both", held, kept)
+	}
+	t.Logf("%d alerts: %d sources, %d targets; %d per-VM alerts held back by a lost node, %d kept", len(alerts), sources, targets, held, kept)
+}
