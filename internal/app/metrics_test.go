@@ -97,7 +97,7 @@ func TestMetricsServerOptions(t *testing.T) {
 			wantALPN: []string{"http/1.1"}, wantFilter: true, wantCert: "tls.crt", wantKey: "tls.key",
 		},
 		"a mounted certificate under other names": {
-			opts:    Options{MetricsAddr: ":8443", SecureMetrics: true, MetricsCertDir: certs, MetricsCertName: "ca.crt", MetricsKeyName: "tls.key"},
+			opts:     Options{MetricsAddr: ":8443", SecureMetrics: true, MetricsCertDir: certs, MetricsCertName: "ca.crt", MetricsKeyName: "tls.key"},
 			wantALPN: []string{"http/1.1"}, wantFilter: true, wantCert: "ca.crt", wantKey: "tls.key",
 		},
 		"a directory without the certificate": {
