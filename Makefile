@@ -43,12 +43,20 @@ generate: ## Generate the DeepCopy methods of the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify-generated
-verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt CRDs) are stale.
+verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt and monitoring CRDs) are stale.
 	hack/verify-generated.sh
 
 .PHONY: kubevirt-crds
 kubevirt-crds: ## Regenerate KubeVirt v1.9's CRDs for tests (test/crds/kubevirt) from kubevirt.io/client-go's OpenAPI definitions.
 	hack/kubevirt-crds.sh
+
+.PHONY: monitoring-crds
+monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for tests (test/crds/prometheus-operator, test/crds/cert-manager) from their API types with controller-gen.
+	hack/monitoring-crds.sh
+
+.PHONY: dashboards
+dashboards: ## Regenerate config/grafana/*.json from the Go that builds the dashboards (internal/dashboards); also part of update-golden.
+	go test ./internal/dashboards -run '^TestCommittedDashboards$$' -update
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -97,8 +105,8 @@ MIXED_PKGS := ./internal/demo ./internal/kubectlvmobs
 CONTROL_PLANE_TESTS := ^(TestDemo|TestPluginAgainstAPIServer)$$
 
 .PHONY: update-golden
-update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Argo CD testdata); review the diff.
-	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs -update
+update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, Argo CD testdata); review the diff.
+	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards -update
 	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
 
 .PHONY: test-unit
@@ -141,7 +149,7 @@ prometheus: ## Build the Prometheus server into bin/prometheus for the domain-st
 	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
-test-integrations: promtool prometheus envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics, domain stats through Prometheus.
+test-integrations: promtool prometheus envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data.
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 
 .PHONY: demo

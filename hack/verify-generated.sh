@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when a generated file does not match what its generator makes from
 # the sources in the working tree: the DeepCopy methods, the CRD and RBAC
-# manifests, and the KubeVirt CRDs for tests.
+# manifests, and the KubeVirt, prometheus-operator and cert-manager CRDs for
+# tests.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -35,8 +36,9 @@ for f in "$tmp"/tree/config/crd/bases/*.yaml; do
 done
 check "$tmp/tree/config/rbac/role.yaml" config/rbac/role.yaml
 hack/verify-kubevirt-crds.sh || stale=1
+hack/verify-monitoring-crds.sh || stale=1
 if [ "$stale" != 0 ]; then
-  echo "generated files are stale: run 'make manifests generate kubevirt-crds' and commit the result" >&2
+  echo "generated files are stale: run 'make manifests generate kubevirt-crds monitoring-crds' and commit the result" >&2
   exit 1
 fi
 echo "generated files are up to date"

@@ -4,10 +4,14 @@
 package app
 
 import (
+	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +37,7 @@ import (
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/version"
 )
 
 // Options configure the manager. Zero values mean the documented defaults
@@ -43,6 +48,16 @@ type Options struct {
 	// SecureMetrics serves /metrics over HTTPS behind Kubernetes authn/authz,
 	// as the kubebuilder scaffold does.
 	SecureMetrics bool
+	// MetricsCertDir holds the metrics server's certificate and key
+	// (MetricsCertName, MetricsKeyName; tls.crt and tls.key when empty), as
+	// cert-manager or OpenShift's service CA write them into a Secret; they
+	// are reloaded when they change. Empty serves a self-signed certificate.
+	MetricsCertDir, MetricsCertName, MetricsKeyName string
+	// EnableHTTP2 lets the metrics server speak HTTP/2. It is off by
+	// default: HTTP/2's stream handling has been the way in for denial of
+	// service (CVE-2023-44487 rapid reset, CVE-2023-39325), and a scrape
+	// gains nothing from it.
+	EnableHTTP2 bool
 	// ProbeAddr is where /healthz and /readyz listen; "0" turns them off.
 	ProbeAddr string
 	// LeaderElection turns leader election on, with a Lease named
@@ -175,9 +190,9 @@ func Defaults() Options {
 // NewManager builds a manager running the VMObservation reconciler.
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	cfg = withRateLimit(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)
-	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
-	if opts.SecureMetrics {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	metricsOpts, err := metricsServerOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
@@ -254,6 +269,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		reg = ctrlmetrics.Registry
 	}
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
+	collectors = append(collectors, metrics.BuildInfo(version.Get()))
 	if domainMetrics != nil {
 		collectors = append(collectors, domainMetrics.Collectors()...)
 	}
@@ -284,6 +300,37 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// metricsServerOptions are the metrics server's: HTTPS behind Kubernetes
+// authentication and authorization when SecureMetrics, with the
+// certificate of MetricsCertDir, and HTTP/1.1 only unless EnableHTTP2.
+// controller-runtime falls back to a self-signed certificate when the files
+// are missing; a directory that was asked for and lacks them is an error
+// instead, so a Secret mounted at the wrong path does not go unnoticed.
+func metricsServerOptions(opts Options) (metricsserver.Options, error) {
+	out := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
+	if !opts.SecureMetrics {
+		if opts.MetricsCertDir != "" {
+			return out, errors.New("a metrics certificate directory needs secure metrics")
+		}
+		return out, nil
+	}
+	out.FilterProvider = filters.WithAuthenticationAndAuthorization
+	if !opts.EnableHTTP2 {
+		out.TLSOpts = append(out.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if opts.MetricsCertDir != "" {
+		out.CertDir = opts.MetricsCertDir
+		out.CertName = cmp.Or(opts.MetricsCertName, "tls.crt")
+		out.KeyName = cmp.Or(opts.MetricsKeyName, "tls.key")
+		for _, f := range []string{out.CertName, out.KeyName} {
+			if _, err := os.Stat(filepath.Join(out.CertDir, f)); err != nil {
+				return out, fmt.Errorf("metrics certificate: %w", err)
+			}
+		}
+	}
+	return out, nil
 }
 
 func nonZero(d time.Duration) *time.Duration {

@@ -4,6 +4,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,27 +12,44 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/version"
 )
 
-// Verdicts lists the six verdicts in the order the gauges emit them.
+// Verdicts lists the six verdicts, the values of the verdict label.
 var Verdicts = []v1alpha1.Verdict{
 	v1alpha1.VerdictHealthy, v1alpha1.VerdictProgressing, v1alpha1.VerdictSuspended,
 	v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown,
 }
 
+// Every per-VM series carries the VM's namespace and name (a
+// VMObservation shares its VM's name) and the node its VMI runs on
+// (status.vmi.nodeName; no label for a VM without a VMI), so alerts can be
+// grouped and inhibited per node. The verdict and reason labels take values
+// from fixed lists (Verdicts, v1alpha1.AllReasons) and only the current
+// one is exported: a VM has 1 overall series, 3 layer verdicts, at most 3
+// layer reasons and at most 6 evidence timestamps, 13 at most. A series
+// whose verdict, reason or node changes is not exported at the next scrape
+// and Prometheus marks it stale, so no series is ever 0.
+var vmLabels = []string{"namespace", "name", "node"}
+
+func withVM(extra ...string) []string { return append(slices.Clone(vmLabels), extra...) }
+
 var (
+	verdictDesc = prometheus.NewDesc("vmobs_verdict",
+		"Overall verdict of a VM (its worst layer's) and its reason; always 1, one series per VM.",
+		withVM("verdict", "reason"), nil)
 	layerVerdictDesc = prometheus.NewDesc("vmobs_layer_verdict",
-		"Verdict of one layer of a VM: 1 for the current verdict, 0 for the others.",
-		[]string{"namespace", "name", "layer", "verdict"}, nil)
+		"Current verdict of one layer of a VM; always 1, one series per layer.",
+		withVM("layer", "verdict"), nil)
 	layerReasonDesc = prometheus.NewDesc("vmobs_layer_reason",
-		"Reason of the current verdict of one layer of a VM (always 1).",
-		[]string{"namespace", "name", "layer", "reason"}, nil)
+		"Reason of the current verdict of one layer of a VM; always 1.",
+		withVM("layer", "reason"), nil)
 	evidenceTimeDesc = prometheus.NewDesc("vmobs_layer_evidence_timestamp_seconds",
-		"Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation.",
-		[]string{"namespace", "name", "layer"}, nil)
-	staleAtDesc = prometheus.NewDesc("vmobs_layer_stale_at_seconds",
-		"When a layer's evidence stops being trustworthy, as stored in the VMObservation.",
-		[]string{"namespace", "name", "layer"}, nil)
+		"Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime).",
+		withVM("layer"), nil)
+	staleDesc = prometheus.NewDesc("vmobs_layer_stale_timestamp_seconds",
+		"When a layer's evidence stops being trustworthy, as stored in the VMObservation (status.layers.*.staleAt); only for a layer with a fixed deadline to come.",
+		withVM("layer"), nil)
 	scrapeErrorsDesc = prometheus.NewDesc("vmobs_collector_errors",
 		"1 when the last scrape could not read the VMObservations in the cache.", nil, nil)
 )
@@ -44,10 +62,11 @@ type Collector struct {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- verdictDesc
 	ch <- layerVerdictDesc
 	ch <- layerReasonDesc
 	ch <- evidenceTimeDesc
-	ch <- staleAtDesc
+	ch <- staleDesc
 	ch <- scrapeErrorsDesc
 }
 
@@ -64,28 +83,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			failed = 1
 			continue
 		}
+		ns, node := o.GetNamespace(), o.NodeName.String()
+		if v := o.Verdict.String(); v != "" {
+			ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, 1, ns, o.Name, node, v, o.Reason.String())
+		}
 		if !o.HasLayers {
 			continue
 		}
-		ns := o.GetNamespace()
 		for i, name := range v1alpha1.LayerNames {
 			l := &o.Layers[i]
-			verdict := v1alpha1.Verdict(l.Verdict.String())
-			for _, v := range Verdicts {
-				val := 0.0
-				if verdict == v {
-					val = 1
-				}
-				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, val, ns, o.Name, name, string(v))
+			if v := l.Verdict.String(); v != "" {
+				ch <- prometheus.MustNewConstMetric(layerVerdictDesc, prometheus.GaugeValue, 1, ns, o.Name, node, name, v)
 			}
 			if r := l.Reason.String(); r != "" {
-				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, ns, o.Name, name, r)
+				ch <- prometheus.MustNewConstMetric(layerReasonDesc, prometheus.GaugeValue, 1, ns, o.Name, node, name, r)
 			}
 			if t := l.EvidenceTime.Ptr(); t != nil {
-				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, name)
+				ch <- prometheus.MustNewConstMetric(evidenceTimeDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, node, name)
 			}
 			if t := l.StaleAt.Ptr(); t != nil {
-				ch <- prometheus.MustNewConstMetric(staleAtDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, name)
+				ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, node, name)
 			}
 		}
 	}
@@ -145,3 +162,17 @@ func (l *Liveness) Reconciled(at time.Time) {
 
 // Collectors returns what to register.
 func (l *Liveness) Collectors() []prometheus.Collector { return []prometheus.Collector{l.last} }
+
+// BuildInfo is vmobs_build_info, the version of the running binary as a
+// constant 1 with labels, the way Prometheus' own build_info metrics are:
+// `* on (pod) group_left (version) vmobs_build_info` adds the version to
+// any of the controller's series.
+func BuildInfo(v version.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "vmobs_build_info",
+		Help:        "The version, commit and Go version the running vmobs binary was built from; always 1.",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.GoVersion},
+	})
+	g.Set(1)
+	return g
+}

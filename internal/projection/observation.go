@@ -42,6 +42,9 @@ type Observation struct {
 	Hash, TimelessHash uint64
 
 	Verdict Sym
+	// Reason is status.reason and NodeName status.vmi.nodeName: the
+	// metrics label each VM's series with them (internal/metrics).
+	Reason, NodeName Sym
 	// VMIUID is status.vmi.uid: the previous status is of this VMI only if
 	// the UIDs match.
 	VMIUID         UID
@@ -89,9 +92,11 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 		Hash:         StatusHash(st),
 		TimelessHash: StatusHash(WithoutTimestamps(st)),
 		Verdict:      Intern(string(st.Verdict)),
+		Reason:       Intern(st.Reason),
 	}
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
+		out.NodeName = Intern(st.VMI.NodeName)
 		out.FSFrozenSince, out.HotplugSince = timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected

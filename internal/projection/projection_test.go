@@ -80,7 +80,7 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	fields := metav1.NewFieldsV1(`{"f:status":{"f:verdict":{}}}`)
 	st := v1alpha1.VMObservationStatus{
 		Verdict: v1alpha1.VerdictDegraded, Reason: "R", Message: "long message", ObservedGeneration: 3,
-		VMI:   &v1alpha1.VMISummary{Name: "vm1", UID: "vmi-uid", FSFrozenSince: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), QOSClass: "Burstable"},
+		VMI:   &v1alpha1.VMISummary{Name: "vm1", UID: "vmi-uid", NodeName: "node-a", FSFrozenSince: ptr.To(metav1.NewTime(t0.Add(-time.Hour))), QOSClass: "Burstable"},
 		Guest: &v1alpha1.GuestSummary{AgentConnected: true, OSPrettyName: "os"},
 		Layers: &v1alpha1.Layers{Node: v1alpha1.LayerStatus{
 			Verdict: v1alpha1.VerdictDegraded, Reason: "NodeNotReady", Message: "m", LastTransitionTime: ptr.To(metav1.NewTime(t0)),
@@ -110,6 +110,9 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	}
 	if p.Policy == nil || !*p.Policy.GuestAgentExpected {
 		t.Errorf("policy %+v", p.Policy)
+	}
+	if p.Reason.String() != "R" || p.NodeName.String() != "node-a" {
+		t.Errorf("reason %q, node %q: the metrics label each VM's series with them", p.Reason, p.NodeName)
 	}
 	prev := p.Previous()
 	if prev.Verdict != st.Verdict || prev.VMI.UID != "vmi-uid" || !prev.Guest.AgentConnected ||

@@ -61,6 +61,9 @@ type PrometheusOptions struct {
 	Jobs []ScrapeJob
 	// StartTimeout bounds the wait for /-/ready; zero is a minute.
 	StartTimeout time.Duration
+	// RuleFiles are Prometheus rule files (recording and alerting rules)
+	// the server evaluates at the scrape interval.
+	RuleFiles []string
 }
 
 // Prometheus is a real Prometheus server started by StartPrometheus, with
@@ -73,6 +76,7 @@ type Prometheus struct {
 	cmd      *exec.Cmd
 	dir      string
 	interval time.Duration
+	rules    []string
 	log      LockedBuffer
 	exited   chan struct{}
 	waitErr  error
@@ -92,7 +96,7 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{dir: dir, interval: opts.ScrapeInterval, exited: make(chan struct{})}
+	p := &Prometheus{dir: dir, interval: opts.ScrapeInterval, rules: opts.RuleFiles, exited: make(chan struct{})}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
@@ -154,6 +158,7 @@ func (p *Prometheus) configPath() string { return filepath.Join(p.dir, "promethe
 // promConfig is the subset of Prometheus' configuration file we write.
 type promConfig struct {
 	Global        promGlobal         `json:"global"`
+	RuleFiles     []string           `json:"rule_files,omitempty"`
 	ScrapeConfigs []promScrapeConfig `json:"scrape_configs"`
 }
 
@@ -179,7 +184,7 @@ type promStaticConfig struct {
 // different paths (one listener serving several nodes' endpoints).
 func (p *Prometheus) writeConfig(jobs []ScrapeJob) error {
 	iv := p.interval.String()
-	cfg := promConfig{Global: promGlobal{ScrapeInterval: iv, ScrapeTimeout: iv, EvaluationInterval: iv}}
+	cfg := promConfig{Global: promGlobal{ScrapeInterval: iv, ScrapeTimeout: iv, EvaluationInterval: iv}, RuleFiles: p.rules}
 	for _, j := range jobs {
 		sc := promScrapeConfig{JobName: j.Name, HonorLabels: j.HonorLabels, StaticConfigs: []promStaticConfig{}}
 		for _, t := range j.Targets {

@@ -80,8 +80,22 @@ func CRDDirs() []string {
 	}
 }
 
+// MonitoringCRDDirs are the CRDs of the operators whose objects config/
+// ships, generated for tests by hack/monitoring-crds.sh: prometheus-operator's
+// ServiceMonitor and PrometheusRule, cert-manager's Certificate and Issuer.
+func MonitoringCRDDirs() []string {
+	root := RepoRoot()
+	return []string{
+		filepath.Join(root, "test", "crds", "prometheus-operator"),
+		filepath.Join(root, "test", "crds", "cert-manager"),
+	}
+}
+
 // Options tune the control plane.
 type Options struct {
+	// ExtraCRDDirs are installed next to CRDDirs (MonitoringCRDDirs, for
+	// a test that applies config/'s monitoring objects).
+	ExtraCRDDirs []string
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags map[string]string
 	// CertDir keeps kube-apiserver's certificates in this directory (the
@@ -114,7 +128,7 @@ func Start(opts Options) (*Env, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    AssetsDir(),
-		CRDDirectoryPaths:        CRDDirs(),
+		CRDDirectoryPaths:        append(CRDDirs(), opts.ExtraCRDDirs...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  cmp.Or(opts.StopTimeout, time.Minute),

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -386,8 +388,11 @@ var _ = Describe("A VM's life, observed", func() {
 	})
 })
 
-// seriesFor counts the vmobs_layer_* series that name one VM.
-func seriesFor(ns, name string) map[string]int {
+// seriesFor counts the per-VM series (vmobs_verdict, vmobs_layer_*) that
+// name one VM, by metric name; a series on another node than node counts
+// under its name and node (`vmobs_verdict{node="x"}`), a verdict or reason
+// series that is not 1 under its name and value.
+func seriesFor(ns, name, node string) map[string]int {
 	families, err := registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	out := map[string]int{}
@@ -397,22 +402,41 @@ func seriesFor(ns, name string) map[string]int {
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == ns && labels["name"] == name {
-				out[f.GetName()]++
+			if labels["namespace"] != ns || labels["name"] != name {
+				continue
 			}
+			key := f.GetName()
+			if labels["node"] != node {
+				key += fmt.Sprintf("{node=%q}", labels["node"])
+			}
+			if !strings.HasSuffix(key, "_timestamp_seconds") && m.GetGauge().GetValue() != 1 {
+				key += fmt.Sprintf(" %v", m.GetGauge().GetValue())
+			}
+			out[key]++
 		}
 	}
 	return out
 }
 
 var _ = Describe("Metrics", func() {
-	It("exports one verdict series per layer and verdict, and none once the VM is gone", func() {
+	It("exports the current verdict of the VM and of each layer, on the VM's node, and none once the VM is gone", func() {
 		ns, node := newWorld("metrics")
 		bootHealthy(ns, node)
-		Eventually(func() map[string]int { return seriesFor(ns, vm) }).Should(And(
-			HaveKeyWithValue("vmobs_layer_verdict", 3*6),
+		// Only the current verdict of each, always 1, all on the VM's node:
+		// no other key.
+		Eventually(func() map[string]int { return seriesFor(ns, vm, node) }).Should(And(
+			HaveKeyWithValue("vmobs_verdict", 1),
+			HaveKeyWithValue("vmobs_layer_verdict", 3),
 			HaveKeyWithValue("vmobs_layer_reason", 3),
+			WithTransform(func(m map[string]int) []string { return slices.Collect(maps.Keys(m)) },
+				HaveEach(BeElementOf("vmobs_verdict", "vmobs_layer_verdict", "vmobs_layer_reason",
+					"vmobs_layer_evidence_timestamp_seconds", "vmobs_layer_stale_timestamp_seconds"))),
 		))
+		total := 0
+		for _, n := range seriesFor(ns, vm, node) {
+			total += n
+		}
+		fmt.Fprintf(GinkgoWriter, "series for a healthy running VM: %d %v\n", total, seriesFor(ns, vm, node))
 		families, err := registry.Gather()
 		Expect(err).NotTo(HaveOccurred())
 		var transitions float64
@@ -443,7 +467,7 @@ var _ = Describe("Metrics", func() {
 		}).Should(BeNumerically(">=", float64(time.Now().Add(-2*controllers.LivenessTick).Unix())))
 
 		Expect(sim.DeleteVM(ctx, ns, vm)).To(Succeed())
-		Eventually(func() map[string]int { return seriesFor(ns, vm) }).Should(BeEmpty())
+		Eventually(func() map[string]int { return seriesFor(ns, vm, node) }).Should(BeEmpty())
 	})
 })
 

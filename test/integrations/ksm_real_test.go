@@ -151,7 +151,7 @@ func expectedKSMSeries(o *v1alpha1.VMObservation) map[string]float64 {
 			for metric, ts := range map[string]*metav1.Time{
 				"layer_last_transition_timestamp_seconds": l.s.LastTransitionTime,
 				"layer_evidence_timestamp_seconds":        l.s.EvidenceTime,
-				"layer_stale_at_seconds":                  l.s.StaleAt,
+				"layer_stale_timestamp_seconds":           l.s.StaleAt,
 			} {
 				if ts != nil {
 					want[seriesKey(p+metric, map[string]string{"layer": l.key})] = float64(ts.Unix())

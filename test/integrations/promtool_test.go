@@ -21,6 +21,7 @@ import (
 const runbookBase = "https://github.com/vmobs/vmobs/blob/main/docs/runbooks/"
 
 type promRule struct {
+	Record      string            `json:"record"`
 	Alert       string            `json:"alert"`
 	Expr        string            `json:"expr"`
 	For         string            `json:"for"`
@@ -97,9 +98,11 @@ func TestPrometheusRuleWithPromtool(t *testing.T) {
 }
 
 // TestPrometheusRuleConventions checks what promtool does not: the labels
-// and annotations every alert carries, a runbook per alert, a unit test
-// that fires each alert, and that the metrics, verdicts and reasons the
-// expressions name exist.
+// and annotations every alert carries (operator_health_impact none on all:
+// nothing of vmobs may mark OpenShift Virtualization degraded; vm and node
+// on every per-VM alert the unit tests fire), a runbook per alert, a unit
+// test that fires each alert and one for each recording rule, and that the
+// metrics, verdicts and reasons the expressions name exist.
 func TestPrometheusRuleConventions(t *testing.T) {
 	root := repoRoot(t)
 	_, groups := readPrometheusRule(t)
@@ -139,14 +142,21 @@ func TestPrometheusRuleConventions(t *testing.T) {
 		Tests []struct {
 			AlertRuleTest []struct {
 				Alertname string `json:"alertname"`
-				ExpAlerts []any  `json:"exp_alerts"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
 			} `json:"alert_rule_test"`
+			PromQLExprTest []struct {
+				Expr       string `json:"expr"`
+				ExpSamples []any  `json:"exp_samples"`
+			} `json:"promql_expr_test"`
 		} `json:"tests"`
 	}
 	if err := yaml.Unmarshal(testsYAML, &unit); err != nil {
 		t.Fatal(err)
 	}
-	fires, silent := map[string]bool{}, map[string]bool{}
+	fires, silent, evaluated := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	firedLabels := map[string][]map[string]string{}
 	for _, tc := range unit.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
@@ -154,13 +164,31 @@ func TestPrometheusRuleConventions(t *testing.T) {
 			} else {
 				silent[a.Alertname] = true
 			}
+			for _, e := range a.ExpAlerts {
+				firedLabels[a.Alertname] = append(firedLabels[a.Alertname], e.ExpLabels)
+			}
+		}
+		for _, e := range tc.PromQLExprTest {
+			if len(e.ExpSamples) > 0 {
+				evaluated[e.Expr] = true
+			}
 		}
 	}
 
 	var alerts []string
+	recordRe := regexp.MustCompile(`^[a-z_]+:(vmobs_[a-z_]+):[a-z_]+$`)
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			if r.Alert == "" {
+			if r.Record != "" {
+				t.Run(r.Record, func(t *testing.T) {
+					m := recordRe.FindStringSubmatch(r.Record)
+					if m == nil || !exported[m[1]] {
+						t.Errorf("recording rule %q is not named level:vmobs_metric:operation after a metric vmobs exports", r.Record)
+					}
+					if !evaluated[r.Record] {
+						t.Errorf("alerts_test.yaml has no promql_expr_test with samples for %s", r.Record)
+					}
+				})
 				continue
 			}
 			alerts = append(alerts, r.Alert)
@@ -168,8 +196,20 @@ func TestPrometheusRuleConventions(t *testing.T) {
 				if !slices.Contains([]string{"warning", "critical"}, r.Labels["severity"]) {
 					t.Errorf("severity %q", r.Labels["severity"])
 				}
-				if !slices.Contains([]string{"none", "warning", "critical"}, r.Labels["operator_health_impact"]) {
-					t.Errorf("operator_health_impact %q", r.Labels["operator_health_impact"])
+				if r.Labels["operator_health_impact"] != "none" {
+					t.Errorf("operator_health_impact %q: the HyperConverged operator would count the alert against OpenShift Virtualization's health", r.Labels["operator_health_impact"])
+				}
+				for _, l := range firedLabels[r.Alert] {
+					switch g.Name {
+					case "vmobs.vm.rules":
+						if l["vm"] == "" || l["vm"] != l["name"] || l["namespace"] == "" {
+							t.Errorf("a firing %s lacks the vm label (equal to name) consoles link a VM's alert by: %v", r.Alert, l)
+						}
+					case "vmobs.node.rules":
+						if l["node"] == "" {
+							t.Errorf("a firing %s lacks its node: %v", r.Alert, l)
+						}
+					}
 				}
 				if r.Labels["kubernetes_operator_part_of"] == "" || r.Labels["kubernetes_operator_component"] != "vmobs" {
 					t.Errorf("kubernetes_operator_* labels: %v", r.Labels)
@@ -234,4 +274,155 @@ func TestPrometheusRuleConventions(t *testing.T) {
 	if len(alerts) == 0 {
 		t.Fatal("no alerts")
 	}
+}
+
+// amMatcher is one of Alertmanager's matchers (name op "value"), as
+// docs/alertmanager-inhibition.yaml writes them.
+var amMatcher = regexp.MustCompile(`^([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(.*)"$`)
+
+// matchesAll tells whether an alert's labels match every matcher, as
+// Alertmanager does: a missing label is the empty string, regular
+// expressions are anchored.
+func matchesAll(t *testing.T, matchers []string, labels map[string]string) bool {
+	t.Helper()
+	for _, m := range matchers {
+		p := amMatcher.FindStringSubmatch(m)
+		if p == nil {
+			t.Fatalf("matcher %q is not name op \"value\"", m)
+		}
+		v := labels[p[1]]
+		var ok bool
+		switch p[2] {
+		case "=":
+			ok = v == p[3]
+		case "!=":
+			ok = v != p[3]
+		default:
+			ok = regexp.MustCompile("^(?:" + p[3] + ")$").MatchString(v)
+			if p[2] == "!~" {
+				ok = !ok
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// TestAlertmanagerInhibition checks the inhibition rule of
+// docs/alertmanager-inhibition.yaml against the alerts promtool's unit
+// tests expect (config/prometheus/tests/alerts_test.yaml, which
+// TestPrometheusRuleWithPromtool runs, so these are the labels the rules
+// really give): the node alert is a source and no target, every per-VM
+// alert is a target, and a per-VM alert is held back exactly when a node
+// alert of its own node fires.
+func TestAlertmanagerInhibition(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "alertmanager-inhibition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		InhibitRules []struct {
+			SourceMatchers []string `json:"source_matchers"`
+			TargetMatchers []string `json:"target_matchers"`
+			Equal          []string `json:"equal"`
+		} `json:"inhibit_rules"`
+	}
+	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.InhibitRules) != 1 {
+		t.Fatalf("%d inhibit rules, want 1", len(cfg.InhibitRules))
+	}
+	rule := cfg.InhibitRules[0]
+	if !slices.Equal(rule.Equal, []string{"node"}) {
+		t.Errorf("equal %v, want [node]", rule.Equal)
+	}
+
+	tb, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `json:"alertname"`
+				ExpAlerts []struct {
+					ExpLabels map[string]string `json:"exp_labels"`
+				} `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(tb, &tests); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []map[string]string
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			for _, e := range a.ExpAlerts {
+				l := map[string]string{"alertname": a.Alertname}
+				for k, v := range e.ExpLabels {
+					l[k] = v
+				}
+				alerts = append(alerts, l)
+			}
+		}
+	}
+	var sources, targets int
+	for _, a := range alerts {
+		src, tgt := matchesAll(t, rule.SourceMatchers, a), matchesAll(t, rule.TargetMatchers, a)
+		nodeAlert := a["alertname"] == "VMObservationNodeUnknown"
+		if src != nodeAlert {
+			t.Errorf("%v: source %v", a, src)
+		}
+		if perVM := a["vm"] != ""; tgt != perVM {
+			t.Errorf("%v: target %v, want %v (per-VM alert)", a, tgt, perVM)
+		}
+		if src {
+			sources++
+			if a["node"] == "" {
+				t.Errorf("%v: a node alert without a node inhibits nothing", a)
+			}
+		}
+		if tgt {
+			targets++
+		}
+	}
+	if sources == 0 || targets == 0 {
+		t.Fatalf("the unit tests expect %d source and %d target alerts", sources, targets)
+	}
+	// The lost node-b of the unit tests: its VMs' alerts are held back,
+	// another node's are not.
+	inhibited := func(target map[string]string) bool {
+		for _, s := range alerts {
+			if !matchesAll(t, rule.SourceMatchers, s) || !matchesAll(t, rule.TargetMatchers, target) {
+				continue
+			}
+			if !slices.ContainsFunc(rule.Equal, func(l string) bool { return s[l] != target[l] }) {
+				return true
+			}
+		}
+		return false
+	}
+	var held, kept int
+	for _, a := range alerts {
+		if a["vm"] == "" {
+			continue
+		}
+		lost := slices.ContainsFunc(alerts, func(s map[string]string) bool {
+			return s["alertname"] == "VMObservationNodeUnknown" && s["node"] == a["node"]
+		})
+		if got := inhibited(a); got != lost {
+			t.Errorf("%v: inhibited %v, its node's alert firing %v", a, got, lost)
+		} else if got {
+			held++
+		} else {
+			kept++
+		}
+	}
+	if held == 0 || kept == 0 {
+		t.Errorf("%d per-VM alerts held back, %d kept: the unit tests should have both", held, kept)
+	}
+	t.Logf("%d alerts: %d sources, %d targets; %d per-VM alerts held back by a lost node, %d kept", len(alerts), sources, targets, held, kept)
 }

@@ -1,0 +1,123 @@
+package dashboards
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/version"
+)
+
+var update = flag.Bool("update", false, "rewrite config/grafana from the generator")
+
+// committed is where each dashboard's JSON is committed, relative to this
+// package.
+var committed = map[string]string{
+	filepath.Join("..", "..", "config", "grafana", "vmobs-fleet.json"): FleetUID,
+}
+
+// The committed JSON is the generator's output: edit the Go, then run
+// `make dashboards` (this test with -update).
+func TestCommittedDashboards(t *testing.T) {
+	d, err := Fleet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := JSON(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path := range committed {
+		if *update {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not what internal/dashboards generates: run `make dashboards` and commit the result", path)
+		}
+	}
+}
+
+// Every panel queries the dashboard's Prometheus variable, every vmobs_
+// metric an expression names is one vmobs exports, and the panels fit
+// the grid without overlapping.
+func TestFleetPanels(t *testing.T) {
+	d, err := Fleet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	descs := make(chan *prometheus.Desc, 64)
+	(&metrics.Collector{}).Describe(descs)
+	cs := append(metrics.NewTransitions().Collectors(), metrics.NewLiveness().Collectors()...)
+	cs = append(cs, metrics.BuildInfo(version.Get()))
+	for _, c := range append(cs, domainstats.NewMetrics().Collectors()...) {
+		c.Describe(descs)
+	}
+	close(descs)
+	nameRe := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range descs {
+		if m := nameRe.FindStringSubmatch(d.String()); m != nil {
+			exported[m[1]] = true
+		}
+	}
+	qs := Queries(d)
+	if len(qs) < 20 {
+		t.Fatalf("only %d queries", len(qs))
+	}
+	for _, q := range qs {
+		for _, m := range regexp.MustCompile(`\bvmobs_[a-z_]+`).FindAllString(q.Expr, -1) {
+			m = regexp.MustCompile(`_(bucket|sum|count)$`).ReplaceAllString(m, "")
+			if !exported[m] {
+				t.Errorf("%s: %s names %s, which vmobs does not export", q.Where, q.Expr, m)
+			}
+		}
+	}
+
+	type cell struct{ x, y uint32 }
+	used := map[cell]string{}
+	var titles []string
+	for _, p := range d.Panels {
+		if p.Panel == nil {
+			continue
+		}
+		title := deref(p.Panel.Title)
+		if slices.Contains(titles, title) {
+			t.Errorf("two panels titled %q", title)
+		}
+		titles = append(titles, title)
+		if len(p.Panel.Targets) == 0 {
+			t.Errorf("%s has no query", title)
+		}
+		if p.Panel.Datasource == nil || deref(p.Panel.Datasource.Uid) != "${datasource}" {
+			t.Errorf("%s does not query the datasource variable: %+v", title, p.Panel.Datasource)
+		}
+		g := p.Panel.GridPos
+		if g == nil || g.X+g.W > 24 || g.W == 0 || g.H == 0 {
+			t.Errorf("%s: grid position %+v", title, g)
+			continue
+		}
+		for x := g.X; x < g.X+g.W; x++ {
+			for y := g.Y; y < g.Y+g.H; y++ {
+				if other, ok := used[cell{x, y}]; ok {
+					t.Errorf("%s overlaps %s at (%d,%d)", title, other, x, y)
+				}
+				used[cell{x, y}] = title
+			}
+		}
+	}
+}
