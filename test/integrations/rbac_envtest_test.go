@@ -42,8 +42,10 @@ var saUser = envtest.User{
 // TestManifestsOnAPIServer installs config/default with the real kubectl on
 // a real kube-apiserver, then checks that the controller's RBAC allows what
 // it needs and nothing more (SubjectAccessReviews), runs the manager as that
-// ServiceAccount through a VM's life, and has the restricted Pod Security
-// admission judge the manager's pod.
+// ServiceAccount through a VM's life, has the restricted Pod Security
+// admission judge the manager's pod, and checks the tenant roles
+// (vmobs-view, vmobs-edit, vmobs-admin) as a namespace user and a tenant's
+// GitOps ServiceAccount.
 func TestManifestsOnAPIServer(t *testing.T) {
 	env, admin := startControlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -138,6 +140,10 @@ func TestManifestsOnAPIServer(t *testing.T) {
 
 	t.Run("PodSecurityRestricted", func(t *testing.T) {
 		testPodSecurity(ctx, t, admin)
+	})
+
+	t.Run("TenantRoles", func(t *testing.T) {
+		testTenantRoles(ctx, t, env, admin)
 	})
 }
 
