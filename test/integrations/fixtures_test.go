@@ -221,10 +221,8 @@ type scenario struct {
 	// testing something else.
 	verdict v1alpha1.Verdict
 	reason  string
-	// argo is Argo CD's health status; kstatus is kstatus' status; cel is
-	// what Flux makes of docs/flux-healthcheck.yaml's expressions, when it
-	// differs from kstatus.
-	argo, kstatus, cel string
+	// argo is Argo CD's health status; kstatus is kstatus' status.
+	argo, kstatus string
 }
 
 // observation wraps an engine status in a VMObservation the way the
@@ -389,10 +387,10 @@ func scenarios(t testing.TB) []scenario {
 		verdict: v1alpha1.VerdictHealthy, reason: v1alpha1.ReasonRunning, argo: "Progressing", kstatus: "InProgress"})
 
 	// Just applied from Git: no status yet. kstatus reads an object with
-	// no conditions as Current (kustomize-controller#387); the CEL
-	// expressions cannot read `status`, which Flux reports as Unknown and
-	// waits on.
-	out = append(out, scenario{name: "progressing-no-status", obs: f.observation(nil, 1, 0), argo: "Progressing", kstatus: "Current", cel: "Unknown"})
+	// no conditions as Current (kustomize-controller#387); the recipes'
+	// CEL expressions cannot read `status`, which Flux reports as Unknown
+	// and waits on (hack/flux).
+	out = append(out, scenario{name: "progressing-no-status", obs: f.observation(nil, 1, 0), argo: "Progressing", kstatus: "Current"})
 	return out
 }
 

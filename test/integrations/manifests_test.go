@@ -1,7 +1,7 @@
 // Package integrations tests what other tools plug into: the kustomize
 // manifests and their RBAC (statically and on a real kube-apiserver, with
 // the manager running as the ServiceAccount), the Argo CD health check, the
-// kstatus/Flux reading of a VMObservation and the Flux CEL health check, the
+// kstatus reading of a VMObservation and the Flux recipes' doc snippets, the
 // PrometheusRule with promtool, and the kube-state-metrics config.
 package integrations
 
