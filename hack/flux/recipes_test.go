@@ -48,8 +48,8 @@ type fluxObject struct {
 	} `json:"metadata"`
 	Spec struct {
 		// Kustomization
-		Path         string                                `json:"path"`
-		Wait         bool                                  `json:"wait"`
+		Path         string                               `json:"path"`
+		Wait         bool                                 `json:"wait"`
 		HealthChecks []meta.NamespacedObjectKindReference `json:"healthChecks"`
 		// HelmRelease
 		ChartRef *struct {
@@ -476,4 +476,3 @@ func TestRecipes(t *testing.T) {
 		})
 	}
 }
-
