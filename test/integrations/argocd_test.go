@@ -15,6 +15,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
 // The Argo CD health check is run the way Argo CD runs it (argoproj/argo-cd
@@ -216,8 +218,8 @@ func TestArgoCDHealthLua(t *testing.T) {
 
 // TestArgoCDHealthOnEngineOutput runs the script on what the verdict engine
 // produces today (the testdata files are a snapshot of it) and checks the
-// mapping of design.md: same words, Failed → Degraded, stale generation →
-// Progressing, message = status.message.
+// mapping of design.md: same words, Failed → Degraded, stopped as declared
+// → Healthy, stale generation → Progressing, message = status.message.
 func TestArgoCDHealthOnEngineOutput(t *testing.T) {
 	script := readArgoScript(t)
 	for _, sc := range scenarios(t) {
@@ -239,6 +241,14 @@ func TestArgoCDHealthOnEngineOutput(t *testing.T) {
 			want := argoHealth{Status: sc.argo, Message: sc.obs.Status.Message}
 			if sc.obs.Status.ObservedGeneration < sc.obs.Generation {
 				want.Message = fmt.Sprintf("Waiting for vmobs to observe generation %d", sc.obs.Generation)
+			}
+			if sc.argo == "Healthy" && sc.verdict == v1alpha1.VerdictSuspended {
+				// Stopped as declared: the message says so, and carries
+				// the engine's.
+				if !strings.Contains(got.Message, "stopped as declared") || !strings.HasSuffix(got.Message, sc.obs.Status.Message) {
+					t.Errorf("message %q should say the VM is stopped as declared and end with the engine's %q", got.Message, sc.obs.Status.Message)
+				}
+				want.Message = got.Message
 			}
 			if got != want {
 				t.Errorf("got %+v, want %+v", got, want)
@@ -273,29 +283,116 @@ func writeArgoTestdata(t *testing.T) {
 	t.Logf("wrote %s", strings.Join(names, ", "))
 }
 
-// TestArgoCDDocSnippet checks that the argocd-cm snippet of docs/argocd.md
-// carries health.lua verbatim.
+// TestArgoCDDocSnippet checks that docs/argocd.md gives health.lua verbatim
+// in each of its three install forms: the argocd-cm ConfigMap, the
+// argocd-operator's ArgoCD resource (spec.resourceHealthChecks, which the
+// operator writes into argocd-cm) and the Argo CD Helm chart's configs.cm.
 func TestArgoCDDocSnippet(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cm struct {
-		Kind string            `json:"kind"`
-		Data map[string]string `json:"data"`
-	}
-	for _, block := range codeBlocks(string(doc), "yaml") {
-		if err := yaml.Unmarshal([]byte(block), &cm); err == nil && cm.Kind == "ConfigMap" {
-			break
-		}
-		cm.Kind = ""
-	}
-	if cm.Kind != "ConfigMap" {
-		t.Fatal("docs/argocd.md has no argocd-cm ConfigMap snippet")
-	}
 	const key = "resource.customizations.health.observability.vmobs.io_VMObservation"
-	if got, want := cm.Data[key], readArgoScript(t); got != want {
-		t.Errorf("the argocd-cm snippet's %s differs from health.lua:\n%s", key, got)
+	script := readArgoScript(t)
+	found := map[string]bool{}
+	for _, block := range codeBlocks(string(doc), "yaml") {
+		var snippet struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Data       map[string]string `json:"data"`
+			Spec       struct {
+				ResourceHealthChecks []struct {
+					Group string `json:"group"`
+					Kind  string `json:"kind"`
+					Check string `json:"check"`
+				} `json:"resourceHealthChecks"`
+			} `json:"spec"`
+			Configs struct {
+				CM map[string]string `json:"cm"`
+			} `json:"configs"`
+		}
+		if err := yaml.Unmarshal([]byte(block), &snippet); err != nil {
+			continue // a multi-document example
+		}
+		var form, got string
+		switch {
+		case snippet.Kind == "ConfigMap" && snippet.Data[key] != "":
+			form, got = "argocd-cm", snippet.Data[key]
+		case snippet.APIVersion == "argoproj.io/v1beta1" && snippet.Kind == "ArgoCD":
+			form = "ArgoCD.spec.resourceHealthChecks"
+			for _, c := range snippet.Spec.ResourceHealthChecks {
+				// The operator's key is group + "_" + kind.
+				if c.Group+"_"+c.Kind == "observability.vmobs.io_VMObservation" {
+					got = c.Check
+				}
+			}
+		case snippet.Configs.CM[key] != "":
+			form, got = "Helm configs.cm", snippet.Configs.CM[key]
+		default:
+			continue
+		}
+		found[form] = true
+		if got != script {
+			t.Errorf("the %s snippet of docs/argocd.md differs from health.lua:\n%s", form, got)
+		}
+	}
+	for _, form := range []string{"argocd-cm", "ArgoCD.spec.resourceHealthChecks", "Helm configs.cm"} {
+		if !found[form] {
+			t.Errorf("docs/argocd.md has no %s snippet", form)
+		}
+	}
+}
+
+// TestArgoCDDocSyncWaves checks the example of docs/argocd.md against the
+// rule it states: the VirtualMachine in the same sync wave as its
+// VMObservation or an earlier one (a VMObservation without its VM reads
+// Unknown, which never ends a sync step), and ignore-healthcheck on the VM.
+func TestArgoCDDocSyncWaves(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wave := func(u *unstructured.Unstructured) int {
+		w := 0 // Argo CD's default wave
+		if s, ok := u.GetAnnotations()["argocd.argoproj.io/sync-wave"]; ok {
+			if _, err := fmt.Sscan(s, &w); err != nil {
+				t.Fatalf("%s %s: sync-wave %q: %v", u.GetKind(), u.GetName(), s, err)
+			}
+		}
+		return w
+	}
+	checked := 0
+	for _, block := range codeBlocks(string(doc), "yaml") {
+		vms := map[string]*unstructured.Unstructured{}
+		var obs []*unstructured.Unstructured
+		for _, part := range strings.Split(block, "\n---\n") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(part), &u.Object); err != nil || u.Object == nil {
+				continue
+			}
+			switch u.GetKind() {
+			case "VirtualMachine":
+				vms[u.GetNamespace()+"/"+u.GetName()] = u
+			case "VMObservation":
+				obs = append(obs, u)
+			}
+		}
+		for _, o := range obs {
+			vm := vms[o.GetNamespace()+"/"+o.GetName()]
+			if vm == nil {
+				continue
+			}
+			checked++
+			if wave(vm) > wave(o) {
+				t.Errorf("VM %s is in sync wave %d, after its VMObservation's %d", vm.GetName(), wave(vm), wave(o))
+			}
+			if vm.GetAnnotations()["argocd.argoproj.io/ignore-healthcheck"] != "true" {
+				t.Errorf("VM %s lacks argocd.argoproj.io/ignore-healthcheck: \"true\"", vm.GetName())
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("docs/argocd.md has no example with a VirtualMachine and its VMObservation")
 	}
 }
 

@@ -169,6 +169,37 @@ func (f fixtures) migration(p kubevirtv1.VirtualMachineInstanceMigrationPhase, c
 	}), f.now)
 }
 
+// succeeded is the VM under run strategy rs after its guest shut down six
+// minutes ago: the VMI Succeeded, its launcher pod Completed.
+func (f fixtures) succeeded(rs kubevirtv1.VirtualMachineRunStrategy) verdict.Input {
+	in := f.input()
+	in.VM = f.vm(rs)
+	in.VM.Status.Ready, in.VM.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopped
+	in.VM.Status.Conditions[0].Status, in.VM.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, f.at(-6*time.Minute)
+	in.VMI.Status.Phase = kubevirtv1.Succeeded
+	in.VMI.Status.PhaseTransitionTimestamps = append(in.VMI.Status.PhaseTransitionTimestamps,
+		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: kubevirtv1.Succeeded, PhaseTransitionTimestamp: f.at(-6 * time.Minute)})
+	in.VMI.Status.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{
+		Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.PodTerminatingReason,
+		Message: "virt-launcher pod is terminating", LastTransitionTime: f.at(-6 * time.Minute),
+	}}
+	in.VMI.Status.ActivePods = nil
+	pod := f.launcherPod()
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.ContainerStatuses[0].Ready = false
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 0, Reason: "Completed", StartedAt: f.at(-2*time.Hour + 9*time.Second), FinishedAt: f.at(-6 * time.Minute),
+	}}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, "PodCompleted", f.at(-6*time.Minute)
+		}
+	}
+	in.Pods = []*corev1.Pod{pod}
+	return in
+}
+
 func (f fixtures) input() verdict.Input {
 	return verdict.Input{
 		Namespace: fxNS, Name: fxVM,
@@ -190,10 +221,8 @@ type scenario struct {
 	// testing something else.
 	verdict v1alpha1.Verdict
 	reason  string
-	// argo is Argo CD's health status; kstatus is kstatus' status; cel is
-	// what Flux makes of docs/flux-healthcheck.yaml's expressions, when it
-	// differs from kstatus.
-	argo, kstatus, cel string
+	// argo is Argo CD's health status; kstatus is kstatus' status.
+	argo, kstatus string
 }
 
 // observation wraps an engine status in a VMObservation the way the
@@ -237,10 +266,27 @@ func scenarios(t testing.TB) []scenario {
 
 	add("healthy", f.input(), v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "Healthy", "Current")
 
+	// Stopped as declared: Suspended for vmobs, Healthy for Argo CD,
+	// whose sync waits on anything but Healthy and Degraded.
 	stopped := f.input()
 	stopped.VM = f.vm(kubevirtv1.RunStrategyHalted)
 	stopped.VMI, stopped.Pods = nil, nil
-	add("suspended-stopped-as-declared", stopped, v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "Suspended", "Current")
+	add("healthy-stopped-as-declared", stopped, v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "Healthy", "Current")
+
+	// The guest shut itself down and the run strategy leaves it so: Once
+	// runs the VM once, RerunOnFailure reruns it only after a failure,
+	// Manual never starts it by itself.
+	add("healthy-succeeded-once", f.succeeded(kubevirtv1.RunStrategyOnce), v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "Healthy", "Current")
+	add("healthy-succeeded-rerun-on-failure", f.succeeded(kubevirtv1.RunStrategyRerunOnFailure), v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "Healthy", "Current")
+	add("healthy-succeeded-manual", f.succeeded(kubevirtv1.RunStrategyManual), v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "Healthy", "Current")
+
+	// A VMI of its own (no VirtualMachine) that ended: nothing declared that
+	// it should stay stopped, so Argo CD keeps it Suspended, as its own
+	// VirtualMachineInstance check does.
+	vmiOnly := f.succeeded(kubevirtv1.RunStrategyOnce)
+	vmiOnly.VM = nil
+	vmiOnly.VMI.OwnerReferences = nil
+	add("suspended-succeeded-without-vm", vmiOnly, v1alpha1.VerdictSuspended, v1alpha1.ReasonVMISucceeded, "Suspended", "Current")
 
 	paused := f.input()
 	paused.VMI.Status.Conditions = append(paused.VMI.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{
@@ -341,10 +387,10 @@ func scenarios(t testing.TB) []scenario {
 		verdict: v1alpha1.VerdictHealthy, reason: v1alpha1.ReasonRunning, argo: "Progressing", kstatus: "InProgress"})
 
 	// Just applied from Git: no status yet. kstatus reads an object with
-	// no conditions as Current (kustomize-controller#387); the CEL
-	// expressions cannot read `status`, which Flux reports as Unknown and
-	// waits on.
-	out = append(out, scenario{name: "progressing-no-status", obs: f.observation(nil, 1, 0), argo: "Progressing", kstatus: "Current", cel: "Unknown"})
+	// no conditions as Current (kustomize-controller#387); the recipes'
+	// CEL expressions cannot read `status`, which Flux reports as Unknown
+	// and waits on (hack/flux).
+	out = append(out, scenario{name: "progressing-no-status", obs: f.observation(nil, 1, 0), argo: "Progressing", kstatus: "Current"})
 	return out
 }
 

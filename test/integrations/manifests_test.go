@@ -1,7 +1,7 @@
 // Package integrations tests what other tools plug into: the kustomize
 // manifests and their RBAC (statically and on a real kube-apiserver, with
 // the manager running as the ServiceAccount), the Argo CD health check, the
-// kstatus/Flux reading of a VMObservation and the Flux CEL health check, the
+// kstatus reading of a VMObservation and the Flux recipes' doc snippets, the
 // PrometheusRule with promtool, and the kube-state-metrics config.
 package integrations
 
@@ -170,6 +170,8 @@ func TestKustomizeDefault(t *testing.T) {
 		t.Errorf("metrics-reader ClusterRole: %+v", mr.Rules)
 	}
 
+	checkTenantRoles(t, objs)
+
 	dep := managerDeployment(t, objs)
 	pod := dep.Spec.Template.Spec
 	if pod.ServiceAccountName != serviceAccount {
@@ -259,11 +261,48 @@ func TestKustomizeOtherDirs(t *testing.T) {
 	}
 }
 
+// tenantRoles are the ClusterRoles config/default renders for the users of
+// VMObservations, the user-facing ClusterRole each aggregates into, and the
+// verbs each grants on vmobservations (and nothing else).
+var tenantRoles = []struct {
+	name, aggregateTo string
+	verbs             []string
+}{
+	{"vmobs-view", "view", []string{"get", "list", "watch"}},
+	{"vmobs-edit", "edit", []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{"vmobs-admin", "admin", []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
+}
+
+// checkTenantRoles checks the rendered vmobs-view, vmobs-edit and
+// vmobs-admin: the aggregation label, exactly their verbs on vmobservations,
+// never the status subresource; and that no rendered ClusterRole takes the
+// name of Kubernetes' own view, edit or admin.
+func checkTenantRoles(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, want := range tenantRoles {
+		cr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", want.name))
+		if cr.Labels["rbac.authorization.k8s.io/aggregate-to-"+want.aggregateTo] != "true" {
+			t.Errorf("%s lacks rbac.authorization.k8s.io/aggregate-to-%s: \"true\": %v", cr.Name, want.aggregateTo, cr.Labels)
+		}
+		if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].APIGroups, []string{"observability.vmobs.io"}) ||
+			!slices.Equal(cr.Rules[0].Resources, []string{"vmobservations"}) || !slices.Equal(cr.Rules[0].Verbs, want.verbs) {
+			t.Errorf("%s: rules %+v, want %v on vmobservations.observability.vmobs.io only", cr.Name, cr.Rules, want.verbs)
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && slices.Contains([]string{"view", "edit", "admin"}, o.GetName()) {
+			t.Errorf("config/default renders a ClusterRole named %q, which would replace Kubernetes' own", o.GetName())
+		}
+	}
+}
+
 // rbacObjects reads every RBAC object under config/, rendered or not, so a
 // stray file cannot slip a broad rule past the test.
-func rbacObjects(t *testing.T) map[string][]rbacv1.PolicyRule {
+// The second map tells which of them carry an aggregate-to-* label.
+func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]bool) {
 	t.Helper()
 	out := map[string][]rbacv1.PolicyRule{}
+	aggregated := map[string]bool{}
 	root := filepath.Join(repoRoot(t), "config")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
@@ -275,16 +314,25 @@ func rbacObjects(t *testing.T) map[string][]rbacv1.PolicyRule {
 		}
 		for i, doc := range strings.Split(string(b), "\n---") {
 			var obj struct {
-				Kind     string                `json:"kind"`
-				Metadata struct{ Name string } `json:"metadata"`
-				Rules    []rbacv1.PolicyRule   `json:"rules"`
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name   string            `json:"name"`
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+				Rules []rbacv1.PolicyRule `json:"rules"`
 			}
 			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 				continue // not every YAML under config/ is an object (e.g. Argo's test list)
 			}
 			if obj.Kind == "Role" || obj.Kind == "ClusterRole" {
 				rel, _ := filepath.Rel(root, path)
-				out[fmt.Sprintf("%s#%d %s/%s", rel, i, obj.Kind, obj.Metadata.Name)] = obj.Rules
+				key := fmt.Sprintf("%s#%d %s/%s", rel, i, obj.Kind, obj.Metadata.Name)
+				out[key] = obj.Rules
+				for l := range obj.Metadata.Labels {
+					if strings.HasPrefix(l, "rbac.authorization.k8s.io/aggregate-to-") {
+						aggregated[key] = true
+					}
+				}
 			}
 		}
 		return nil
@@ -292,17 +340,28 @@ func rbacObjects(t *testing.T) map[string][]rbacv1.PolicyRule {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return out, aggregated
 }
 
 func TestRBACLeastPrivilege(t *testing.T) {
-	roles := rbacObjects(t)
+	roles, aggregatedRoles := rbacObjects(t)
 	if len(roles) < 3 {
 		t.Fatalf("found only %d Roles/ClusterRoles under config/: %v", len(roles), roles)
 	}
+	if len(aggregatedRoles) != len(tenantRoles) {
+		t.Errorf("found %d aggregated ClusterRoles under config/, want %d: %v", len(aggregatedRoles), len(tenantRoles), aggregatedRoles)
+	}
 	write := []string{"create", "update", "patch", "delete", "deletecollection"}
 	for name, rules := range roles {
+		aggregated := aggregatedRoles[name]
 		for _, r := range rules {
+			// A rule aggregated into view, edit or admin reaches every user
+			// bound to those in any namespace: vmobservations only, and
+			// never their status, which only the controller writes.
+			if aggregated && (!slices.Equal(r.APIGroups, []string{"observability.vmobs.io"}) ||
+				slices.ContainsFunc(r.Resources, func(res string) bool { return res != "vmobservations" })) {
+				t.Errorf("%s: aggregated into a user-facing role, rule %+v reaches beyond vmobservations", name, r)
+			}
 			for _, field := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
 				for _, v := range field {
 					if strings.Contains(v, "*") {

@@ -46,8 +46,10 @@ var saUser = envtest.User{
 // TestManifestsOnAPIServer installs config/default with the real kubectl on
 // a real kube-apiserver, then checks that the controller's RBAC allows what
 // it needs and nothing more (SubjectAccessReviews), runs the manager as that
-// ServiceAccount through a VM's life, and has the restricted Pod Security
-// admission judge the manager's pod.
+// ServiceAccount through a VM's life, has the restricted Pod Security
+// admission judge the manager's pod, and checks the tenant roles
+// (vmobs-view, vmobs-edit, vmobs-admin) as a namespace user and a tenant's
+// GitOps ServiceAccount.
 func TestManifestsOnAPIServer(t *testing.T) {
 	// Aggregation: the guest probe's calls go through virt-api, an
 	// aggregated API, which the simulator serves.
@@ -145,6 +147,10 @@ func TestManifestsOnAPIServer(t *testing.T) {
 
 	t.Run("PodSecurityRestricted", func(t *testing.T) {
 		testPodSecurity(ctx, t, admin)
+	})
+
+	t.Run("TenantRoles", func(t *testing.T) {
+		testTenantRoles(ctx, t, env, admin)
 	})
 }
 
