@@ -329,10 +329,13 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		// kubectl runs the plugin it finds on PATH (it execs it, so the
-		// exit status is the plugin's).
+		// exit status is the plugin's). The kubeconfig comes from
+		// KUBECONFIG, as for most users: kubectl hands a plugin's
+		// completion every word after the plugin's name, and the last one
+		// is the word to complete, so a trailing --kubeconfig would be it.
 		kubectl := func(args ...string) (int, string, string) {
-			cmd := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), append(args, "--kubeconfig", kubeconfig)...)
-			cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			cmd := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), args...)
+			cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig)
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			err := cmd.Run()
@@ -343,7 +346,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
 		}
 
-		code, out, errOut := kubectl("vmobs", "get", "-n", "finance")
+		// The kubeconfig flags reach the plugin through kubectl.
+		code, out, errOut := kubectl("vmobs", "get", "-n", "finance", "--kubeconfig", kubeconfig)
 		want, err := os.ReadFile(filepath.Join("testdata", "get-finance.golden"))
 		if err != nil {
 			t.Fatal(err)
