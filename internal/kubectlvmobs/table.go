@@ -35,8 +35,10 @@ var tableColumns = []metav1.TableColumnDefinition{
 const firstVerdictColumn = 1
 
 // Table is the VMObservations as a metav1.Table, in the order given, with
-// ages computed against now. An empty cell reads <none>, as kubectl's own
-// printers write it.
+// ages computed against now. A missing verdict or reason reads <none>, so
+// that every cell up to the reason is one word (paintVerdicts relies on
+// it); the wide columns after it are left blank when missing, as kubectl
+// prints a CRD's printer columns (`kubectl get vmobs -o wide`).
 func Table(objs []v1alpha1.VMObservation, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: tableColumns, Rows: make([]metav1.TableRow, 0, len(objs))}
 	for i := range objs {
@@ -57,14 +59,14 @@ func Table(objs []v1alpha1.VMObservation, now time.Time) *metav1.Table {
 		if st.Migration != nil {
 			migration = st.Migration.Phase
 		}
-		var agent any = none
+		var agent any
 		if st.Guest != nil {
 			agent = st.Guest.AgentConnected
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{
 				o.Name, orNone(string(st.Verdict)), orNone(string(cp)), orNone(string(node)), orNone(string(guest)),
-				orNone(st.Reason), a, orNone(phase), orNone(nodeName), orNone(migration), agent,
+				orNone(st.Reason), a, phase, nodeName, migration, agent,
 			},
 			// The printer reads the namespace and labels from the object.
 			Object: runtime.RawExtension{Object: o},
