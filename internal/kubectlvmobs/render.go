@@ -6,7 +6,6 @@ package kubectlvmobs
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -22,10 +21,19 @@ import (
 type RenderOptions struct {
 	// Now is the time ages are computed against.
 	Now time.Time
-	// AllNamespaces adds a NAMESPACE column to the table.
+	// AllNamespaces adds a NAMESPACE column to the table and the namespace
+	// to each describe tree's headline.
 	AllNamespaces bool
 	// Color turns on ANSI colours.
 	Color bool
+	// Wide adds the table's priority-1 columns (-o wide).
+	Wide bool
+	// NoHeaders leaves out the table's header line.
+	NoHeaders bool
+	// ShowLabels adds a LABELS column to the table.
+	ShowLabels bool
+	// LabelColumns adds a column per label key to the table (-L).
+	LabelColumns []string
 }
 
 // ANSI SGR codes.
@@ -150,57 +158,6 @@ func since(t time.Time, now time.Time) string {
 	return "since " + age(t, now)
 }
 
-// sortObservations sorts by namespace, then name.
-func sortObservations(objs []v1alpha1.VMObservation) []v1alpha1.VMObservation {
-	out := append([]v1alpha1.VMObservation(nil), objs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
-
-// RenderTable renders VMObservations as `kubectl get vmobs` does: NAMESPACE
-// (with AllNamespaces), NAME, VERDICT, CONTROL-PLANE, NODE, GUEST, REASON,
-// AGE. It renders the header alone for an empty list; callers say "No
-// resources found" themselves.
-func RenderTable(objs []v1alpha1.VMObservation, opts RenderOptions) string {
-	p := painter{color: opts.Color}
-	header := []string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "REASON", "AGE"}
-	if opts.AllNamespaces {
-		header = append([]string{"NAMESPACE"}, header...)
-	}
-	rows := make([][]cell, 0, len(objs)+1)
-	hr := make([]cell, len(header))
-	for i, h := range header {
-		hr[i] = plain(h)
-	}
-	rows = append(rows, hr)
-	for _, o := range sortObservations(objs) {
-		var r []cell
-		if opts.AllNamespaces {
-			r = append(r, plain(o.Namespace))
-		}
-		var cp, node, guest v1alpha1.Verdict
-		if l := o.Status.Layers; l != nil {
-			cp, node, guest = l.ControlPlane.Verdict, l.Node.Verdict, l.Guest.Verdict
-		}
-		reason := o.Status.Reason
-		if reason == "" {
-			reason = none
-		}
-		a := none
-		if !o.CreationTimestamp.IsZero() {
-			a = age(o.CreationTimestamp.Time, opts.Now)
-		}
-		r = append(r, plain(o.Name), p.verdict(o.Status.Verdict), p.verdict(cp), p.verdict(node), p.verdict(guest), plain(reason), plain(a))
-		rows = append(rows, r)
-	}
-	return strings.Join(p.table(rows, "   "), "\n") + "\n"
-}
-
 // tree builds the lines of a tree with box-drawing branches.
 type tree struct {
 	p     painter
@@ -228,11 +185,11 @@ func (t *tree) add(prefix string, n node, last bool) {
 	}
 }
 
-// RenderDescribe renders VMObservations as trees, one per VM, separated by
-// a blank line.
+// RenderDescribe renders VMObservations as trees, one per VM in the order
+// given, separated by a blank line.
 func RenderDescribe(objs []v1alpha1.VMObservation, opts RenderOptions) string {
 	var parts []string
-	for _, o := range sortObservations(objs) {
+	for _, o := range objs {
 		parts = append(parts, describeOne(&o, opts))
 	}
 	return strings.Join(parts, "\n")

@@ -114,10 +114,21 @@ var goldenDescribes = []struct{ namespace, name string }{
 	{"lab", "ubuntu-dev"},
 }
 
+// renderTable is RenderTable for tests.
+func renderTable(t *testing.T, objs []v1alpha1.VMObservation, opts RenderOptions) string {
+	t.Helper()
+	out, err := RenderTable(objs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestRenderTable(t *testing.T) {
-	objs := loadFixtures(t)
-	golden(t, "get-finance", RenderTable(inNamespace(objs, "finance"), RenderOptions{Now: fixtureNow}))
-	golden(t, "get-all", RenderTable(objs, RenderOptions{Now: fixtureNow, AllNamespaces: true}))
+	objs := sortObservations(loadFixtures(t))
+	golden(t, "get-finance", renderTable(t, inNamespace(objs, "finance"), RenderOptions{Now: fixtureNow}))
+	golden(t, "get-all", renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true}))
+	golden(t, "get-all-wide", renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true, Wide: true}))
 }
 
 func TestRenderDescribe(t *testing.T) {
@@ -131,7 +142,7 @@ func TestRenderDescribe(t *testing.T) {
 }
 
 func TestRenderColor(t *testing.T) {
-	objs := loadFixtures(t)
+	objs := sortObservations(loadFixtures(t))
 	o := named(t, objs, "win2k22-app")
 	out := RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: fixtureNow, Color: true})
 	golden(t, "describe-win2k22-app-color", out)
@@ -140,16 +151,29 @@ func TestRenderColor(t *testing.T) {
 			t.Errorf("coloured describe lacks %q", want)
 		}
 	}
-	table := RenderTable(objs, RenderOptions{Now: fixtureNow, AllNamespaces: true, Color: true})
+	table := renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true, Color: true})
 	golden(t, "get-all-color", table)
-	// Colour must not change the layout: without the escape codes the
+	// Colour must not change the layout: without the escape codes each
 	// table is the plain one.
-	stripped := regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(table, "")
-	if plain := RenderTable(objs, RenderOptions{Now: fixtureNow, AllNamespaces: true}); stripped != plain {
-		t.Errorf("coloured table without colours differs from the plain table:\n%s\n---\n%s", stripped, plain)
-	}
-	if bytes.Contains([]byte(RenderTable(objs, RenderOptions{Now: fixtureNow})), []byte("\x1b[")) {
-		t.Error("uncoloured table has escape codes")
+	sgr := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	for _, opts := range []RenderOptions{
+		{Now: fixtureNow, AllNamespaces: true},
+		{Now: fixtureNow, Wide: true},
+		{Now: fixtureNow, NoHeaders: true},
+		{Now: fixtureNow, AllNamespaces: true, ShowLabels: true, LabelColumns: []string{"tier"}},
+	} {
+		plain := renderTable(t, objs, opts)
+		opts.Color = true
+		colored := renderTable(t, objs, opts)
+		if stripped := sgr.ReplaceAllString(colored, ""); stripped != plain {
+			t.Errorf("coloured table %+v without colours differs from the plain table:\n%s\n---\n%s", opts, stripped, plain)
+		}
+		if strings.Count(colored, sgrGreen+"Healthy"+sgrReset) < 2 {
+			t.Errorf("coloured table %+v has too few green Healthy verdicts:\n%s", opts, colored)
+		}
+		if bytes.Contains([]byte(plain), []byte("\x1b[")) {
+			t.Errorf("uncoloured table %+v has escape codes", opts)
+		}
 	}
 }
 
@@ -159,7 +183,7 @@ func TestRenderEdgeCases(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: "ns", CreationTimestamp: metav1.NewTime(fixtureNow.Add(-5 * time.Second))},
 		Spec:       v1alpha1.VMObservationSpec{VMName: "fresh"},
 	}
-	if got, want := RenderTable([]v1alpha1.VMObservation{empty}, RenderOptions{Now: fixtureNow}),
+	if got, want := renderTable(t, []v1alpha1.VMObservation{empty}, RenderOptions{Now: fixtureNow}),
 		"NAME    VERDICT   CONTROL-PLANE   NODE     GUEST    REASON   AGE\n"+
 			"fresh   <none>    <none>          <none>   <none>   <none>   5s\n"; got != want {
 		t.Errorf("table of an empty status:\n%s\nwant\n%s", got, want)
@@ -206,26 +230,6 @@ func TestNormalizeAges(t *testing.T) {
 	} {
 		if got := normalizeAges(in); got != want {
 			t.Errorf("normalizeAges(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestRunUsage covers what Run decides before it talks to a cluster.
-func TestRunUsage(t *testing.T) {
-	for _, tc := range []struct {
-		args     []string
-		code     int
-		out, err string
-	}{
-		{[]string{"--help"}, 0, "Usage:", ""},
-		{[]string{"help"}, 0, "--kubeconfig", ""},
-		{[]string{"--no-such-flag"}, 2, "", "unknown flag: --no-such-flag"},
-		{[]string{"get", "-A", "vm1"}, 2, "", "a name cannot be given with --all-namespaces"},
-	} {
-		var out, errOut bytes.Buffer
-		code := Run(t.Context(), tc.args, &out, &errOut)
-		if code != tc.code || !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.err) {
-			t.Errorf("Run(%q) = %d, stdout %q, stderr %q; want %d, stdout with %q, stderr with %q", tc.args, code, out.String(), errOut.String(), tc.code, tc.out, tc.err)
 		}
 	}
 }

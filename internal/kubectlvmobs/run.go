@@ -5,178 +5,451 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/version"
 )
 
-// Exit statuses.
+const long = `kubectl vmobs shows VMObservations: the health of KubeVirt VMs per layer.
+
+With no command, it lists the VMObservations (get); with names, it describes
+them. Its exit status is the health of the VMs it showed: 0 when every one is
+Healthy or Suspended, 1 Degraded, 2 Failed, 3 Unknown, plus 8 when one is
+Progressing; 128 on an error. --fail-on raises the verdict that fails.`
+
+const examples = `  kubectl vmobs get -A                                 # every VM's verdict per layer
+  kubectl vmobs describe -n finance ledger-01 --watch  # one VM's tree, redrawn on every change
+  kubectl vmobs summary -A                             # the fleet by verdict and reason, per namespace and node
+  kubectl vmobs get -A -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.verdict}{"\n"}{end}'
+  kubectl vmobs get -l tier=db --sort-by=.status.verdict -o wide
+  kubectl vmobs get -A --fail-on=Degraded >/dev/null || echo "some VM is Degraded or Failed"`
+
+// verb is what a command shows by default.
+type verb int
+
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	verbGet verb = iota
+	verbDescribe
+	verbSummary
 )
 
-const usage = `kubectl vmobs shows VMObservations: the health of KubeVirt VMs per layer.
-
-Usage:
-  kubectl vmobs [get] [-A] [-n NAMESPACE] [NAME...]     a table, like kubectl get vmobs
-  kubectl vmobs describe [-A] [-n NAMESPACE] [NAME...]  a tree per VM: layers, evidence, pods, migration, interfaces
-  kubectl vmobs NAME                                    the same as describe NAME
-  add --watch (-w) to re-render on every change, --no-color for plain text
-
-Flags:
-`
-
-// options are the plugin's own flags.
+// options are the plugin's flags.
 type options struct {
+	config        *genericclioptions.ConfigFlags
+	print         *genericclioptions.PrintFlags
 	allNamespaces bool
+	selector      string
+	sortBy        string
+	failOn        string
 	watch         bool
 	noColor       bool
-	help          bool
+	noHeaders     bool
+	showLabels    bool
+	labelColumns  []string
 }
 
-// Run runs the plugin with args (without the program name), writing to
-// stdout and stderr, and returns the exit status: 0, 1 on an error (a
-// missing VMObservation, an unreachable cluster), 2 on a usage error.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("kubectl-vmobs", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var o options
-	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list VMObservations in all namespaces")
-	fs.BoolVarP(&o.watch, "watch", "w", false, "re-render on every change until interrupted")
-	fs.BoolVar(&o.noColor, "no-color", false, "never colour the output (the default colours only a terminal; NO_COLOR is honoured too)")
-	fs.BoolVarP(&o.help, "help", "h", false, "show this help")
-	cf := genericclioptions.NewConfigFlags(true)
-	cf.AddFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "error: %v\nSee 'kubectl vmobs --help'.\n", err)
-		return exitUsage
-	}
-	if o.help {
-		fmt.Fprint(stdout, usage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return exitOK
-	}
+// usageError is a mistake in the command line, reported with a pointer to
+// the help.
+type usageError struct {
+	err     error
+	command string
+}
 
-	verb, names := "get", fs.Args()
-	if len(names) > 0 {
-		switch names[0] {
-		case "get", "list", "ls":
-			verb, names = "get", names[1:]
-		case "describe", "desc":
-			verb, names = "describe", names[1:]
-		case "help":
-			fmt.Fprint(stdout, usage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return exitOK
-		default:
-			verb = "describe"
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// Run runs the plugin with args (without the program name), writing to
+// stdout and stderr, and returns the exit status: the health of the VMs
+// shown (see healthCode), or exitError.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code := exitOK
+	root := newCommand(&code, stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if ue, ok := errors.AsType[usageError](err); ok {
+			fmt.Fprintf(stderr, "See '%s --help'.\n", ue.command)
 		}
+		return exitError
+	}
+	return code
+}
+
+// newCommand builds the command tree: the bare command (get, or describe
+// with names), get, describe, summary, and cobra's help and completion. The
+// health of what a command showed goes to *code.
+func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
+	o := &options{
+		config: genericclioptions.NewConfigFlags(true),
+		print:  genericclioptions.NewPrintFlags("").WithTypeSetter(scheme.New()),
+	}
+	runAs := func(v verb) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if v == verbGet && cmd.Parent() == nil && len(args) > 0 {
+				v = verbDescribe // kubectl vmobs NAME
+			}
+			c, err := o.run(cmd.Context(), cmd, v, args, stdout, stderr)
+			*code = c
+			return err
+		}
+	}
+	root := &cobra.Command{
+		// cobra names the command after the first word of Use: the
+		// binary's name, which the completion scripts register.
+		Use:               "kubectl-vmobs [NAME...]",
+		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl vmobs"},
+		Short:             "Show the health of KubeVirt VMs per layer (VMObservations)",
+		Long:              long,
+		Example:           examples,
+		Version:           version.Get().String(),
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: o.completeNames,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		RunE:              runAs(verbGet),
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("kubectl-vmobs {{.Version}}\n")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{err: err, command: cmd.CommandPath()}
+	})
+	root.AddCommand(
+		&cobra.Command{
+			Use:               "get [NAME...]",
+			Aliases:           []string{"list", "ls"},
+			Short:             "List VMObservations as a table, like kubectl get vmobs",
+			Args:              cobra.ArbitraryArgs,
+			ValidArgsFunction: o.completeNames,
+			RunE:              runAs(verbGet),
+		},
+		&cobra.Command{
+			Use:               "describe [NAME...]",
+			Aliases:           []string{"desc"},
+			Short:             "Show a tree per VM: layers, evidence, pods, migration, interfaces",
+			Args:              cobra.ArbitraryArgs,
+			ValidArgsFunction: o.completeNames,
+			RunE:              runAs(verbDescribe),
+		},
+		&cobra.Command{
+			Use:               "summary",
+			Aliases:           []string{"sum"},
+			Short:             "Count VMs by verdict and reason, per namespace and per node",
+			Args:              cobra.NoArgs,
+			ValidArgsFunction: cobra.NoFileCompletions,
+			RunE:              runAs(verbSummary),
+		},
+	)
+
+	fs := root.PersistentFlags()
+	o.config.AddFlags(fs)
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Show VMObservations in all namespaces.")
+	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector to filter on, as kubectl takes it (e.g. -l 'tier=db,env!=dev').")
+	fs.StringVar(&o.sortBy, "sort-by", "", "Sort by the value of this JSONPath, as kubectl does (e.g. .status.verdict or '{.metadata.creationTimestamp}'); the default is namespace, then name. Not for summary.")
+	fs.StringVar(&o.failOn, "fail-on", string(v1alpha1.VerdictProgressing), "The lowest verdict that makes the exit status non-zero: "+strings.Join(failOnValues, ", ")+". Healthy and Suspended never fail.")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "Render again on every change, until interrupted.")
+	fs.BoolVar(&o.noColor, "no-color", false, "Never colour the output (the default colours only a terminal; NO_COLOR and TERM=dumb are honoured too).")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "Leave out the table's header line.")
+	fs.BoolVar(&o.showLabels, "show-labels", false, "Add the labels as the table's last column.")
+	fs.StringSliceVarP(&o.labelColumns, "label-columns", "L", nil, "Add a table column per label key given (-L tier,env).")
+	fs.StringVarP(o.print.OutputFormat, "output", "o", "", "Output format. One of: ("+strings.Join(append([]string{"wide"}, o.print.AllowedFormats()...), ", ")+"). The default is the table for get, the tree for describe and the text for summary.")
+	o.print.OutputFlagSpecified = func() bool { return fs.Changed("output") }
+	// cli-runtime binds the rest of its print flags (--template,
+	// --show-managed-fields, ...) to a command's local flags: bind them to
+	// a holder and share them with every command.
+	holder := &cobra.Command{}
+	o.print.JSONYamlPrintFlags.AddFlags(holder)
+	o.print.TemplatePrinterFlags.AddFlags(holder)
+	fs.AddFlagSet(holder.Flags())
+
+	for flag, complete := range map[string]cobra.CompletionFunc{
+		"namespace": o.completeNamespaces,
+		"output":    cobra.FixedCompletions(append([]string{"wide"}, o.print.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp),
+		"fail-on":   cobra.FixedCompletions(failOnValues, cobra.ShellCompDirectiveNoFileComp),
+	} {
+		if err := root.RegisterFlagCompletionFunc(flag, complete); err != nil {
+			// Only a programming error (a misspelt flag) gets here.
+			panic(err)
+		}
+	}
+	return root
+}
+
+// run fetches what the flags and names select, shows it, and with --watch
+// shows it again on every change. It returns the health of the last set
+// shown.
+func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []string, stdout, stderr io.Writer) (int, error) {
+	usage := func(err error) (int, error) { return exitError, usageError{err: err, command: cmd.CommandPath()} }
+	failOn, err := parseFailOn(o.failOn)
+	if err != nil {
+		return usage(err)
 	}
 	if o.allNamespaces && len(names) > 0 {
-		fmt.Fprintln(stderr, "error: a name cannot be given with --all-namespaces")
-		return exitUsage
+		return usage(errors.New("a name cannot be given with --all-namespaces"))
+	}
+	if o.selector != "" && len(names) > 0 {
+		return usage(errors.New("a name cannot be given with --selector"))
+	}
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return usage(fmt.Errorf("invalid --selector: %w", err))
+	}
+	if v == verbSummary && o.sortBy != "" {
+		return usage(errors.New("--sort-by does not apply to summary"))
+	}
+	if o.sortBy != "" {
+		if _, err := relaxedJSONPath(o.sortBy); err != nil {
+			return usage(err)
+		}
+	}
+	color := !o.noColor && printers.AllowsColorOutput(stdout)
+	show, human, err := o.renderer(v, len(names) == 1, color)
+	if err != nil {
+		return usage(err)
 	}
 
-	namespace, _, err := cf.ToRawKubeConfigLoader().Namespace()
+	c, namespace, err := o.client()
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	cfg, err := cf.ToRESTConfig()
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
+		return exitError, err
 	}
 	if o.allNamespaces {
 		namespace = ""
 	}
-
-	ropts := RenderOptions{
-		AllNamespaces: o.allNamespaces,
-		Color:         !o.noColor && os.Getenv("NO_COLOR") == "" && isTerminal(stdout),
-	}
-	render := func(objs []v1alpha1.VMObservation) string {
-		ropts.Now = time.Now()
-		if verb == "describe" {
-			return RenderDescribe(objs, ropts)
-		}
-		return RenderTable(objs, ropts)
-	}
-
-	objs, err := fetch(ctx, c, namespace, names)
+	objs, err := fetch(ctx, c, namespace, names, sel)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			err = fmt.Errorf("the cluster does not serve VMObservations (%s): is the vmobs CRD installed? %w", v1alpha1.GroupVersion, err)
 		}
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
+		return exitError, err
 	}
-	if len(objs) == 0 && !o.watch {
+	ordered := func(objs []v1alpha1.VMObservation) ([]v1alpha1.VMObservation, error) {
+		objs = sortObservations(objs)
+		if o.sortBy == "" {
+			return objs, nil
+		}
+		return sortBy(objs, o.sortBy)
+	}
+	if objs, err = ordered(objs); err != nil {
+		return exitError, err
+	}
+	if len(objs) == 0 && human && !o.watch {
 		if namespace == "" {
 			fmt.Fprintln(stderr, "No VMObservations found.")
 		} else {
 			fmt.Fprintf(stderr, "No VMObservations found in %s namespace.\n", namespace)
 		}
-		return exitOK
+		return exitOK, nil
 	}
-	fmt.Fprint(stdout, render(objs))
+	if err := show(stdout, objs); err != nil {
+		return exitError, err
+	}
+	code := healthCode(objs, failOn)
 	if !o.watch {
-		return exitOK
+		return code, nil
 	}
-	if err := watchLoop(ctx, c, namespace, names, objs, func(objs []v1alpha1.VMObservation) {
-		if ropts.Color {
+	err = watchLoop(ctx, c, namespace, names, sel, objs, func(objs []v1alpha1.VMObservation) error {
+		objs, err := ordered(objs)
+		if err != nil {
+			return err
+		}
+		if color {
 			// On a terminal, redraw in place.
 			fmt.Fprint(stdout, "\x1b[H\x1b[2J")
-		} else {
+		} else if human {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprint(stdout, render(objs))
-	}); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
+		code = healthCode(objs, failOn)
+		return show(stdout, objs)
+	})
+	if err != nil {
+		return exitError, err
 	}
-	return exitOK
+	return code, nil
+}
+
+// renderer returns what shows a set of VMObservations as the flags ask, and
+// whether that is for people (the table, the tree, the summary text) rather
+// than for programs. single says one name was given: the machine formats
+// then print the object, not a List, as kubectl does.
+func (o *options) renderer(v verb, single, color bool) (func(io.Writer, []v1alpha1.VMObservation) error, bool, error) {
+	ropts := RenderOptions{
+		AllNamespaces: o.allNamespaces,
+		Color:         color,
+		NoHeaders:     o.noHeaders,
+		ShowLabels:    o.showLabels,
+		LabelColumns:  o.labelColumns,
+	}
+	format := *o.print.OutputFormat
+	templated := o.print.TemplatePrinterFlags.TemplateArgument != nil && *o.print.TemplatePrinterFlags.TemplateArgument != ""
+	switch {
+	case format == "" && templated:
+		// --template alone means -o go-template, as in kubectl.
+	case format == "" && v == verbSummary:
+		return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+			_, err := io.WriteString(w, RenderSummary(Summarize(objs), ropts))
+			return err
+		}, true, nil
+	case format == "" && v == verbDescribe:
+		return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+			ropts.Now = time.Now()
+			_, err := io.WriteString(w, RenderDescribe(objs, ropts))
+			return err
+		}, true, nil
+	case format == "" || format == "wide":
+		if v == verbSummary {
+			return nil, false, errors.New("summary prints as text, json, yaml, jsonpath or go-template, not wide")
+		}
+		ropts.Wide = format == "wide"
+		return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+			ropts.Now = time.Now()
+			return printTable(w, objs, ropts)
+		}, true, nil
+	case format == "name" && v == verbSummary:
+		return nil, false, errors.New("summary prints as text, json, yaml, jsonpath or go-template, not name")
+	}
+	p, err := o.print.ToPrinter()
+	if genericclioptions.IsNoCompatiblePrinterError(err) {
+		return nil, false, fmt.Errorf("invalid --output %q: one of %s", format, strings.Join(append([]string{"wide"}, o.print.AllowedFormats()...), ", "))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+		obj, err := printable(v, single, objs)
+		if err != nil {
+			return err
+		}
+		return p.PrintObj(obj, w)
+	}, false, nil
+}
+
+// printable is what the machine formats print: the summary, the object when
+// one name was asked for, else a List of the objects, the document kubectl
+// prints for a list.
+func printable(v verb, single bool, objs []v1alpha1.VMObservation) (runtime.Object, error) {
+	if v == verbSummary {
+		return Summarize(objs).unstructured()
+	}
+	if single && len(objs) == 1 {
+		return &objs[0], nil
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{
+		"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""},
+	}}
+	for i := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&objs[i])
+		if err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, unstructured.Unstructured{Object: m})
+	}
+	return list, nil
+}
+
+// client connects as the kubeconfig flags say, and returns the namespace
+// they name (the context's, unless -n).
+func (o *options) client() (client.WithWatch, string, error) {
+	namespace, _, err := o.config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := o.config.ToRESTConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, "", err
+	}
+	return c, namespace, nil
+}
+
+// completeNames offers the names of the VMObservations in the namespace the
+// flags name, less those already given.
+func (o *options) completeNames(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, namespace, err := o.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var list v1alpha1.VMObservationList
+	if err := c.List(cmd.Context(), &list, client.InNamespace(namespace)); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, obj := range list.Items {
+		if strings.HasPrefix(obj.Name, toComplete) && !slices.Contains(args, obj.Name) {
+			out = append(out, obj.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeNamespaces offers the namespaces, for -n.
+func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	c, _, err := o.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var list corev1.NamespaceList
+	if err := c.List(cmd.Context(), &list); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, ns := range list.Items {
+		if strings.HasPrefix(ns.Name, toComplete) {
+			out = append(out, ns.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// setKind fills in the TypeMeta the client leaves empty on typed objects,
+// which the printers and the JSONPath of --sort-by read.
+func setKind(o *v1alpha1.VMObservation) {
+	o.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("VMObservation"))
+}
+
+// listOptions select the VMObservations in namespace ("" for every
+// namespace) that match sel.
+func listOptions(namespace string, sel labels.Selector) []client.ListOption {
+	var opts []client.ListOption
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if !sel.Empty() {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
+	}
+	return opts
 }
 
 // fetch reads the named VMObservations, or all in namespace ("" for every
-// namespace) when names is empty. A missing name is an error that says
-// which and where.
-func fetch(ctx context.Context, c client.Client, namespace string, names []string) ([]v1alpha1.VMObservation, error) {
+// namespace) that match sel when names is empty. A missing name is an error
+// that says which and where.
+func fetch(ctx context.Context, c client.Client, namespace string, names []string, sel labels.Selector) ([]v1alpha1.VMObservation, error) {
 	if len(names) == 0 {
 		var list v1alpha1.VMObservationList
-		var opts []client.ListOption
-		if namespace != "" {
-			opts = append(opts, client.InNamespace(namespace))
-		}
-		if err := c.List(ctx, &list, opts...); err != nil {
+		if err := c.List(ctx, &list, listOptions(namespace, sel)...); err != nil {
 			return nil, fmt.Errorf("listing VMObservations: %w", err)
+		}
+		for i := range list.Items {
+			setKind(&list.Items[i])
 		}
 		return list.Items, nil
 	}
@@ -191,6 +464,7 @@ func fetch(ctx context.Context, c client.Client, namespace string, names []strin
 		case err != nil:
 			return nil, fmt.Errorf("reading VMObservation %s/%s: %w", namespace, n, err)
 		default:
+			setKind(&o)
 			out = append(out, o)
 		}
 	}
@@ -201,9 +475,10 @@ func fetch(ctx context.Context, c client.Client, namespace string, names []strin
 }
 
 // watchLoop watches the VMObservations fetch read and calls show with the
-// current set after every change, until ctx ends. When the API server ends
-// the watch (as it does every few minutes), it lists and watches again.
-func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names []string, objs []v1alpha1.VMObservation, show func([]v1alpha1.VMObservation)) error {
+// current set after every change, until ctx ends or show fails. When the
+// API server ends the watch (as it does every few minutes), it lists and
+// watches again.
+func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names []string, sel labels.Selector, objs []v1alpha1.VMObservation, show func([]v1alpha1.VMObservation) error) error {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
@@ -219,10 +494,7 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 		}
 		return out
 	}
-	opts := []client.ListOption{}
-	if namespace != "" {
-		opts = append(opts, client.InNamespace(namespace))
-	}
+	opts := listOptions(namespace, sel)
 	if len(names) == 1 {
 		opts = append(opts, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", names[0])})
 	}
@@ -240,12 +512,15 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 			next := map[string]v1alpha1.VMObservation{}
 			for _, o := range list.Items {
 				if len(want) == 0 || want[o.Name] {
+					setKind(&o)
 					next[o.Namespace+"/"+o.Name] = o
 				}
 			}
 			if !sameVersions(cur, next) {
 				cur = next
-				show(snapshot())
+				if err := show(snapshot()); err != nil {
+					return err
+				}
 			}
 		}
 		var list v1alpha1.VMObservationList
@@ -256,7 +531,7 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 			}
 			return fmt.Errorf("watching VMObservations: %w", err)
 		}
-		if err := drain(ctx, w, want, cur, func() { show(snapshot()) }); err != nil {
+		if err := drain(ctx, w, want, cur, func() error { return show(snapshot()) }); err != nil {
 			return err
 		}
 	}
@@ -278,7 +553,7 @@ func sameVersions(a, b map[string]v1alpha1.VMObservation) bool {
 }
 
 // drain applies the events of one watch to cur until the watch or ctx ends.
-func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map[string]v1alpha1.VMObservation, changed func()) error {
+func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map[string]v1alpha1.VMObservation, changed func() error) error {
 	defer w.Stop()
 	for {
 		select {
@@ -307,22 +582,14 @@ func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map
 				if had && old.ResourceVersion == o.ResourceVersion {
 					continue // the initial ADDED events repeat what we printed
 				}
+				setKind(o)
 				cur[key] = *o
 			default:
 				continue
 			}
-			changed()
+			if err := changed(); err != nil {
+				return err
+			}
 		}
 	}
-}
-
-// isTerminal says whether w is a character device (a terminal), without a
-// dependency on a terminal library.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -3,11 +3,13 @@ package kubectlvmobs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/scheme"
@@ -55,6 +58,16 @@ func shiftTimes(st *v1alpha1.VMObservationStatus, d time.Duration) {
 	}
 }
 
+// wantOutput checks that the output is want.
+func wantOutput(want string) func(t *testing.T, out string) {
+	return func(t *testing.T, out string) {
+		t.Helper()
+		if out != want {
+			t.Errorf("got %q, want %q", out, want)
+		}
+	}
+}
+
 // runPlugin runs the plugin in-process and returns its exit status, stdout
 // and stderr.
 func runPlugin(ctx context.Context, args ...string) (int, string, string) {
@@ -64,9 +77,10 @@ func runPlugin(ctx context.Context, args ...string) (int, string, string) {
 }
 
 // TestPluginAgainstAPIServer creates the fixtures on a real kube-apiserver
-// and runs the plugin against it: in-process for get, get -A, describe, the
-// describe shorthand, a missing name and --watch, and once as a real
-// kubectl plugin found on PATH.
+// and runs the plugin against it: in-process for get, describe, summary,
+// the machine formats, -l, --sort-by, --fail-on, the exit statuses, a
+// missing name, --watch and a lost node's summary; and as a real kubectl
+// plugin found on PATH, with its completion.
 func TestPluginAgainstAPIServer(t *testing.T) {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)
@@ -100,7 +114,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		status := *o.Status.DeepCopy()
 		shiftTimes(&status, shift)
 		obj := &v1alpha1.VMObservation{
-			ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels},
 			Spec:       o.Spec,
 		}
 		if err := c.Create(ctx, obj); err != nil {
@@ -118,22 +132,88 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 	}
 	kc := []string{"--kubeconfig", kubeconfig}
 
+	// Each case: the golden file stdout matches (ages normalised), or a
+	// check of stdout; and the exit status, the health of what was shown.
 	for _, tc := range []struct {
 		name   string
 		args   []string
 		golden string
+		check  func(t *testing.T, out string)
+		code   int
 	}{
-		{"get", []string{"get", "-n", "finance"}, "get-finance"},
-		{"bare", []string{"--namespace=finance"}, "get-finance"},
-		{"get -A", []string{"get", "-A"}, "get-all"},
-		{"describe", []string{"describe", "-n", "finance", "win2k22-app"}, "describe-win2k22-app"},
-		{"name alone", []string{"-n", "lab", "build-runner"}, "describe-build-runner"},
-		{"describe suspended", []string{"describe", "archive-01", "-n", "vms-prod"}, "describe-archive-01"},
+		{name: "get", args: []string{"get", "-n", "finance"}, golden: "get-finance", code: exitDegraded},
+		{name: "bare", args: []string{"--namespace=finance"}, golden: "get-finance", code: exitDegraded},
+		{name: "get -A", args: []string{"get", "-A"}, golden: "get-all", code: exitDegraded | exitProgressing},
+		{name: "get -A -o wide", args: []string{"get", "-A", "-o", "wide"}, golden: "get-all-wide", code: exitDegraded | exitProgressing},
+		{name: "describe", args: []string{"describe", "-n", "finance", "win2k22-app"}, golden: "describe-win2k22-app", code: exitDegraded},
+		{name: "name alone", args: []string{"-n", "lab", "build-runner"}, golden: "describe-build-runner", code: exitDegraded},
+		{name: "describe suspended", args: []string{"describe", "archive-01", "-n", "vms-prod"}, golden: "describe-archive-01", code: exitOK},
+		{name: "summary -A", args: []string{"summary", "-A"}, golden: "summary-all", code: exitDegraded | exitProgressing},
+		{name: "fail-on Failed", args: []string{"get", "-A", "--fail-on=Failed"}, golden: "get-all", code: exitOK},
+		{name: "fail-on Degraded", args: []string{"get", "-A", "--fail-on", "degraded"}, golden: "get-all", code: exitDegraded},
+		{name: "fail-on Unknown, progressing only", args: []string{"get", "-n", "lab", "ubuntu-dev", "-o", "name", "--fail-on", "Unknown"}, code: exitOK,
+			check: wantOutput("vmobservation.observability.vmobs.io/ubuntu-dev\n")},
+		{name: "progressing only", args: []string{"get", "-n", "lab", "ubuntu-dev", "-o", "name"}, code: exitProgressing,
+			check: wantOutput("vmobservation.observability.vmobs.io/ubuntu-dev\n")},
+		{name: "healthy", args: []string{"get", "-n", "web"}, code: exitOK, check: func(t *testing.T, out string) {
+			if !strings.Contains(out, "fedora-web") {
+				t.Errorf("no fedora-web in %q", out)
+			}
+		}},
+		{name: "-o json -A", args: []string{"get", "-A", "-o", "json"}, code: exitDegraded | exitProgressing, check: func(t *testing.T, out string) {
+			var list struct {
+				APIVersion, Kind string
+				Items            []v1alpha1.VMObservation
+			}
+			if err := json.Unmarshal([]byte(out), &list); err != nil {
+				t.Fatal(err)
+			}
+			if list.Kind != "List" || len(list.Items) != len(objs) || list.Items[0].Kind != "VMObservation" || list.Items[0].Status.Verdict == "" {
+				t.Errorf("not a List of every VMObservation: %s", out)
+			}
+			for _, o := range list.Items {
+				if len(o.ManagedFields) > 0 {
+					t.Errorf("%s has managedFields without --show-managed-fields", o.Name)
+				}
+			}
+		}},
+		{name: "-o yaml of one name", args: []string{"get", "-n", "vms-prod", "archive-01", "-o", "yaml"}, code: exitOK, check: func(t *testing.T, out string) {
+			var o v1alpha1.VMObservation
+			if err := yaml.UnmarshalStrict([]byte(out), &o); err != nil {
+				t.Fatal(err)
+			}
+			if o.Kind != "VMObservation" || o.Name != "archive-01" || o.Status.Verdict != v1alpha1.VerdictSuspended {
+				t.Errorf("not archive-01: %s", out)
+			}
+		}},
+		{name: "-o jsonpath", args: []string{"get", "-n", "finance", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.reason}{"\n"}{end}`}, code: exitDegraded,
+			check: wantOutput("ledger-01 LauncherPodNotReady\nwin2k22-app MigrationFailed\n")},
+		{name: "-l", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=lab", "-o", "name"}, code: exitDegraded,
+			check: wantOutput("vmobservation.observability.vmobs.io/scratch-vmi\n")},
+		{name: "-l matching nothing", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=nothing", "-o", "name"}, code: exitOK, check: wantOutput("")},
+		{name: "--sort-by", args: []string{"get", "-A", "--sort-by", ".status.reason", "-o", "name"}, code: exitDegraded | exitProgressing, check: func(t *testing.T, out string) {
+			if !strings.HasPrefix(out, "vmobservation.observability.vmobs.io/ubuntu-dev\nvmobservation.observability.vmobs.io/scratch-vmi\n") {
+				t.Errorf("not sorted by reason:\n%s", out)
+			}
+		}},
+		{name: "summary -o json", args: []string{"summary", "-n", "finance", "-o", "json"}, code: exitDegraded, check: func(t *testing.T, out string) {
+			var s Summary
+			if err := json.Unmarshal([]byte(out), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Kind != SummaryKind || s.Total != 2 || len(s.ByNamespace) != 1 || s.ByNamespace[0].Name != "finance" || len(s.ByNode) != 2 {
+				t.Errorf("not the finance summary: %s", out)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runPlugin(ctx, append(tc.args, kc...)...)
-			if code != 0 {
-				t.Fatalf("exit %d, stderr: %s", code, errOut)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, errOut)
+			}
+			if tc.check != nil {
+				tc.check(t, out)
+				return
 			}
 			want, err := os.ReadFile(filepath.Join("testdata", tc.golden+".golden"))
 			if err != nil {
@@ -147,8 +227,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 
 	t.Run("missing", func(t *testing.T) {
 		code, out, errOut := runPlugin(ctx, append([]string{"describe", "-n", "finance", "no-such-vm"}, kc...)...)
-		if want := "error: VMObservation \"no-such-vm\" not found in namespace \"finance\"\n"; code != 1 || out != "" || errOut != want {
-			t.Errorf("got exit %d, stdout %q, stderr %q; want exit 1 and stderr %q", code, out, errOut, want)
+		if want := "error: VMObservation \"no-such-vm\" not found in namespace \"finance\"\n"; code != exitError || out != "" || errOut != want {
+			t.Errorf("got exit %d, stdout %q, stderr %q; want exit %d and stderr %q", code, out, errOut, exitError, want)
 		}
 	})
 
@@ -190,8 +270,9 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			wcancel()
 			select {
 			case code := <-done:
-				if code != 0 {
-					t.Errorf("--watch exited %d after cancel, stderr: %s", code, errOut.String())
+				// The exit status is the health of the last render.
+				if code != exitFailed {
+					t.Errorf("--watch exited %d after cancel, want %d; stderr: %s", code, exitFailed, errOut.String())
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("--watch did not return after its context was cancelled")
@@ -202,6 +283,35 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		})
 	}
 
+	t.Run("lost node", func(t *testing.T) {
+		// 14 VMs on a lost node, one healthy elsewhere: the summary gives
+		// the lost node one line.
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 15 {
+			name, node, verdict, reason := fmt.Sprintf("vm-%02d", i), "node-b", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale
+			if i == 14 {
+				node, verdict, reason = "node-a", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning
+			}
+			obj := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet"}, Spec: v1alpha1.VMObservationSpec{VMName: name}}
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			obj.Status = v1alpha1.VMObservationStatus{Verdict: verdict, Reason: reason, VMI: &v1alpha1.VMISummary{Name: name, Phase: "Running", NodeName: node}}
+			if err := c.Status().Update(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := runPlugin(ctx, append([]string{"summary", "-n", "fleet"}, kc...)...)
+		if code != exitUnknown {
+			t.Errorf("exit %d, want %d; stderr: %s", code, exitUnknown, errOut)
+		}
+		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeAgentStale$`).MatchString(out) {
+			t.Errorf("node-b is not one line of 14 Unknown NodeAgentStale VMs:\n%s", out)
+		}
+	})
+
 	t.Run("kubectl plugin", func(t *testing.T) {
 		dir := t.TempDir()
 		build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-vmobs"), "./cmd/kubectl-vmobs")
@@ -209,28 +319,65 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if b, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build: %v\n%s", err, b)
 		}
-		kubectl := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), "vmobs", "get", "-n", "finance", "--kubeconfig", kubeconfig)
-		kubectl.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-		var out, errOut bytes.Buffer
-		kubectl.Stdout, kubectl.Stderr = &out, &errOut
-		if err := kubectl.Run(); err != nil {
-			t.Fatalf("kubectl vmobs: %v\n%s", err, errOut.String())
+		// kubectl (1.26 and later) completes a plugin's arguments with
+		// kubectl_complete-<plugin> found on PATH.
+		script, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "cmd", "kubectl-vmobs", "kubectl_complete-vmobs"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-vmobs"), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// kubectl runs the plugin it finds on PATH (it execs it, so the
+		// exit status is the plugin's). The kubeconfig comes from
+		// KUBECONFIG, as for most users: kubectl hands a plugin's
+		// completion every word after the plugin's name, and the last one
+		// is the word to complete, so a trailing --kubeconfig would be it.
+		kubectl := func(args ...string) (int, string, string) {
+			cmd := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), args...)
+			cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig)
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+			}
+			return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+		}
+
+		// The kubeconfig flags reach the plugin through kubectl.
+		code, out, errOut := kubectl("vmobs", "get", "-n", "finance", "--kubeconfig", kubeconfig)
 		want, err := os.ReadFile(filepath.Join("testdata", "get-finance.golden"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := normalizeAges(out.String()); got != string(want) {
-			t.Errorf("kubectl vmobs get differs from get-finance.golden:\n--- got\n%s\n--- want\n%s", got, want)
+		if got := normalizeAges(out); code != exitDegraded || got != string(want) {
+			t.Errorf("kubectl vmobs get: exit %d (want %d), stderr %s, output differs from get-finance.golden:\n--- got\n%s\n--- want\n%s", code, exitDegraded, errOut, got, want)
 		}
 
-		// A missing name fails through kubectl too.
-		kubectl = exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), "vmobs", "no-such-vm", "--kubeconfig", kubeconfig)
-		kubectl.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-		b, err := kubectl.CombinedOutput()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(b), `"no-such-vm" not found`) {
-			t.Errorf("kubectl vmobs no-such-vm: %v, output %q; want exit 1 and a not-found error", err, b)
+		// kubectl's own table (the server's, from the CRD's printer
+		// columns) and the plugin's are the same.
+		_, own, _ := kubectl("get", "vmobs", "-n", "vms-prod", "-o", "wide")
+		code, out, errOut = kubectl("vmobs", "get", "-n", "vms-prod", "-o", "wide")
+		if normalizeAges(own) != normalizeAges(out) || code != exitOK {
+			t.Errorf("kubectl vmobs get -o wide (exit %d, %s) differs from kubectl get vmobs -o wide:\n--- plugin\n%s\n--- kubectl\n%s", code, errOut, out, own)
+		}
+
+		// A missing name fails through kubectl too, with the error status.
+		code, out, errOut = kubectl("vmobs", "no-such-vm")
+		if code != exitError || out != "" || !strings.Contains(errOut, `"no-such-vm" not found`) {
+			t.Errorf("kubectl vmobs no-such-vm: exit %d, stdout %q, stderr %q; want exit %d and a not-found error", code, out, errOut, exitError)
+		}
+
+		code, out, _ = kubectl("vmobs", "--version")
+		if code != exitOK || !strings.HasPrefix(out, "kubectl-vmobs ") {
+			t.Errorf("kubectl vmobs --version: exit %d, %q", code, out)
+		}
+
+		code, out, errOut = kubectl("__complete", "vmobs", "describe", "-n", "finance", "")
+		if want := "ledger-01\nwin2k22-app\n:4\n"; code != exitOK || out != want {
+			t.Errorf("kubectl __complete vmobs describe -n finance '': exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 		}
 	})
 }
