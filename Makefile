@@ -15,6 +15,15 @@ KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
 export KUBEBUILDER_ASSETS
 
 IMG ?= vmobs:dev
+# What `make build`, `make plugin` and `make release` stamp into the binaries
+# (internal/version): the release tag at HEAD, or git describe's distance
+# past the last one; "devel" where there is none.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X github.com/vmobs/vmobs/internal/version.version=$(VERSION) -X github.com/vmobs/vmobs/internal/version.commit=$(COMMIT)
+# Where `make release` pins the manager's image (dist/install.yaml, the
+# image's labels).
+IMAGE_REPO ?= ghcr.io/vmobs/vmobs
 CONTROLLER_GEN ?= go tool controller-gen
 # golangci-lint has a tool module of its own (hack/golangci-lint/go.mod): its
 # dependencies would move golang.org/x/tools, x/sys and others in ours.
@@ -119,8 +128,8 @@ envtest-bin: ## Build kube-apiserver, etcd and kubectl for tests into bin/k8s/ (
 	fi
 
 .PHONY: build
-build: ## Build the vmobs binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -o bin/vmobs ./cmd/vmobs
+build: ## Build the vmobs binary into bin/, stamped with VERSION (vmobs --version).
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmobs ./cmd/vmobs
 
 .PHONY: run
 run: ## Run the controller against the cluster of the current kubeconfig.
@@ -165,7 +174,7 @@ bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on t
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
-	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
 
 .PHONY: kube-state-metrics
 kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).
