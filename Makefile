@@ -136,8 +136,12 @@ run: ## Run the controller against the cluster of the current kubeconfig.
 	go run ./cmd/vmobs manager $(ARGS)
 
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the container image with a Docker engine (`make release` needs none).
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: release
+release: ## Write a release into dist/ (VERSION=vX.Y.Z): install.yaml, binaries, krew archives and manifest, the multi-arch image as an OCI layout, SHA256SUMS (docs/release.md).
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) LDFLAGS="$(LDFLAGS)" hack/release.sh
 
 ##@ Integrations
 
