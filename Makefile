@@ -78,7 +78,7 @@ lint-fix: ## Run golangci-lint and apply the fixes it can make (formatting, impo
 	cd hack/kubevirt-crds && $(GOLANGCI_LINT) run --fix --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
+test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 
@@ -154,7 +154,7 @@ prometheus: ## Build the Prometheus server into bin/prometheus for the domain-st
 	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
-test-integrations: promtool prometheus envtest-bin ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics, domain stats through Prometheus.
+test-integrations: promtool prometheus envtest-bin krew ## Run test/integrations: kustomize manifests and RBAC (on a real API server), Argo CD, kstatus/Flux CEL, promtool, kube-state-metrics, domain stats through Prometheus.
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 
 .PHONY: demo
@@ -179,6 +179,10 @@ bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on t
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
+
+.PHONY: krew
+krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go, from the Go module proxy (skipped when up to date).
+	hack/build-krew.sh
 
 .PHONY: kube-state-metrics
 kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).

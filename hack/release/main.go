@@ -90,6 +90,10 @@ func run(args []string) error {
 		}
 		k := release.Krew{Version: *version, Homepage: *source}
 		for _, b := range bins {
+			if !release.KrewSupports(b.OS, b.Arch) {
+				fmt.Fprintf(os.Stderr, "release: no krew archive for %s/%s, where krew does not install plugins; its binary ships as is\n", b.OS, b.Arch)
+				continue
+			}
 			name := release.KrewArchiveName(*version, b.OS, b.Arch)
 			path := filepath.Join(*dir, name)
 			err := writeFile(path, func(f *os.File) error {

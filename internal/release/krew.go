@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"text/template"
 	"time"
 )
@@ -47,6 +48,22 @@ func WriteKrewArchive(w io.Writer, binary, license string, mtime time.Time) erro
 		return err
 	}
 	return zw.Close()
+}
+
+// krewPlatforms are the OS/architecture pairs krew installs plugins on:
+// krew v0.4.3's validate-krew-manifest, which the krew-index runs on every
+// manifest, refuses a selector for any other (linux/s390x among them).
+var krewPlatforms = []string{
+	"darwin/386", "darwin/amd64", "darwin/arm64",
+	"linux/386", "linux/amd64", "linux/arm", "linux/arm64",
+	"windows/386", "windows/amd64", "windows/arm64",
+}
+
+// KrewSupports says whether krew installs plugins on goos/arch, so whether
+// a release makes a krew archive for that build of the plugin; the others
+// ship as plain binaries only.
+func KrewSupports(goos, arch string) bool {
+	return slices.Contains(krewPlatforms, goos+"/"+arch)
 }
 
 // Krew is what fills the krew manifest's template.
