@@ -75,7 +75,13 @@ labels:
 	if err := mem.WriteFile("/release/kustomization.yaml", []byte(overlay)); err != nil {
 		return nil, err
 	}
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/release")
+	// The order `kustomize build` prints (legacy): the Namespace and the
+	// CRD before what goes in them, so a single `kubectl apply -f` of the
+	// file creates the namespace before its ServiceAccount and Role. The
+	// library's default keeps the order of config/, which does not.
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	resMap, err := krusty.MakeKustomizer(opts).Run(mem, "/release")
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build config/default: %w", err)
 	}
