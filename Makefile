@@ -120,7 +120,7 @@ test-unit: ## Run exactly the tests that need no control plane (and hack/kubevir
 ##@ Build
 
 .PHONY: envtest-bin
-envtest-bin: ## Build kube-apiserver, etcd and kubectl for tests into bin/k8s/ (skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
+envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build from the Go module proxy (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
 		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
 	else \
