@@ -15,6 +15,15 @@ KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
 export KUBEBUILDER_ASSETS
 
 IMG ?= vmobs:dev
+# What `make build`, `make plugin` and `make release` stamp into the binaries
+# (internal/version): the release tag at HEAD, or git describe's distance
+# past the last one; "devel" where there is none.
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X github.com/vmobs/vmobs/internal/version.version=$(VERSION) -X github.com/vmobs/vmobs/internal/version.commit=$(COMMIT)
+# Where `make release` pins the manager's image (dist/install.yaml, the
+# image's labels).
+IMAGE_REPO ?= ghcr.io/vmobs/vmobs
 CONTROLLER_GEN ?= go tool controller-gen
 # golangci-lint has a tool module of its own (hack/golangci-lint/go.mod): its
 # dependencies would move golang.org/x/tools, x/sys and others in ours.
@@ -79,7 +88,7 @@ lint-fix: ## Run golangci-lint and apply the fixes it can make (formatting, impo
 	cd hack/flux && $(GOLANGCI_LINT) run --fix --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
+test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
@@ -123,7 +132,7 @@ test-unit: ## Run exactly the tests that need no control plane (and hack/kubevir
 ##@ Build
 
 .PHONY: envtest-bin
-envtest-bin: ## Build kube-apiserver, etcd and kubectl for tests into bin/k8s/ (skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
+envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build from the Go module proxy (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
 		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
 	else \
@@ -131,16 +140,20 @@ envtest-bin: ## Build kube-apiserver, etcd and kubectl for tests into bin/k8s/ (
 	fi
 
 .PHONY: build
-build: ## Build the vmobs binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -o bin/vmobs ./cmd/vmobs
+build: ## Build the vmobs binary into bin/, stamped with VERSION (vmobs --version).
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmobs ./cmd/vmobs
 
 .PHONY: run
 run: ## Run the controller against the cluster of the current kubeconfig.
 	go run ./cmd/vmobs manager $(ARGS)
 
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the container image with a Docker engine (`make release` needs none).
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+
+.PHONY: release
+release: ## Write a release into dist/ (VERSION=vX.Y.Z): install.yaml, binaries, krew archives and manifest, the multi-arch image as an OCI layout, SHA256SUMS (docs/release.md).
+	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) LDFLAGS="$(LDFLAGS)" hack/release.sh
 
 ##@ Integrations
 
@@ -153,7 +166,7 @@ prometheus: ## Build the Prometheus server into bin/prometheus for the domain-st
 	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
-test-integrations: promtool prometheus envtest-bin ## Run test/integrations (kustomize manifests and RBAC on a real API server, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data) and hack/flux (the Flux recipes through Flux's own code).
+test-integrations: promtool prometheus envtest-bin krew ## Run test/integrations (kustomize manifests and RBAC on a real API server, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
 
@@ -178,7 +191,11 @@ bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on t
 
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
-	CGO_ENABLED=0 go build -trimpath -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
+
+.PHONY: krew
+krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go, from the Go module proxy (skipped when up to date).
+	hack/build-krew.sh
 
 .PHONY: kube-state-metrics
 kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).

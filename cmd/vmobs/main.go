@@ -95,6 +95,8 @@ func run(ctx context.Context, args []string) int {
 		}
 		usage(stdout(ctx))
 		return exitOK
+	case "--version", "-version":
+		name = "version"
 	}
 	c, ok := commands[name]
 	if !ok {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/version"
 )
 
 func init() {
@@ -154,7 +155,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
+	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -181,8 +181,8 @@ func TestKustomizeDefault(t *testing.T) {
 		t.Fatalf("want one container, got %d", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != "vmobs:dev" {
-		t.Errorf("image %q, want the vmobs:dev placeholder", c.Image)
+	if c.Image != "ghcr.io/vmobs/vmobs:latest" {
+		t.Errorf("image %q, want the latest release's, ghcr.io/vmobs/vmobs:latest", c.Image)
 	}
 	if cmd := strings.Join(append(slices.Clone(c.Command), c.Args...), " "); cmd != "/vmobs manager --leader-elect --health-probe-bind-address=:8081 --metrics-bind-address=:8443" {
 		t.Errorf("command line %q", cmd)
