@@ -107,17 +107,17 @@ func testTenantRoles(ctx context.Context, t *testing.T, env *testenv.Env, admin 
 			canWrite := s.role != "view" && s.role != "vmobs-view"
 			for _, verb := range append(slices.Clone(reads), writes...) {
 				allowed := slices.Contains(reads, verb) || canWrite
-				sarCheck(ctx, t, admin, s.user, verb, "", tenant, allowed)
+				checkTenantAccess(ctx, t, admin, s.user, verb, "", tenant, allowed)
 				// Nothing in a namespace the tenant was not given.
-				sarCheck(ctx, t, admin, s.user, verb, "", other, false)
+				checkTenantAccess(ctx, t, admin, s.user, verb, "", other, false)
 			}
-			sarCheck(ctx, t, admin, s.user, "deletecollection", "", tenant, s.role == "admin")
+			checkTenantAccess(ctx, t, admin, s.user, "deletecollection", "", tenant, s.role == "admin")
 			// Never the status: only the controller writes a verdict.
 			for _, verb := range []string{"update", "patch"} {
-				sarCheck(ctx, t, admin, s.user, verb, "status", tenant, false)
+				checkTenantAccess(ctx, t, admin, s.user, verb, "status", tenant, false)
 			}
 			// Nor anything cluster-wide.
-			sarCheck(ctx, t, admin, s.user, "list", "", "", false)
+			checkTenantAccess(ctx, t, admin, s.user, "list", "", "", false)
 
 			// The same through real requests with the user's credentials.
 			c := userClient(t, env, s.user)
@@ -210,9 +210,9 @@ func equalRule(a, b rbacv1.PolicyRule) bool {
 		slices.Equal(a.ResourceNames, b.ResourceNames) && slices.Equal(a.NonResourceURLs, b.NonResourceURLs)
 }
 
-// sarCheck asks the API server whether user may verb vmobservations (or a
+// checkTenantAccess asks the API server whether user may verb vmobservations (or a
 // subresource) in ns ("" for all namespaces).
-func sarCheck(ctx context.Context, t *testing.T, admin client.Client, user envtest.User, verb, sub, ns string, want bool) {
+func checkTenantAccess(ctx context.Context, t *testing.T, admin client.Client, user envtest.User, verb, sub, ns string, want bool) {
 	t.Helper()
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Name, Groups: user.Groups,
