@@ -27,12 +27,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/kvtest"
+	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -342,6 +344,19 @@ func renamed[T metav1.Object](obj T, name string) T {
 	return obj
 }
 
+// launcherOf is kvtest's launcher pod in the test's namespace, owned and
+// labelled as virt-controller makes it for the VMI named vmi.
+func launcherOf(vmi string) *corev1.Pod {
+	p := renamed(kvtest.LauncherPod(), "")
+	for i := range p.OwnerReferences {
+		p.OwnerReferences[i].Name = vmi
+	}
+	p.Labels["vm.kubevirt.io/name"] = vmi
+	p.Labels[kubevirtv1.VirtualMachineInstanceIDLabel] = vmi
+	p.Annotations[kubevirtv1.DomainAnnotation] = vmi
+	return p
+}
+
 func nodes() map[string]*corev1.Node {
 	return map[string]*corev1.Node{kvtest.NodeA: kvtest.Node(kvtest.NodeA), kvtest.NodeB: kvtest.Node(kvtest.NodeB)}
 }
@@ -361,7 +376,13 @@ func TestRecipes(t *testing.T) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	c, err := env.Client()
+	// No client-side rate limit: a HelmRelease's direct cluster reader
+	// polls every object every 250 ms, and client-go's default of 5 QPS
+	// would end a wait with the limiter's error before its timeout names
+	// what it waits on (the controllers run with higher limits).
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +395,7 @@ func TestRecipes(t *testing.T) {
 	// rhel9-db: runs on node-a with a restart pending.
 	vm1 := vmNamed("rhel9-db")
 	createVM(ctx, t, c, vm1, true)
-	in1 := verdict.Input{Namespace: ns, Name: vm1.Name, VM: vm1, VMI: renamed(kvtest.RunningVMI(), vm1.Name), Pods: []*corev1.Pod{renamed(kvtest.LauncherPod(), "")},
+	in1 := verdict.Input{Namespace: ns, Name: vm1.Name, VM: vm1, VMI: renamed(kvtest.RunningVMI(), vm1.Name), Pods: []*corev1.Pod{launcherOf(vm1.Name)},
 		Nodes: nodes(), Policy: verdict.DefaultPolicy(), Now: kvtest.Now}
 	cl.add(vm1, createObservation(ctx, t, c, in1, v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 	// build-runner: stopped as declared.
