@@ -157,7 +157,7 @@ func FastPace() Pace {
 		Slack:          5 * time.Second,
 		ScrapeEvery:    time.Second,
 		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 4 * time.Second},
-		GuestProbe:     guestprobe.Config{Interval: time.Second, QPS: 50, Workers: guestprobe.DefaultWorkers, Timeout: time.Second},
+		GuestProbe:     guestprobe.Config{Interval: 2 * time.Second, QPS: 20, Workers: guestprobe.DefaultWorkers, Timeout: time.Second},
 	}
 }
 
