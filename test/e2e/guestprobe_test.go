@@ -147,7 +147,14 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 			Eventually(observation(ns, name), time.Minute).Should(And(
 				overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 				WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Layers.Guest.Verdict }, Equal(v1alpha1.VerdictHealthy)),
-				WithTransform(guestMessage, ContainSubstring("guest probe unavailable")),
+				WithTransform(guestMessage, ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable)),
+				WithTransform(func(o *v1alpha1.VMObservation) []string {
+					var values []string
+					for _, e := range o.Status.Layers.Guest.Evidence {
+						values = append(values, e.Value)
+					}
+					return values
+				}, ContainElement(ContainSubstring("virt-api's subresource API is unavailable"))),
 			), "VM %s", name)
 		}
 		Expect(gaugeValue("vmobs_guest_probe_available")).To(BeZero())
@@ -156,7 +163,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 
 		sim.SetVirtAPIFailure(0, 0, 0)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(guestMessage, Not(ContainSubstring("guest probe unavailable"))))
+		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(guestMessage, Not(ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable))))
 		Expect(gaugeValue("vmobs_guest_probe_available")).To(Equal(1.0))
 	})
 })
