@@ -114,7 +114,7 @@ test-reliability: envtest-bin ## Fault injection on the real control plane: lead
 # one (CONTROL_PLANE_TESTS). A new control-plane test in those two fails
 # test-unit with "run `make envtest-bin`": add it here.
 MIXED_PKGS := ./internal/demo ./internal/kubectlvmobs
-CONTROL_PLANE_TESTS := ^(TestDemo|TestPluginAgainstAPIServer)$$
+CONTROL_PLANE_TESTS := ^(TestDemo|TestDemoGuestProbeScenarios|TestPluginAgainstAPIServer)$$
 
 .PHONY: update-golden
 update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, Argo CD testdata); review the diff.
@@ -186,6 +186,12 @@ SCALE_ARGS ?=
 .PHONY: bench-scale
 bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on the test control plane: a table, and bin/scale-results.json. See docs/scale.md.
 	go test -count=1 -timeout 0 -run '^TestScale$$' -v ./test/scale/ -args -scale.n=$(N) -scale.idle=$(SCALE_IDLE) -scale.heartbeat=$(SCALE_HEARTBEAT) -scale.out=$(CURDIR)/bin/scale-results.json $(SCALE_ARGS)
+
+# bench-guest-probe: the guest probe's cost at N VMs (docs/scale.md); its
+# figures join bin/scale-results.json.
+.PHONY: bench-guest-probe
+bench-guest-probe: envtest-bin ## Measure the guest probes at N VMs (default 1000): guest_probe_qps and guest_probe_latency_p99_ms in bin/scale-results.json. See docs/scale.md.
+	go test -count=1 -timeout 0 -run '^TestScaleGuestProbe$$' -v ./test/scale/ -args -scale.guest-probe-n=$(N) -scale.out=$(CURDIR)/bin/scale-results.json $(SCALE_ARGS)
 
 ##@ kubectl plugin
 

@@ -11,7 +11,8 @@ import (
 // The demo itself runs in internal/demo's tests; these check the flags.
 func TestDemoFlags(t *testing.T) {
 	code, out, _ := runCmd(t, "help", "demo")
-	if code != exitOK || !strings.Contains(out, "Usage: vmobs demo") || !strings.Contains(out, "stuck-scheduling") || !strings.Contains(out, "-non-interactive") {
+	if code != exitOK || !strings.Contains(out, "Usage: vmobs demo") || !strings.Contains(out, "stuck-scheduling") ||
+		!strings.Contains(out, "filesystem-nearly-full") || !strings.Contains(out, "agent-unresponsive") || !strings.Contains(out, "-non-interactive") {
 		t.Errorf("help demo: exit %d:\n%s", code, out)
 	}
 	for _, tc := range []struct {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -92,6 +93,10 @@ type Pace struct {
 	// thresholds to their defaults, so that waitScale holds for it too.
 	ScrapeEvery time.Duration
 	DomainStats domainstats.Config
+	// GuestProbe is how the manager probes the guest agents through the
+	// simulator's virt-api; its Interval keeps to the ratio of the other
+	// thresholds too.
+	GuestProbe guestprobe.Config
 }
 
 // DemoPace is the pace of `vmobs demo`: thresholds of seconds, changes a
@@ -120,6 +125,7 @@ func DemoPace() Pace {
 		Slack:          10 * time.Second,
 		ScrapeEvery:    time.Second,
 		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 8 * time.Second},
+		GuestProbe:     guestprobe.Config{Interval: 10 * time.Second, QPS: 20, Workers: guestprobe.DefaultWorkers, Timeout: 2 * time.Second},
 	}
 }
 
@@ -151,6 +157,7 @@ func FastPace() Pace {
 		Slack:          5 * time.Second,
 		ScrapeEvery:    time.Second,
 		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 4 * time.Second},
+		GuestProbe:     guestprobe.Config{Interval: 2 * time.Second, QPS: 20, Workers: guestprobe.DefaultWorkers, Timeout: time.Second},
 	}
 }
 
@@ -170,6 +177,7 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.DomainStatsInterval, d.DomainStatsInterval},
 		{p.Policy.DomainStatsGrace, d.DomainStatsGrace},
 		{p.Policy.GuestCPUStalledAfter, d.GuestCPUStalledAfter},
+		{p.GuestProbe.Interval, guestprobe.DefaultInterval},
 	} {
 		r = max(r, float64(x[0])/float64(x[1]))
 	}
@@ -178,9 +186,9 @@ func (p Pace) waitScale() float64 {
 
 // Thresholds says the pace's thresholds in one line.
 func (p Pace) Thresholds() string {
-	return fmt.Sprintf("scheduling timeout %s · migration phase timeout %s · heartbeat timeout %s · agent grace %s · hotplug timeout %s · frozen filesystems %s",
+	return fmt.Sprintf("scheduling timeout %s · migration phase timeout %s · heartbeat timeout %s · agent grace %s · hotplug timeout %s · frozen filesystems %s · guest agents probed every %s",
 		p.Policy.SchedulingTimeout, p.Policy.MigrationPhaseTimeout, p.Policy.HeartbeatTimeout, p.Policy.AgentGracePeriod,
-		p.Policy.HotplugTimeout, p.Policy.FilesystemsFrozenAfter)
+		p.Policy.HotplugTimeout, p.Policy.FilesystemsFrozenAfter, p.GuestProbe.Interval)
 }
 
 // Validate checks the options a user gives.
@@ -245,7 +253,8 @@ func startTestenv(ctx context.Context) (*testenv.Env, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		env, err := testenv.Start(testenv.Options{})
+		// Aggregation: the simulator's virt-api is an aggregated API.
+		env, err := testenv.Start(testenv.Options{Aggregation: true})
 		ch <- result{env, err}
 	}()
 	select {
@@ -355,6 +364,7 @@ type session struct {
 
 	env        *testenv.Env
 	envStopped bool
+	virtAPI    *simulator.VirtAPI
 	cpUp       time.Duration
 	kubeconfig string
 	hints      []hint
@@ -467,17 +477,29 @@ func (s *session) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	s.sim = simulator.New(s.k8s, simulator.WithSeed(s.opts.Seed))
+	// virt-api's guest agent subresources, which the manager probes, go
+	// through kube-apiserver as on a cluster.
+	s.virtAPI, err = s.sim.ServeVirtAPI(ctx, env)
+	if err != nil {
+		return fmt.Errorf("serving virt-api: %w", err)
+	}
+	s.say("virt-api: the simulator's %s/%s registered as an APIService; guest agents probed every %s",
+		s.virtAPI.AggregatedAPI().Group, s.virtAPI.AggregatedAPI().Version, s.pace.GuestProbe.Interval)
 	return nil
 }
 
-// stopControlPlane stops the control plane once; later calls, and a call
-// before it started, do nothing.
+// stopControlPlane stops virt-api, then the control plane, once; later
+// calls, and a call before it started, do nothing.
 func (s *session) stopControlPlane() error {
 	if s.env == nil || s.envStopped {
 		return nil
 	}
 	s.envStopped = true
-	return s.env.Stop()
+	var err error
+	if s.virtAPI != nil {
+		err = s.virtAPI.Close()
+	}
+	return errors.Join(err, s.env.Stop())
 }
 
 // startManager starts the watch that feeds the tracker, then the vmobs
@@ -509,11 +531,13 @@ func (s *session) startManager(ctx context.Context) error {
 
 // managerOptions are the in-process manager's options (app.InProcessOptions,
 // so the demo can share its process with other managers) with the pace's
-// thresholds, reading domain stats from promURL unless it is empty; the
-// evidence refresh is off, as it ships.
+// thresholds, reading domain stats from promURL unless it is empty and
+// probing the guest agents at the pace's interval; the evidence refresh is
+// off, as it ships.
 func managerOptions(pace Pace, promURL string) app.Options {
 	o := app.InProcessOptions()
 	o.Policy = pace.Policy
+	o.GuestProbe = pace.GuestProbe
 	if promURL != "" {
 		o.PrometheusURL = promURL
 		o.DomainStats = pace.DomainStats

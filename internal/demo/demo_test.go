@@ -88,6 +88,46 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoGuestProbeScenarios runs `vmobs demo --scenario NAME
+// --non-interactive --fast --until-settled` for the scenarios read from
+// the guest agent through the simulator's virt-api, an aggregated API of
+// the demo's kube-apiserver: each ends diagnosed as built, with its ✓ line.
+func TestDemoGuestProbeScenarios(t *testing.T) {
+	if err := testenv.CheckAssets(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"filesystem-nearly-full", "agent-unresponsive"} {
+		t.Run(name, func(t *testing.T) {
+			sc, ok := simulator.ScenarioByName(name)
+			if !ok || !sc.GuestProbe {
+				t.Fatalf("%s is not a guest probe scenario of the catalogue", name)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var out testenv.LockedBuffer
+			res, err := Run(ctx, Options{
+				Scenario: name, Duration: 2 * time.Minute, Seed: 1,
+				NonInteractive: true, Fast: true, UntilSettled: true,
+				Out: &out, Err: &out,
+			})
+			text := out.String()
+			if err != nil {
+				t.Fatalf("demo: %v\n%s", err, text)
+			}
+			if len(res.Scenarios) != 1 || res.Scenarios[0].Outcome != OutcomeDiagnosed {
+				t.Fatalf("not diagnosed as built: %+v\n%s", res.Scenarios, text)
+			}
+			for _, want := range []string{"virt-api: the simulator's subresources.kubevirt.io/v1 registered as an APIService", "✓ " + name + " "} {
+				if !strings.Contains(text, want) {
+					t.Errorf("the output has no %q:\n%s", want, text)
+				}
+			}
+			t.Logf("%s diagnosed at +%s (played at +%s); the demo ran %s", name,
+				res.Scenarios[0].SeenAt.Round(100*time.Millisecond), res.Scenarios[0].PlayedAt.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
+		})
+	}
+}
+
 // TestPlanSkipsDomainStatsScenarios checks that the director plans the
 // domain-stats scenarios only when Prometheus runs, in a full run and for
 // --scenario.

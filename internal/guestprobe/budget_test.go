@@ -144,3 +144,35 @@ func TestSourceWorkersAreBounded(t *testing.T) {
 		t.Errorf("vmobs_guest_probes_in_flight = %v after the round", got)
 	}
 }
+
+// The schedule runs on exact time while facts keep whole seconds: a VM
+// whose slot is not on a whole second, stepped more often than once a
+// second (Start's ticker is interval/64, down to 10ms), is probed once per
+// interval, not again and again until its second is over.
+func TestSourceProbesOncePerIntervalBetweenWholeSeconds(t *testing.T) {
+	const n, interval, tick, rounds = 20, 10 * time.Second, 50 * time.Millisecond, 3
+	vms := make([]string, n)
+	for i := range vms {
+		vms[i] = fmt.Sprintf("vm%02d", i)
+	}
+	h := newHarness(t, Config{Interval: interval, QPS: 1000}, vms...)
+	h.api.takeAt()
+	last := map[string]time.Time{}
+	start := h.now()
+	for h.now().Sub(start) < rounds*interval {
+		h.advance(tick)
+		h.step()
+		reqs, at := h.api.takeAt()
+		for vm, ts := range probedAt(reqs, at) {
+			for _, ts := range ts {
+				if prev, ok := last[vm]; ok && ts.Sub(prev) < interval-tick {
+					t.Fatalf("%s probed at %s and again %s later, within an interval of %s", vm, prev.Format("15:04:05.000"), ts.Sub(prev), interval)
+				}
+				last[vm] = ts
+			}
+		}
+	}
+	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got < n*(rounds-1) || got > n*(rounds+1) {
+		t.Fatalf("%v probes of %d VMs in %d intervals, want about one per VM per interval", got, n, rounds)
+	}
+}

@@ -427,9 +427,14 @@ func (s *Source) call(ctx context.Context, r *result, key types.NamespacedName, 
 
 // finish settles a probe's result and tells the VMs whose facts changed.
 func (s *Source) finish(ctx context.Context, j job, r *result, took time.Duration) {
-	at := s.now().Truncate(time.Second)
+	// Facts carry whole seconds, as statuses do; the next probe is
+	// scheduled from the exact time: from the truncated one, a probe
+	// that ran within a second after its slot would find the slot still
+	// ahead and run again, and again, until the second is over.
+	now := s.now()
+	at := now.Truncate(time.Second)
 	s.mu.Lock()
-	changed, label := s.settle(j, r, at)
+	changed, label := s.settle(j, r, at, now)
 	s.mu.Unlock()
 	s.metrics.probed(label, took)
 	s.notifyAll(ctx, changed)
@@ -438,9 +443,10 @@ func (s *Source) finish(ctx context.Context, j job, r *result, took time.Duratio
 // settle decides what a probe's result means, under s.mu: an API that
 // cannot be used (the outage's attempts), a failure the whole fleet
 // shares (not the guest's), the VMI gone, or an answer or failure of this
-// guest, folded into its facts. It returns the keys whose published facts
+// guest, folded into its facts; at is the facts' time, now the next
+// probe's reference. It returns the keys whose published facts
 // changed and the probe's result label.
-func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName, string) {
+func (s *Source) settle(j job, r *result, at, now time.Time) ([]types.NamespacedName, string) {
 	e := s.entries[j.t.Key]
 	if e != nil && e.uid != j.t.UID {
 		e = nil // recreated while the probe ran: its answer is the earlier VMI's
@@ -474,7 +480,7 @@ func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName,
 	if kind == KindGone {
 		// Not running, or virt-api does not see the agent connected: the
 		// VMI's own status will say so; nothing to fold.
-		e.next = nextSlot(at, s.cfg.Interval, e.slot)
+		e.next = nextSlot(now, s.cfg.Interval, e.slot)
 		return changed, "gone"
 	}
 	if s.out.kind == "" {
@@ -491,7 +497,7 @@ func (s *Source) settle(j job, r *result, at time.Time) ([]types.NamespacedName,
 	if f, changed := fold(e.facts, e.uid, r, at); changed {
 		e.facts = &f
 	}
-	e.next = nextSlot(at, s.cfg.Interval, e.slot)
+	e.next = nextSlot(now, s.cfg.Interval, e.slot)
 	if s.show(e) {
 		changed = append(changed, j.t.Key)
 	}

@@ -42,6 +42,10 @@ type Scenario struct {
 	// stats, read through Prometheus: playing the scenario needs
 	// VirtHandlerMetrics scraped and the manager pointed at the server.
 	DomainStats bool
+	// GuestProbe says the verdict comes from the manager's probes of the
+	// guest agent through virt-api's subresources: playing the scenario
+	// needs VirtAPI served (ServeVirtAPI) and the manager's probes on.
+	GuestProbe bool
 	// Play drives VM vm in namespace ns (which it creates if missing) to
 	// the scenario's end state, without sleeping.
 	Play func(ctx context.Context, s *Simulator, ns, vm string) error
@@ -52,7 +56,8 @@ type Scenario struct {
 // period and for a hotplug, 10 for frozen filesystems; domain stats read
 // every minute over a 2-minute rate window, a minute's grace for missing
 // series, 3 minutes for stalled vCPUs (vmobs' defaults); Wait adds a
-// minute of margin.
+// minute of margin; guest agents probed every 5 minutes, each call cut at
+// 10 seconds, 3 failed probes for an unresponsive agent.
 var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
@@ -321,6 +326,32 @@ var Scenarios = []Scenario{
 				return err
 			}
 			return m.Run(ctx)
+		},
+	},
+	{
+		Name:        "filesystem-nearly-full",
+		Description: "The guest's root filesystem fills to 93% (its data disk stays at 41%): the guest agent reports it through virt-api's filesystemlist, and the guest layer names the mount point.",
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonFilesystemNearlyFull,
+		GuestProbe: true,
+		// The VM's next probe, at most an interval away.
+		Wait: 6 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			s.SetGuestFilesystemUsage(ns, vm, "/", 93)
+			s.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
+			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0])
+		},
+	},
+	{
+		Name:        "agent-unresponsive",
+		Description: "The guest agent stops answering (every guestosinfo, userlist and filesystemlist call hangs) while the VMI still says AgentConnected=True: the condition lags, the probes time out.",
+		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonAgentUnresponsive,
+		GuestProbe: true,
+		// Three probes an interval apart, each cut at its timeout.
+		Wait: 16 * time.Minute,
+		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
+			s.SetGuestUsers(ns, vm, "fedora")
+			s.SetGuestAgentFault(ns, vm, GuestAgentUnresponsive, true)
+			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0])
 		},
 	},
 }

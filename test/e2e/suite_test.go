@@ -69,7 +69,9 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
 	var err error
-	env, err = testenv.Start(testenv.Options{})
+	// Aggregation: the guest probe specs serve the simulator's virt-api
+	// as an aggregated API.
+	env, err = testenv.Start(testenv.Options{Aggregation: true})
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())

@@ -194,7 +194,11 @@ func controlPlane(t *testing.T) *testenv.Env {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Skip(err.Error())
 	}
-	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{APIServerFlags: apiServerFlags}) })
+	// Aggregation: TestScaleGuestProbe serves the simulator's virt-api
+	// through kube-apiserver; nothing else registers an aggregated API.
+	envOnce.Do(func() {
+		env, envErr = testenv.Start(testenv.Options{APIServerFlags: apiServerFlags, Aggregation: true})
+	})
 	if envErr != nil {
 		t.Fatal(envErr)
 	}
