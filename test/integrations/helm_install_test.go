@@ -2,8 +2,10 @@ package integrations
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,9 +86,11 @@ func TestHelmInstallOnAPIServer(t *testing.T) {
 	t.Logf("helm install %s --namespace %s:\n%s", helmRelease, systemNS, out)
 
 	t.Run("ObjectsAccepted", func(t *testing.T) {
-		objs := releaseObjects(ctx, t, admin, kubeconfig, helmRelease, systemNS)
-		if n := len(kindNames(objs)); n < 9 {
-			t.Errorf("the release has %d objects: %v", n, kindNames(objs))
+		got := kindNames(releaseObjects(ctx, t, admin, kubeconfig, helmRelease, systemNS))
+		want := kindNames(helmTemplate(t, helmRelease, systemNS, "--set", monitoring))
+		delete(want, "CustomResourceDefinition/"+crd.GetName()) // not part of the release: crds/
+		if !maps.Equal(got, want) {
+			t.Errorf("the release has %v, helm template renders %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
 			t.Fatalf("Helm did not install the chart's CRD: %v", err)
