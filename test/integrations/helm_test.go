@@ -174,6 +174,11 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 				t.Errorf("%s/%s lacks app.kubernetes.io/part-of=vmobs", o.GetKind(), o.GetName())
 			}
 		}
+		for _, k := range kust {
+			if c := find(chart, k.GetKind(), k.GetName()); c != nil {
+				checkMetadata(t, k, c)
+			}
+		}
 	})
 
 	t.Run("CRDs", func(t *testing.T) {
@@ -297,24 +302,24 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 			c := mustFind(t, on, p.GetKind(), p.GetName())
 			switch p.GetKind() {
 			case "ServiceMonitor":
-				want, _, _ := unstructured.NestedSlice(p.Object, "spec", "endpoints")
-				got, _, _ := unstructured.NestedSlice(c.Object, "spec", "endpoints")
+				// The selector differs (deliberateDifferences["labels"]):
+				// checkSelects checks that it selects the chart's Service.
+				want, _, _ := unstructured.NestedMap(p.Object, "spec")
+				got, _, _ := unstructured.NestedMap(c.Object, "spec")
+				delete(want, "selector")
+				delete(got, "selector")
 				if !equality.Semantic.DeepEqual(got, want) {
-					t.Errorf("ServiceMonitor endpoints: %s", diff.Diff(want, got))
+					t.Errorf("ServiceMonitor spec: %s", diff.Diff(want, got))
 				}
 				checkSelects(t, c, convert[corev1.Service](t, mustFind(t, on, "Service", "vmobs-controller-manager-metrics")))
 			case "PrometheusRule":
 				if !equality.Semantic.DeepEqual(c.Object["spec"], p.Object["spec"]) {
 					t.Errorf("PrometheusRule spec: %s", diff.Diff(p.Object["spec"], c.Object["spec"]))
 				}
-				for k, v := range p.GetLabels() {
-					if !strings.HasPrefix(k, "app.kubernetes.io/") && c.GetLabels()[k] != v {
-						t.Errorf("PrometheusRule label %s=%q, config/prometheus %q", k, c.GetLabels()[k], v)
-					}
-				}
 			default:
 				t.Errorf("config/prometheus has a %s: compare it here", p.GetKind())
 			}
+			checkMetadata(t, p, c)
 		}
 	})
 }
@@ -327,6 +332,111 @@ func mustFindOrSkip(t *testing.T, chart []*unstructured.Unstructured, k *unstruc
 		return nil
 	}
 	return mustFind(t, chart, k.GetKind(), k.GetName())
+}
+
+// checkMetadata fails unless the chart's object has the labels and
+// annotations of config/'s, but for the app.kubernetes.io/ labels, which the
+// chart sets as Helm charts do (deliberateDifferences["labels"]): labels
+// such as an aggregated ClusterRole's rbac.authorization.k8s.io/aggregate-to-*
+// or a Namespace's Pod Security level change what an object does.
+func checkMetadata(t *testing.T, want, got *unstructured.Unstructured) {
+	t.Helper()
+	for k, v := range want.GetLabels() {
+		if g, ok := got.GetLabels()[k]; !strings.HasPrefix(k, "app.kubernetes.io/") && (!ok || g != v) {
+			t.Errorf("%s/%s: label %s=%q, config/ has %q", got.GetKind(), got.GetName(), k, g, v)
+		}
+	}
+	for k, v := range want.GetAnnotations() {
+		if g, ok := got.GetAnnotations()[k]; !ok || g != v {
+			t.Errorf("%s/%s: annotation %s=%q, config/ has %q", got.GetKind(), got.GetName(), k, g, v)
+		}
+	}
+}
+
+// configCoverage says, for each directory of config/, how the chart
+// carries it: compared with it by TestHelmChartMatchesKustomize, or left
+// out on purpose. TestHelmChartCoversConfig fails on a directory that is
+// not here, so that a new overlay or component is either carried by the
+// chart (and compared) or left out with a reason written down.
+var configCoverage = map[string]struct {
+	compared bool
+	why      string
+}{
+	"default":            {true, "rendered and compared with the chart's default values"},
+	"crd":                {true, "through config/default; crds/ is a copy of config/crd/bases (hack/sync-chart.sh)"},
+	"rbac":               {true, "through config/default; files/role.yaml is a copy of config/rbac/role.yaml"},
+	"manager":            {true, "through config/default"},
+	"prometheus":         {true, "rendered and compared with prometheus.serviceMonitor and prometheus.rule enabled"},
+	"samples":            {false, "an example VMObservation for users to copy next to their VMs"},
+	"shards":             {false, "with Helm, one release per shard: flags.vm-selector (docs/helm.md)"},
+	"argocd":             {false, "Argo CD's health check, which goes into Argo CD's configuration (docs/argocd.md)"},
+	"kube-state-metrics": {false, "kube-state-metrics' configuration for its own deployment"},
+}
+
+// TestHelmChartCoversConfig fails when config/ gains a directory that
+// configCoverage does not decide, or when a directory the chart carries
+// gains an object the chart lacks, even one its kustomization.yaml does
+// not list yet.
+func TestHelmChartCoversConfig(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(repoRoot(t), "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dirs = append(dirs, e.Name())
+		if _, ok := configCoverage[e.Name()]; !ok {
+			t.Errorf("config/%s is new: compare it with the chart, or say why the chart leaves it out, in configCoverage", e.Name())
+		}
+	}
+	for dir := range configCoverage {
+		if !slices.Contains(dirs, dir) {
+			t.Errorf("configCoverage names config/%s, which is gone", dir)
+		}
+	}
+
+	chart := helmTemplate(t, helmRelease, systemNS, "--set", "prometheus.serviceMonitor.enabled=true,prometheus.rule.enabled=true")
+	n := 0
+	for dir, c := range configCoverage {
+		if !c.compared {
+			continue
+		}
+		err := filepath.WalkDir(filepath.Join(repoRoot(t), "config", dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(repoRoot(t), path)
+			for _, o := range decodeManifests(t, string(b)) {
+				if o.GetKind() == "" || o.GetAPIVersion() == "" {
+					continue // not an object: a promtool test, a patch
+				}
+				// config/default and config/prometheus prefix every name
+				// but the CRDs' with vmobs-.
+				name := o.GetName()
+				if o.GetKind() != "CustomResourceDefinition" {
+					name = "vmobs-" + name
+				}
+				n++
+				if find(chart, o.GetKind(), name) == nil && deliberateDifferences[o.GetKind()+"/"+name] == "" {
+					t.Errorf("%s has %s/%s, the chart does not", rel, o.GetKind(), name)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 10 {
+		t.Errorf("found %d objects in the directories of config/ the chart carries", n)
+	}
 }
 
 // checkSelects fails unless the ServiceMonitor selects the Service, in its
