@@ -5,8 +5,10 @@
 # control plane) and `make helm-package`. Skipped when bin/helm exists and is
 # newer than hack/helm/go.mod and this script; HELM=<path> names another
 # output. Helm's release downloads cannot be reached from our build machines.
-# From a cold Go build cache: about 6 CPU-minutes (hack/helm/tools.go has the
-# measurements); seconds after.
+# From an empty Go build cache: 434 s user + 148 s system CPU (27 minutes on
+# two cores busy with other builds, 1.2 GB of cache); with the cache `go vet`
+# and `go test` leave for our module, about 7 minutes on the same machine;
+# seconds when up to date.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
