@@ -44,8 +44,9 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate the CRD and RBAC manifests from the API types and kubebuilder markers.
+manifests: ## Generate the CRD and RBAC manifests from the API types and kubebuilder markers (and copy them into the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/..." paths="./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	hack/sync-chart.sh
 
 .PHONY: generate
 generate: ## Generate the DeepCopy methods of the API types.
@@ -88,7 +89,7 @@ lint-fix: ## Run golangci-lint and apply the fixes it can make (formatting, impo
 	cd hack/flux && $(GOLANGCI_LINT) run --fix --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
+test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew helm ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
@@ -166,7 +167,7 @@ prometheus: ## Build the Prometheus server into bin/prometheus for the domain-st
 	hack/build-prometheus.sh prometheus
 
 .PHONY: test-integrations
-test-integrations: promtool prometheus envtest-bin krew ## Run test/integrations (kustomize manifests and RBAC on a real API server, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
+test-integrations: promtool prometheus envtest-bin krew helm ## Run test/integrations (kustomize manifests and RBAC on a real API server, the Helm chart, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
 
@@ -202,6 +203,21 @@ plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and
 .PHONY: krew
 krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go, from the Go module proxy (skipped when up to date).
 	hack/build-krew.sh
+
+.PHONY: helm
+helm: ## Build helm into bin/helm for the chart's tests and `make helm-package`, from the Go module proxy (skipped when up to date).
+	hack/build-helm.sh
+
+# helm-package: the chart's version is VERSION without its "v", its
+# appVersion (and so the default image tag) VERSION itself.
+.PHONY: helm-package
+helm-package: helm ## Package charts/vmobs as dist/vmobs-X.Y.Z.tgz (VERSION=vX.Y.Z).
+	@if [[ ! "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
+		echo "helm-package: set VERSION=vX.Y.Z (got '$(VERSION)')" >&2; exit 2; \
+	fi
+	hack/sync-chart.sh --check
+	bin/helm lint --strict charts/vmobs
+	bin/helm package charts/vmobs --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) --destination dist
 
 .PHONY: kube-state-metrics
 kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -146,7 +147,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("PodSecurityRestricted", func(t *testing.T) {
-		testPodSecurity(ctx, t, admin)
+		testPodSecurity(ctx, t, admin, managerDeployment(t, render(t, "config/default")))
 	})
 
 	t.Run("TenantRoles", func(t *testing.T) {
@@ -462,7 +463,7 @@ func mustCreate(ctx context.Context, t *testing.T, c client.Client, obj client.O
 // Deployment's ReplicaSet would create it, in vmobs-system, whose
 // namespace enforces the restricted Pod Security Standard. A copy without
 // the security context is refused, which shows the admission is on.
-func testPodSecurity(ctx context.Context, t *testing.T, admin client.Client) {
+func testPodSecurity(ctx context.Context, t *testing.T, admin client.Client, dep *appsv1.Deployment) {
 	ns := &corev1.Namespace{}
 	if err := admin.Get(ctx, client.ObjectKey{Name: systemNS}, ns); err != nil {
 		t.Fatal(err)
@@ -470,7 +471,6 @@ func testPodSecurity(ctx context.Context, t *testing.T, admin client.Client) {
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
 		t.Fatalf("namespace %s is labelled %v", systemNS, ns.Labels)
 	}
-	dep := managerDeployment(t, render(t, "config/default"))
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
 		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
