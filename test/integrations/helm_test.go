@@ -663,10 +663,6 @@ func envNames(env []corev1.EnvVar) []string {
 	return out
 }
 
-func nested(m map[string]any, fields ...string) any {
-	v, _, _ := unstructured.NestedFieldNoCopy(m, fields...)
-	return v
-}
 
 // TestHelmTemplateModes renders the chart in the modes a value switches
 // and checks what each one changes.
