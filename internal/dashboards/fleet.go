@@ -132,6 +132,8 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 // Fleet is the fleet overview: VMs by verdict, layer and reason, per node,
 // verdict transitions over time, stale evidence, migrations, domain stats,
 // and the controller's own health.
+//
+//nolint:staticcheck // The classic dashboard JSON model, not dashboardv2: every Grafana release, grafana.com and grafana-operator import it; v2 needs Grafana 12's schema v2 feature.
 func Fleet() (dashboard.Dashboard, error) {
 	b := dashboard.NewDashboardBuilder("vmobs / Fleet").
 		Uid(FleetUID).
@@ -278,6 +280,8 @@ func organize(rename map[string]string) dashboard.DataTransformerConfig {
 }
 
 // JSON is d as committed: indented, with a final newline.
+//
+//nolint:staticcheck // The classic dashboard JSON model, not dashboardv2: every Grafana release, grafana.com and grafana-operator import it; v2 needs Grafana 12's schema v2 feature.
 func JSON(d dashboard.Dashboard) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -301,6 +305,8 @@ type Query struct {
 
 // Queries lists every PromQL expression of d: each panel's targets and
 // each query variable's label_values() selector.
+//
+//nolint:staticcheck // The classic dashboard JSON model, not dashboardv2: every Grafana release, grafana.com and grafana-operator import it; v2 needs Grafana 12's schema v2 feature.
 func Queries(d dashboard.Dashboard) []Query {
 	var out []Query
 	add := func(title string, targets []variants.Dataquery) {

@@ -3,6 +3,7 @@ package release
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"io"
 	"maps"
 	"os"
@@ -55,7 +56,7 @@ func filesOf(t *testing.T, img v1.Image) map[string]struct {
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return files
 		}
 		if err != nil {
@@ -264,7 +265,7 @@ func TestWriteDirTar(t *testing.T) {
 	var names []string
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

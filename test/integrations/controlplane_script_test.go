@@ -87,7 +87,7 @@ func envtestIndex(t *testing.T) *httptest.Server {
 	t.Cleanup(srv.Close)
 	index := fmt.Sprintf("releases:\n  v%s:\n    %s:\n      hash: %s\n      selfLink: %s/%s\n",
 		testenv.KubernetesVersion, name, hex.EncodeToString(sum.Sum(nil)), srv.URL, name)
-	mux.HandleFunc("/envtest-releases.yaml", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, index) })
+	mux.HandleFunc("/envtest-releases.yaml", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, index) })
 	mux.HandleFunc("/"+name, func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, archive) })
 	return srv
 }

@@ -663,7 +663,6 @@ func envNames(env []corev1.EnvVar) []string {
 	return out
 }
 
-
 // TestHelmTemplateModes renders the chart in the modes a value switches
 // and checks what each one changes.
 func TestHelmTemplateModes(t *testing.T) {
