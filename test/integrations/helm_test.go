@@ -35,7 +35,7 @@ const (
 	allOptionsValues  = "charts/vmobs/ci/all-options-values.yaml"
 	defaultImageRepo  = "ghcr.io/vmobs/vmobs"
 	helmRelease       = "vmobs" // names the objects as config/default does
-	kustomizeImage    = "vmobs:dev"
+	kustomizeImage    = "ghcr.io/vmobs/vmobs:latest"
 	chartPodUser      = 65532 // the distroless nonroot user of the Dockerfile
 	serviceCAAnnotKey = "service.beta.openshift.io/serving-cert-secret-name"
 )
@@ -130,8 +130,8 @@ func TestHelmLint(t *testing.T) {
 var deliberateDifferences = map[string]string{
 	"Namespace/vmobs-system": "Helm installs into the release's namespace and does not own it " +
 		"(`helm install --create-namespace`); docs/helm.md labels it for the restricted Pod Security Standard",
-	"image": "the chart's default image is " + defaultImageRepo + ":<appVersion>, config/manager's the " +
-		kustomizeImage + " placeholder",
+	"image": "the chart's default image is " + defaultImageRepo + ":<appVersion>, config/manager's " +
+		kustomizeImage + ", whose tag a release pins",
 	"pod securityContext": "the chart fixes runAsUser and runAsGroup to the image's nonroot user, " +
 		"which openshift=true leaves to the SecurityContextConstraints",
 	"labels": "the chart labels objects as Helm charts do (helm.sh/chart, app.kubernetes.io/instance, " +
@@ -316,6 +316,24 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 				if !equality.Semantic.DeepEqual(c.Object["spec"], p.Object["spec"]) {
 					t.Errorf("PrometheusRule spec: %s", diff.Diff(p.Object["spec"], c.Object["spec"]))
 				}
+			case "ServiceAccount":
+				// The scrape identity: its name and namespace are what the
+				// binding and the Secret refer to, checked below.
+				if c.GetNamespace() != p.GetNamespace() {
+					t.Errorf("ServiceAccount %s in namespace %q, config/prometheus %q", c.GetName(), c.GetNamespace(), p.GetNamespace())
+				}
+			case "Secret":
+				// The token Secret: its type and the annotation naming the
+				// ServiceAccount (checkMetadata) make the token controller fill it.
+				want, got := convert[corev1.Secret](t, p), convert[corev1.Secret](t, c)
+				if got.Type != want.Type || !equality.Semantic.DeepEqual(got.Data, want.Data) || !maps.Equal(got.StringData, want.StringData) {
+					t.Errorf("Secret %s: %s", p.GetName(), diff.Diff(want, got))
+				}
+			case "ClusterRoleBinding":
+				want, got := convert[rbacv1.ClusterRoleBinding](t, p), convert[rbacv1.ClusterRoleBinding](t, c)
+				if got.RoleRef != want.RoleRef || !equality.Semantic.DeepEqual(got.Subjects, want.Subjects) {
+					t.Errorf("ClusterRoleBinding %s: %s", p.GetName(), diff.Diff(want, got))
+				}
 			default:
 				t.Errorf("config/prometheus has a %s: compare it here", p.GetKind())
 			}
@@ -371,6 +389,17 @@ var configCoverage = map[string]struct {
 	"shards":             {false, "with Helm, one release per shard: flags.vm-selector (docs/helm.md)"},
 	"argocd":             {false, "Argo CD's health check, which goes into Argo CD's configuration (docs/argocd.md)"},
 	"kube-state-metrics": {false, "kube-state-metrics' configuration for its own deployment"},
+	"kube-prometheus-stack": {false, "config/prometheus with the release label; the chart's " +
+		"prometheus.additionalLabels (release: <kube-prometheus-stack's release>) does the same (docs/helm.md)"},
+	"grafana": {false, "the dashboards' ConfigMap for Grafana's sidecar, which goes where Grafana " +
+		"searches and ships apart from the controller (docs/helm.md)"},
+	"components": {false, "metrics-cert, the kustomize component config/certmanager and config/openshift " +
+		"use to mount a metrics certificate; with Helm: extraVolumes, extraVolumeMounts and flags.metrics-cert-dir (docs/helm.md)"},
+	"certmanager": {false, "cert-manager's Issuer and Certificate and the ServiceMonitor trusting them: " +
+		"kustomize-only, with Helm the same by hand from docs/helm.md"},
+	"openshift": {false, "platform monitoring on OpenShift (namespace label, a Role for prometheus-k8s, " +
+		"the service CA bundle): kustomize-only; the chart's openshift=true covers the security context " +
+		"and the service-CA certificate (docs/helm.md)"},
 }
 
 // TestHelmChartCoversConfig fails when config/ gains a directory that
