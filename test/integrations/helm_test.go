@@ -723,6 +723,53 @@ func TestHelmTemplateModes(t *testing.T) {
 			mustFind(t, objs, "ServiceAccount", "vmobs-controller-manager")
 		},
 	}, {
+		name: "no aggregated roles", set: "rbac.aggregatedRoles=false",
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, o := range objs {
+				for k := range o.GetLabels() {
+					if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+						t.Errorf("%s/%s (%s) rendered with rbac.aggregatedRoles=false", o.GetKind(), o.GetName(), k)
+					}
+				}
+			}
+			mustFind(t, objs, "ClusterRole", "vmobs-manager-role")
+		},
+	}, {
+		name: "ServiceMonitor's own scrape identity", release: "prod",
+		set: "prometheus.serviceMonitor.enabled=true,metrics.readerSubjects[0].kind=Group,metrics.readerSubjects[0].name=scrapers",
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			mustFind(t, objs, "ServiceAccount", "prod-vmobs-metrics-reader")
+			secret := convert[corev1.Secret](t, mustFind(t, objs, "Secret", "prod-vmobs-metrics-reader-token"))
+			if secret.Type != corev1.SecretTypeServiceAccountToken || secret.Annotations[corev1.ServiceAccountNameKey] != "prod-vmobs-metrics-reader" {
+				t.Errorf("token Secret: type %s, annotations %v", secret.Type, secret.Annotations)
+			}
+			b := convert[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", "prod-vmobs-metrics-reader"))
+			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prod-vmobs-metrics-reader", Namespace: systemNS}, {Kind: "Group", Name: "scrapers"}}
+			if b.RoleRef.Name != "prod-vmobs-metrics-reader" || !equality.Semantic.DeepEqual(b.Subjects, want) {
+				t.Errorf("metrics reader binding: roleRef %s, subjects %+v", b.RoleRef.Name, b.Subjects)
+			}
+			sm := mustFind(t, objs, "ServiceMonitor", "prod-vmobs-controller-manager-metrics-monitor")
+			eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			if len(eps) != 1 || nested(eps[0].(map[string]any), "authorization", "credentials", "name") != secret.Name {
+				t.Errorf("ServiceMonitor endpoints %v: want the credentials of Secret %s", eps, secret.Name)
+			}
+		},
+	}, {
+		name: "ServiceMonitor with an authorization of one's own",
+		set:  "prometheus.serviceMonitor.enabled=true,prometheus.serviceMonitor.authorization.type=Bearer,prometheus.serviceMonitor.authorization.credentials.name=my-token,prometheus.serviceMonitor.authorization.credentials.key=token",
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, kn := range []string{"ServiceAccount/vmobs-metrics-reader", "Secret/vmobs-metrics-reader-token", "ClusterRoleBinding/vmobs-metrics-reader"} {
+				if kindNames(objs)[kn] {
+					t.Errorf("%s rendered with an authorization of one's own", kn)
+				}
+			}
+			sm := mustFind(t, objs, "ServiceMonitor", "vmobs-controller-manager-metrics-monitor")
+			eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			if len(eps) != 1 || nested(eps[0].(map[string]any), "authorization", "credentials", "name") != "my-token" {
+				t.Errorf("ServiceMonitor endpoints %v: want the credentials of Secret my-token", eps)
+			}
+		},
+	}, {
 		name: "existing ServiceAccount", set: "serviceAccount.create=false,serviceAccount.name=vm-observer",
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			if find(objs, "ServiceAccount", "vmobs-controller-manager") != nil || find(objs, "ServiceAccount", "vm-observer") != nil {
@@ -783,6 +830,36 @@ func TestHelmTemplateModes(t *testing.T) {
 			}
 			tt.check(t, helmTemplate(t, release, systemNS, args...))
 		})
+	}
+}
+
+// TestHelmMetricsCertificateAsDocumented renders the chart with the values
+// docs/helm.md gives for a metrics certificate (config/certmanager and
+// config/openshift are kustomize-only): the manager serves the Secret's
+// certificate as config/components/metrics-cert has it, and the
+// ServiceMonitor verifies it as config/certmanager's does.
+func TestHelmMetricsCertificateAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "helm.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Metrics certificate\n")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/helm.md has no yaml block under \"## Metrics certificate\"")
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart := helmTemplate(t, helmRelease, systemNS, "--values", values)
+	kust := render(t, "config/certmanager")
+	secret := str(mustFind(t, kust, "Certificate", "vmobs-metrics-cert"), "spec", "secretName")
+	servesCertFrom(t, kust, secret)
+	servesCertFrom(t, chart, secret)
+	if want, got := endpoint(t, kust)["tlsConfig"], endpoint(t, chart)["tlsConfig"]; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("ServiceMonitor tlsConfig: %s", diff.Diff(want, got))
 	}
 }
 
