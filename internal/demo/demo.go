@@ -411,14 +411,25 @@ func (s *session) logToTempDir() error {
 	}
 	s.logFile = logFile
 	// Goroutines of client-go (the event broadcaster) may still log after
-	// Run returns; they write into a writer that is switched off rather than
-	// racing with a logger swap.
-	s.logSink = &switchableWriter{w: logFile}
-	logger := zap.New(zap.WriteTo(s.logSink), zap.UseDevMode(false))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger.WithName("klog"))
+	// Run returns, and read the global loggers while a later Run in the
+	// same process would set them: the loggers are set once per process,
+	// onto a writer each Run points at its own file and switches off.
+	demoLog.to(logFile)
+	s.logSink = demoLog
+	setDemoLoggers.Do(func() {
+		logger := zap.New(zap.WriteTo(demoLog), zap.UseDevMode(false))
+		ctrl.SetLogger(logger)
+		klog.SetLogger(logger.WithName("klog"))
+	})
 	return nil
 }
+
+// demoLog is where the demo's loggers write: the current Run's log file,
+// or nowhere between Runs. setDemoLoggers points the global loggers at it.
+var (
+	demoLog        = &switchableWriter{}
+	setDemoLoggers sync.Once
+)
 
 // removeTempDir switches the log off, closes its file and removes the
 // temporary directory. Run calls it at the end and again when it returns
@@ -835,6 +846,12 @@ func (s *switchableWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return s.w.Write(p)
+}
+
+func (s *switchableWriter) to(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
 }
 
 func (s *switchableWriter) off() {

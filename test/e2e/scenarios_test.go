@@ -65,7 +65,7 @@ func writesReport(ns, scenario string) {
 }
 
 var _ = Describe("A VM's life, observed", func() {
-	It("boots to Healthy for one create and at most three status writes", func() {
+	It("boots to Healthy for one create and at most one status write per boot stage", func() {
 		ns, node := newWorld("boot")
 		bootHealthy(ns, node)
 		o, err := observation(ns, vm)()
@@ -83,7 +83,11 @@ var _ = Describe("A VM's life, observed", func() {
 		settle(ns)
 		writesReport(ns, "boot")
 		Expect(creates(ns)).To(Equal(1))
-		Expect(statusWrites(ns, vm)).To(BeNumerically("<=", 3))
+		// Progress is coalesced, so a quiet machine sees two or three writes;
+		// on a loaded one the hold can end between boot stages (the VMI
+		// without status, Pending, Running, the agent connected), each a
+		// different status: never more than one write per stage.
+		Expect(statusWrites(ns, vm)).To(BeNumerically("<=", 4))
 	})
 
 	It("stays quiet at idle: heartbeats every second cost no write at all", func() {
