@@ -228,7 +228,7 @@ func TestKSMRealBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	pick := []string{
-		"healthy", "suspended-stopped-as-declared", "progressing-migrating", "degraded-stalled-migration-stuck",
+		"healthy", "healthy-stopped-as-declared", "progressing-migrating", "degraded-stalled-migration-stuck",
 		"failed-vmi-failed", "unknown-node-agent-stale", "progressing-stale-generation", "progressing-no-status",
 	}
 	var objs []*v1alpha1.VMObservation
