@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -286,6 +287,15 @@ func pct(sorted []float64, q float64) float64 {
 // mergeDomainStats adds the figures to the results file, keyed by N, and
 // the two headline keys of the largest N measured.
 func mergeDomainStats(path string, fig domainStatsFigures) error {
+	return mergeFigures(path, "domain_stats", fig.N, fig, map[string]any{
+		"domain_stats_query_ms_p99":      fig.QueryMSP99,
+		"domain_stats_heap_bytes_per_vm": fig.HeapBytesPerVM,
+	})
+}
+
+// mergeFigures adds fig to the results file under section, keyed by n,
+// and sets the headline keys when n is the largest N of the section.
+func mergeFigures(path, section string, n int, fig any, headline map[string]any) error {
 	all := map[string]any{}
 	if b, err := os.ReadFile(path); err == nil {
 		if err := json.Unmarshal(b, &all); err != nil {
@@ -294,12 +304,12 @@ func mergeDomainStats(path string, fig domainStatsFigures) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	rows, _ := all["domain_stats"].(map[string]any)
+	rows, _ := all[section].(map[string]any)
 	if rows == nil {
 		rows = map[string]any{}
 	}
-	rows[fmt.Sprint(fig.N)] = fig
-	all["domain_stats"] = rows
+	rows[fmt.Sprint(n)] = fig
+	all[section] = rows
 	largest := 0
 	for k := range rows {
 		var v int
@@ -307,9 +317,8 @@ func mergeDomainStats(path string, fig domainStatsFigures) error {
 			largest = v
 		}
 	}
-	if largest == fig.N {
-		all["domain_stats_query_ms_p99"] = fig.QueryMSP99
-		all["domain_stats_heap_bytes_per_vm"] = fig.HeapBytesPerVM
+	if largest == n {
+		maps.Copy(all, headline)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

@@ -2,12 +2,9 @@ package scale
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -333,37 +330,8 @@ func probeCounts(t *testing.T, reg *prometheus.Registry) (ok, all float64) {
 // mergeGuestProbe adds the figures to the results file, keyed by N, and
 // the two headline keys of the largest N measured.
 func mergeGuestProbe(path string, fig guestProbeFigures) error {
-	all := map[string]any{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &all); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	rows, _ := all["guest_probe"].(map[string]any)
-	if rows == nil {
-		rows = map[string]any{}
-	}
-	rows[fmt.Sprint(fig.N)] = fig
-	all["guest_probe"] = rows
-	largest := 0
-	for k := range rows {
-		var v int
-		if _, err := fmt.Sscan(k, &v); err == nil && v >= largest {
-			largest = v
-		}
-	}
-	if largest == fig.N {
-		all["guest_probe_qps"] = fig.ProbesPerSecond
-		all["guest_probe_latency_p99_ms"] = fig.LatencyMSP99
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(all, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return mergeFigures(path, "guest_probe", fig.N, fig, map[string]any{
+		"guest_probe_qps":            fig.ProbesPerSecond,
+		"guest_probe_latency_p99_ms": fig.LatencyMSP99,
+	})
 }
