@@ -23,8 +23,10 @@ const (
 // reads them through Store, never through the manager's client.
 //
 // namespaces limits the cache (and so the controller) to those namespaces;
-// empty means all.
-func CacheOptions(namespaces []string, vmSelector labels.Selector) cache.Options {
+// empty means all. informers, when not nil, records the informers the cache
+// makes: pass the same to OpenStore (Reconciler.Informers), which needs it
+// when namespaces is not empty.
+func CacheOptions(namespaces []string, vmSelector labels.Selector, informers *Informers) cache.Options {
 	launchers, err := labels.Parse(LauncherLabel)
 	if err != nil {
 		panic(err) // a constant
@@ -66,6 +68,9 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector) cache.Options
 		}
 	}
 	opts := cache.Options{ByObject: byObject}
+	if informers != nil {
+		opts.NewInformer = informers.newInformer
+	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {

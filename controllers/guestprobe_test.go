@@ -24,7 +24,8 @@ func TestAgentConnectedVMIs(t *testing.T) {
 		return kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: s}
 	}
 	ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
-	s := &Store{VMIs: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})}
+	vmis := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	s := &Store{VMIs: vmis}
 	for _, v := range []*kubevirtv1.VirtualMachineInstance{
 		vmi("connected", kubevirtv1.Running, ready, agent(corev1.ConditionTrue)),
 		vmi("disconnected", kubevirtv1.Running, ready, agent(corev1.ConditionFalse)),
@@ -32,7 +33,7 @@ func TestAgentConnectedVMIs(t *testing.T) {
 		vmi("scheduled", kubevirtv1.Scheduled, agent(corev1.ConditionTrue)),
 		vmi("succeeded", kubevirtv1.Succeeded, agent(corev1.ConditionTrue)),
 	} {
-		if err := s.VMIs.Add(project(t, v)); err != nil {
+		if err := vmis.Add(project(t, v)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ import (
 // to the VM key through the owner reference or an index.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.setup()
-	store, err := OpenStore(context.Background(), mgr.GetCache())
+	store, err := OpenStore(context.Background(), mgr.GetCache(), r.Informers)
 	if err != nil {
 		return err
 	}

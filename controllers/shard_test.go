@@ -15,7 +15,7 @@ import (
 // its VM's (shard.go).
 func TestCacheSelectorOnVMsAndObservationsOnly(t *testing.T) {
 	sel, _ := labels.Parse("observability.vmobs.io/shard=a")
-	for obj, bo := range CacheOptions(nil, sel).ByObject {
+	for obj, bo := range CacheOptions(nil, sel, nil).ByObject {
 		kind := fmt.Sprintf("%T", obj)
 		got := ""
 		if bo.Label != nil {

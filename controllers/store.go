@@ -4,8 +4,14 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"reflect"
 	"slices"
 	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,16 +29,28 @@ import (
 // reader cannot hand out as typed objects: everything vmobs reads of them
 // it reads here.
 type Store struct {
-	VMs, VMIs, Pods, Nodes, Migrations, Observations toolscache.Indexer
+	VMs, VMIs, Pods, Nodes, Migrations, Observations Index
+}
+
+// Index is what vmobs reads of an informer's store: a toolscache.Indexer,
+// or several of them when the cache is limited to namespaces.
+type Index interface {
+	GetByKey(key string) (item any, exists bool, err error)
+	ByIndex(indexName, indexedValue string) ([]any, error)
+	List() []any
+	AddIndexers(newIndexers toolscache.Indexers) error
 }
 
 // OpenStore returns the stores of the cache's informers, creating the
-// informers if need be (they start with the cache).
-func OpenStore(ctx context.Context, c cache.Cache) (*Store, error) {
+// informers if need be (they start with the cache). informers is what
+// CacheOptions was given: a cache limited to namespaces hands out
+// informers with no store (one per namespace behind each), and the Store
+// then reads the ones informers saw made.
+func OpenStore(ctx context.Context, c cache.Cache, informers *Informers) (*Store, error) {
 	s := &Store{}
 	for _, k := range []struct {
 		obj client.Object
-		dst *toolscache.Indexer
+		dst *Index
 	}{
 		{&kubevirtv1.VirtualMachine{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstance{}, &s.VMIs},
 		{&corev1.Pod{}, &s.Pods}, {&corev1.Node{}, &s.Nodes},
@@ -42,13 +60,101 @@ func OpenStore(ctx context.Context, c cache.Cache) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-		if !ok {
-			return nil, fmt.Errorf("the informer of %T (%T) has no indexer", k.obj, inf)
+		if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+			*k.dst = ix.GetIndexer()
+			continue
 		}
-		*k.dst = ix.GetIndexer()
+		made := informers.of(k.obj)
+		if len(made) == 0 {
+			return nil, fmt.Errorf("the informer of %T (%T) has no indexer, and none was seen made", k.obj, inf)
+		}
+		*k.dst = made
 	}
 	return s, nil
+}
+
+// Informers records the informers a cache makes (cache.Options.NewInformer),
+// by the Go type of the objects they hold. controller-runtime wraps the
+// informers of a cache limited to namespaces, one per namespace (and one
+// for each cluster-scoped kind), in one that exposes no store; this is how
+// the Store reaches theirs. The zero value is ready to use.
+type Informers struct {
+	mu     sync.Mutex
+	byType map[reflect.Type]indexers
+}
+
+// newInformer is a cache.Options.NewInformer that records what it makes.
+//
+// It leaves out the namespace index controller-runtime gives every
+// informer: only its cache reader's List in a namespace uses it, and
+// nothing lists these kinds through that reader (it cannot hand out
+// projections as typed objects); it cost an index entry per object, a
+// few hundred bytes a VM over its VM, VMI, pod and VMObservation.
+func (i *Informers) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, ix toolscache.Indexers) toolscache.SharedIndexInformer {
+	ix = maps.Clone(ix)
+	delete(ix, toolscache.NamespaceIndex)
+	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, ix)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.byType == nil {
+		i.byType = map[reflect.Type]indexers{}
+	}
+	t := reflect.TypeOf(obj)
+	i.byType[t] = append(i.byType[t], inf.GetIndexer())
+	return inf
+}
+
+// of returns the stores of the informers made for obj's type.
+func (i *Informers) of(obj runtime.Object) indexers {
+	if i == nil {
+		return nil
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return slices.Clone(i.byType[reflect.TypeOf(obj)])
+}
+
+// indexers reads several stores as one: those of one kind's informers in
+// each namespace the cache is limited to. Their keys are namespace/name,
+// so an object is in one of them at most.
+type indexers []toolscache.Indexer
+
+func (ix indexers) GetByKey(key string) (any, bool, error) {
+	for _, s := range ix {
+		if o, ok, err := s.GetByKey(key); err != nil || ok {
+			return o, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+func (ix indexers) ByIndex(indexName, indexedValue string) ([]any, error) {
+	var out []any
+	for _, s := range ix {
+		objs, err := s.ByIndex(indexName, indexedValue)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+func (ix indexers) List() []any {
+	var out []any
+	for _, s := range ix {
+		out = append(out, s.List()...)
+	}
+	return out
+}
+
+func (ix indexers) AddIndexers(newIndexers toolscache.Indexers) error {
+	for _, s := range ix {
+		if err := s.AddIndexers(newIndexers); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Index names. Each maps a secondary object to the key of the VM it
@@ -154,7 +260,7 @@ func controllingVMI(o client.Object) string {
 }
 
 // get returns the projection stored under key, if any.
-func get[T any](s toolscache.Indexer, key string) (T, bool, error) {
+func get[T any](s Index, key string) (T, bool, error) {
 	var zero T
 	o, ok, err := s.GetByKey(key)
 	if err != nil || !ok {
@@ -168,7 +274,7 @@ func get[T any](s toolscache.Indexer, key string) (T, bool, error) {
 }
 
 // byIndex returns the projections an index maps value to.
-func byIndex[T any](s toolscache.Indexer, index, value string) ([]T, error) {
+func byIndex[T any](s Index, index, value string) ([]T, error) {
 	objs, err := s.ByIndex(index, value)
 	if err != nil {
 		return nil, err

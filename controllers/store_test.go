@@ -10,13 +10,33 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/projection"
 )
 
 // TestLauncherPodsOfABucket: the pod index shares a bucket among several
 // VMIs' pods (more VMIs than buckets here, in two namespaces with the same
-// names); a lookup returns exactly the pods the VMI controls.
+// names); a lookup returns exactly the pods the VMI controls, from one
+// store or from one store per namespace (a cache limited to namespaces).
 func TestLauncherPodsOfABucket(t *testing.T) {
-	s := &Store{Pods: toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})}
+	newIndexer := func() toolscache.Indexer {
+		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	}
+	one := newIndexer()
+	perNS := map[string]toolscache.Indexer{"a": newIndexer(), "b": newIndexer()}
+	for name, tt := range map[string]struct {
+		index Index
+		into  func(ns string) toolscache.Indexer
+	}{
+		"one store":             {one, func(string) toolscache.Indexer { return one }},
+		"a store per namespace": {indexers{perNS["a"], perNS["b"]}, func(ns string) toolscache.Indexer { return perNS[ns] }},
+	} {
+		t.Run(name, func(t *testing.T) { testLauncherPods(t, tt.index, tt.into) })
+	}
+}
+
+func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache.Indexer) {
+	s := &Store{Pods: index}
 	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexPodVMI: podVMIIndex}); err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +51,19 @@ func TestLauncherPodsOfABucket(t *testing.T) {
 		for i := range vmis {
 			vmi := fmt.Sprint("vm-", i)
 			for _, p := range []*corev1.Pod{pod(ns, vmi, "virt-launcher-"+vmi+"-1"), pod(ns, vmi, "virt-launcher-"+vmi+"-2")} {
-				if err := s.Pods.Add(project(t, p)); err != nil {
+				if err := into(ns).Add(project(t, p)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 	}
+	if n := len(s.Pods.List()); n != 2*2*vmis {
+		t.Fatalf("List: %d pods, want %d", n, 2*2*vmis)
+	}
 	for _, ns := range []string{"a", "b"} {
+		if _, ok, err := get[*projection.Pod](s.Pods, ns+"/virt-launcher-vm-7-2"); !ok || err != nil {
+			t.Fatalf("GetByKey %s/virt-launcher-vm-7-2: %t, %v", ns, ok, err)
+		}
 		for i := range vmis {
 			vmi := fmt.Sprint("vm-", i)
 			got, err := s.launcherPods(ns, vmi)
@@ -53,6 +79,9 @@ func TestLauncherPodsOfABucket(t *testing.T) {
 				}
 			}
 		}
+	}
+	if _, ok, err := get[*projection.Pod](s.Pods, "c/virt-launcher-vm-7-2"); ok || err != nil {
+		t.Fatalf("GetByKey in a namespace no store holds: %t, %v", ok, err)
 	}
 	if got, _ := s.launcherPods("a", "no-such-vmi"); len(got) != 0 {
 		t.Fatalf("pods of a VMI without any: %d", len(got))

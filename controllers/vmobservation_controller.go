@@ -51,6 +51,9 @@ type Reconciler struct {
 	// Store holds the cached objects, as projections; SetupWithManager
 	// sets it to the manager's.
 	Store *Store
+	// Informers is what the manager's CacheOptions was given; the Store
+	// needs it when the cache is limited to namespaces.
+	Informers *Informers
 	// StatusREST, when set, is a REST client for VMObservations through
 	// which status applies are sent; their responses are not decoded (the
 	// status we sent is what we know). Decoding them was 16% of a

@@ -166,13 +166,14 @@ func storeOf(t testing.TB, c client.Reader) *Store {
 	s := &Store{}
 	for _, k := range []struct {
 		list client.ObjectList
-		dst  *toolscache.Indexer
+		dst  *Index
 	}{
 		{&kubevirtv1.VirtualMachineList{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstanceList{}, &s.VMIs},
 		{&corev1.PodList{}, &s.Pods}, {&corev1.NodeList{}, &s.Nodes},
 		{&kubevirtv1.VirtualMachineInstanceMigrationList{}, &s.Migrations}, {&v1alpha1.VMObservationList{}, &s.Observations},
 	} {
-		*k.dst = toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+		ix := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+		*k.dst = ix
 		if err := c.List(context.Background(), k.list); err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +182,7 @@ func storeOf(t testing.TB, c client.Reader) *Store {
 			t.Fatal(err)
 		}
 		for _, o := range items {
-			if err := (*k.dst).Add(project(t, o)); err != nil {
+			if err := ix.Add(project(t, o)); err != nil {
 				t.Fatal(err)
 			}
 		}

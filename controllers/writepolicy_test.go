@@ -205,7 +205,7 @@ func TestTransitions(t *testing.T) {
 // random, losing the launcher-pod selector or the transform.
 func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 	sel, _ := labels.Parse("team=db")
-	opts := CacheOptions([]string{"a"}, sel)
+	opts := CacheOptions([]string{"a"}, sel, nil)
 	seen := map[string]cache.ByObject{}
 	for obj, bo := range opts.ByObject {
 		kind := fmt.Sprintf("%T", obj)

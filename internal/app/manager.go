@@ -194,6 +194,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	informers := &controllers.Informers{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
@@ -205,7 +206,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
-		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector),
+		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector, informers),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// vmobs never reads Secrets or ConfigMaps; should a future
 			// change do so, it must not pull every one into memory.
@@ -239,6 +240,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Liveness:                liveness,
 		Shard:                   opts.VMSelector,
 		APIReader:               mgr.GetAPIReader(),
+		Informers:               informers,
 	}
 	var domainMetrics *domainstats.Metrics
 	if opts.PrometheusURL != "" {

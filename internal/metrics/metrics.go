@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -57,7 +56,7 @@ var (
 // Collector reads VMObservations from the cache at scrape time: their
 // projections, which keep each layer's verdict, reason and evidence times.
 type Collector struct {
-	Observations toolscache.Store
+	Observations interface{ List() []any }
 }
 
 // Describe implements prometheus.Collector.

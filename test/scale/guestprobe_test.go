@@ -215,9 +215,8 @@ func TestScaleGuestProbe(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	opts.Registry = reg
 	// The other tests of the package leave their VMs on the shared control
-	// plane, and this manager observes them too (--namespaces cannot be used
-	// with the projection store yet: a multi-namespace cache has no single
-	// indexer): only this test's namespaces are counted.
+	// plane: this manager observes only this test's namespaces.
+	opts.Namespaces = namespaces
 	opts.GuestProbe = guestprobe.Config{Interval: interval, QPS: qps, Workers: def.Workers, Timeout: def.Timeout}
 	start := time.Now()
 	mgr, err := app.StartInProcess(ctx, timer.wrap(writes.Wrap(id.cfg)), opts)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,11 +19,13 @@ import (
 	"testing"
 	"time"
 
-	toolscache "k8s.io/client-go/tools/cache"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/app"
@@ -136,7 +139,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 				st.Error = "caches did not sync"
 				break
 			}
-			store, err := controllers.OpenStore(ctx, mgr.GetCache())
+			store, err := controllers.OpenStore(ctx, mgr.GetCache(), nil)
 			if err != nil {
 				st.Error = err.Error()
 				break
@@ -187,7 +190,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 // A value shared between objects (an interned string) counts once, in the
 // first kind that reaches it.
 func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
-	store, err := controllers.OpenStore(ctx, c)
+	store, err := controllers.OpenStore(ctx, c, nil)
 	if err != nil {
 		return nil
 	}
@@ -195,7 +198,7 @@ func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
 	seen := map[uintptr]bool{}
 	for _, k := range []struct {
 		name  string
-		store toolscache.Store
+		store controllers.Index
 	}{
 		{"VMObservation", store.Observations}, {"VirtualMachineInstance", store.VMIs}, {"VirtualMachine", store.VMs},
 		{"Pod", store.Pods}, {"Node", store.Nodes}, {"VirtualMachineInstanceMigration", store.Migrations},
@@ -453,6 +456,30 @@ type binaryRSS struct {
 	// again: the binary's write rate, with the rate limit it ships with.
 	RecreateVMs     int     `json:"recreate_vms"`
 	RecreateSeconds float64 `json:"recreate_seconds"`
+	// GOMEMLIMIT is what the binary ran with: config/manager's memory
+	// limit, as the Deployment passes it (downward API).
+	GOMEMLIMIT int64 `json:"gomemlimit_bytes"`
+}
+
+// shippedMemoryLimit is the manager container's memory limit in
+// config/manager/manager.yaml, in bytes.
+func shippedMemoryLimit() (int64, error) {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "manager", "manager.yaml"))
+	if err != nil {
+		return 0, err
+	}
+	for doc := range strings.SplitSeq(string(b), "\n---") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil || d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == "manager" {
+				return q.Value(), nil
+			}
+		}
+	}
+	return 0, errors.New("config/manager/manager.yaml: no memory limit on the manager container")
 }
 
 // measureBinary builds `vmobs manager` and runs it as it ships, over the
@@ -462,8 +489,15 @@ type binaryRSS struct {
 // settle window its VmRSS is the steady state.
 func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRSS, error) {
 	out := binaryRSS{VMs: vms}
+	limit, err := shippedMemoryLimit()
+	if err != nil {
+		return out, err
+	}
+	out.GOMEMLIMIT = limit
 	bin := filepath.Join(r.dir, "vmobs")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/vmobs")
+	// As hack/release.sh builds it: the manager alone (no demo, simulator
+	// or analyzer), stripped.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "release", "-ldflags", "-s -w", "-o", bin, "./cmd/vmobs")
 	build.Dir = testenv.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := build.CombinedOutput(); err != nil {
@@ -483,6 +517,8 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The manifests set GOMEMLIMIT to the container's memory limit.
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.FormatInt(limit, 10))
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return out, err

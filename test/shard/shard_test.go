@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
+	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/simulator"
 )
 
@@ -250,5 +251,39 @@ var _ = Describe("Two shards", func() {
 		now, err = observation(ns, "vm2")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(now.UID).To(Equal(declared.UID), "adopted, not recreated")
+	})
+})
+
+var _ = Describe("An instance limited to namespaces (--namespace)", func() {
+	It("observes the VMs of its namespaces, every layer read from each namespace's cache, and no other", func() {
+		nsA, node, _, _ := world("ns-a")
+		nsB, _, _, _ := world("ns-b")
+		nsOut, _, _, _ := world("ns-out")
+		opts := app.InProcessOptions()
+		opts.Namespaces = []string{nsA, nsB}
+		in, err := app.StartInProcess(ctx, env.Config, opts)
+		Expect(err).NotTo(HaveOccurred(), "a cache limited to namespaces still gives the controller its stores")
+		defer func() { Expect(in.Stop()).To(Succeed()) }()
+
+		for _, ns := range []string{nsA, nsB, nsOut} {
+			runningVM(ns, "vm", node, "", "")
+		}
+		// Running, and the node layer read through the Node store (cluster-
+		// scoped, a cache of its own beside the namespaces').
+		for _, ns := range []string{nsA, nsB} {
+			Eventually(observation(ns, "vm")).Should(And(
+				WithTransform(reasonOf, Equal("Healthy/Running")),
+				WithTransform(func(o *v1alpha1.VMObservation) string {
+					if o.Status.Layers == nil {
+						return ""
+					}
+					return string(o.Status.Layers.Node.Verdict) + "/" + o.Status.Layers.Node.Reason
+				}, Equal("Healthy/"+v1alpha1.ReasonLauncherRunning)),
+			), ns)
+		}
+		Consistently(func() bool {
+			_, err := observation(nsOut, "vm")()
+			return apierrors.IsNotFound(err)
+		}, 2*time.Second).Should(BeTrue(), "a VM outside the namespaces is not observed")
 	})
 })
