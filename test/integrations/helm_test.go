@@ -668,7 +668,10 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 		check{"bearerTokenFile", ep["bearerTokenFile"], nil},
 		check{"authorization", ep["authorization"], map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "vmobs-metrics-reader-token", "key": "token"}}},
 		check{"tlsConfig serverName", nested(ep, "tlsConfig", "serverName"), "obs-controller-manager-metrics.vmobs-system.svc"},
-		check{"relabelings", len(ep["relabelings"].([]any)), 1},
+		// The chart's own first (job="vmobs" whatever nameOverride
+		// makes of the Service's name label), then the values' one.
+		check{"relabelings", len(ep["relabelings"].([]any)), 2},
+		check{"job relabeling", ep["relabelings"].([]any)[0], map[string]any{"action": "replace", "targetLabel": "job", "replacement": "vmobs"}},
 		check{"metricRelabelings", len(ep["metricRelabelings"].([]any)), 1},
 	)
 	rule := mustFind(t, objs, "PrometheusRule", "obs-alerts")
