@@ -204,7 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	next, renewing = r.nextLook(req.NamespacedName, &result, decision.retryAfter, now)
 	if !decision.write {
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		return next, nil
+		return r.fromNow(next, now), nil
 	}
 	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
@@ -212,7 +212,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
 	r.recordTransitions(obs, prev, &st)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
-	return next, nil
+	return r.fromNow(next, now), nil
+}
+
+// fromNow makes a requeue delay computed at now count from this moment:
+// the queue adds RequeueAfter to the time the reconcile returns, and a
+// reconcile that wrote returns a round trip (tens to hundreds of
+// milliseconds on a loaded API server) after now; a deadline someone
+// waits for (a lag grace's end) would be judged that much late. A delay
+// already spent becomes the shortest there is (0 would mean none).
+func (r *Reconciler) fromNow(next ctrl.Result, now time.Time) ctrl.Result {
+	if next.RequeueAfter > 0 {
+		next.RequeueAfter = max(next.RequeueAfter-r.now().Sub(now), time.Nanosecond)
+	}
+	return next
 }
 
 // nextLook says when the VM is looked at again, and whether that is its

@@ -255,6 +255,35 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 	}
 }
 
+// TestRequeueCountsFromTheReturn: a lag grace ends 7 s after the evaluation;
+// the reconcile spends 300 ms writing, so it asks to be called again 6.7 s
+// after it returns (the queue counts from the return), and the verdict is
+// judged at the deadline, not a round trip after it.
+func TestRequeueCountsFromTheReturn(t *testing.T) {
+	notReady := func(p *corev1.Pod) {
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(wNow.Add(-3*time.Second))
+			}
+		}
+	}
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(notReady), wNodeObj())
+	r := wReconciler(c)
+	r.Now = func() time.Time {
+		if w.counts["apply status"] > 0 { // the status apply took 300 ms
+			return wNow.Add(300 * time.Millisecond)
+		}
+		return wNow
+	}
+	res := wReconcile(t, r)
+	if w.counts["apply status"] != 1 {
+		t.Fatalf("wrote %v, want the first status", w.counts)
+	}
+	if want := 7*time.Second - 300*time.Millisecond; res.RequeueAfter != want || res.Priority != nil {
+		t.Errorf("RequeueAfter %v at priority %v, want %v at the default priority (the lag grace ends 7 s after the evaluation)", res.RequeueAfter, res.Priority, want)
+	}
+}
+
 // TestHeartbeatsCostNoWrites: ten minutes of virt-handler heartbeats, one a
 // minute, write nothing; each reconcile leaves the VM on its node's
 // heartbeat timer, set to the live heartbeat's deadline, and when the beats

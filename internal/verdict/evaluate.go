@@ -100,7 +100,10 @@ func Evaluate(in Input) Result {
 		res.RenewsOn, res.RenewedAt = e.renewsOn, e.renewedAt
 	}
 	if !e.fixed.IsZero() {
-		res.FixedDeadline = max(e.fixed.Sub(in.Now), time.Second)
+		// Exact, however near: a deadline is a whole second after now
+		// truncated, so always ahead of in.Now; a floor here would judge
+		// a verdict due in 300 ms a whole second late.
+		res.FixedDeadline = e.fixed.Sub(in.Now)
 	}
 	if !e.next.IsZero() {
 		res.NextDeadline = e.next.Sub(in.Now)

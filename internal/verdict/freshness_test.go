@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -185,5 +186,27 @@ func TestRenewsMarksOnlyHeartbeatDeadlines(t *testing.T) {
 	}
 	if fixed == 0 || renewing == 0 {
 		t.Errorf("the tables hold %d fixed and %d renewing deadlines; want both", fixed, renewing)
+	}
+}
+
+// TestFixedDeadlineIsExact: evaluated 300 ms before a lag grace ends, the
+// verdict is due in 300 ms, not at the next whole second after it.
+func TestFixedDeadlineIsExact(t *testing.T) {
+	notReadySince := func(since time.Time) inputMod {
+		return func(in *Input) {
+			for i := range in.Pods[0].Status.Conditions {
+				if c := &in.Pods[0].Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+					c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(since)
+				}
+			}
+		}
+	}
+	for _, before := range []time.Duration{300 * time.Millisecond, time.Millisecond, 1700 * time.Millisecond} {
+		in := input(notReadySince(now.Add(-DefaultPolicy().LagGrace)))
+		in.Now = now.Add(-before)
+		r := Evaluate(in)
+		if r.FixedDeadline != before || r.NextDeadline != before || r.Renews {
+			t.Errorf("%v before the grace ends: fixed deadline %v, next %v, renews %v; want %v", before, r.FixedDeadline, r.NextDeadline, r.Renews, before)
+		}
 	}
 }
