@@ -371,7 +371,7 @@ func (r *results) printTable(out io.Writer) {
 	row("  controller's share (status − source watch)", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", r.ControllerShareP50, r.ControllerShareP99),
 		fmt.Sprintf("p99 %.1f ms for the %d changes ≤2 s after a heartbeat round, %.1f ms for the others", r.LatencyNearP99, r.LatencyNearChanges, r.LatencyAwayP99))
 	row("  judged when the event came / at the lag grace's end", fmt.Sprintf("p99 %.1f ms (%d changes) / p50 %.1f ms, p99 %.1f ms (%d changes)", r.LatencyEventP99, r.LatencyEventChanges, r.LatencyDeadlineP50, r.LatencyDeadlineP99, r.LatencyDeadlineChange),
-		"a pod made Ready / NotReady; the second from the deadline, a low-priority requeue")
+		"a pod made Ready / NotReady; the second from the deadline, due with the others of its second")
 	for _, c := range []struct{ name, phase string }{{"CPU per reconcile, cold start", "cold_start"}, {"CPU per reconcile, changes", "changes"}, {"floor CPU per VM", "floor"}} {
 		f := r.CPU[c.phase]
 		if f == nil {
