@@ -48,6 +48,10 @@ type childSpec struct {
 	Kubeconfig string        `json:"kubeconfig"`
 	Refresh    time.Duration `json:"refresh"`
 	LagGrace   time.Duration `json:"lagGrace"`
+	// MemProfileRate, when positive, is the child's runtime.MemProfileRate
+	// (-scale.heap-profile-rate): 1 records every allocation, so that the
+	// heap profile splits a few kilobytes a VM by where they were made.
+	MemProfileRate int `json:"memProfileRate,omitempty"`
 }
 
 // childStats is what a child reports.
@@ -105,6 +109,9 @@ func TestScaleChild(t *testing.T) {
 }
 
 func runChild(spec childSpec, in io.Reader, out io.Writer) error {
+	if spec.MemProfileRate > 0 {
+		runtime.MemProfileRate = spec.MemProfileRate
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	sampler := newHeapSampler()
 	defer sampler.stop()
@@ -388,7 +395,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint,
 	}
 	r.res.LoadAvg[fmt.Sprintf("memory %d", vms)] = loadavg()
 	start := time.Now()
-	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace})
+	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace, MemProfileRate: *flagHeapRate})
 	if err != nil {
 		return pt, err
 	}

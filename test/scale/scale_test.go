@@ -45,6 +45,7 @@ var (
 	flagOut       = flag.String("scale.out", "", "where to write the JSON results (default bin/scale-results.json; smoke: a temp dir)")
 	flagWorkers   = flag.Int("scale.create-workers", 8, "parallel workers that create the VMs")
 	flagProfiles  = flag.String("scale.profile-dir", "", "write pprof profiles here: CPU of the in-process cold start, heap of each child manager")
+	flagHeapRate  = flag.Int("scale.heap-profile-rate", 0, "the child managers' runtime.MemProfileRate (1: every allocation) for the heap profiles of -scale.profile-dir; 0 keeps Go's default")
 	flagBinary    = flag.Bool("scale.binary", false, "also run the built `vmobs manager` binary at the largest memory point and read its RSS (default on unless smoke)")
 	flagAge       = flag.Duration("scale.age", 2*time.Hour, "how long ago the VMs booted (timestamps in the objects), so that no grace period or deadline ends during the run")
 	flagNoEvents  = flag.Bool("scale.no-events", false, "diagnostic: answer the in-process manager's Event writes in its transport without sending them, to show what they cost")
