@@ -207,11 +207,23 @@ var (
 	nodes   = map[string]bool{} // node -> silenced
 )
 
-// track adds a node to the heartbeat loop.
+// track adds a node to the heartbeat loop until the spec ends. The loop
+// beats its nodes one after another, so nodes left beating from earlier
+// specs would stretch each round as the suite goes on: with thirty of them
+// on a loaded machine a round can outlast the 5 s heartbeat timeout, and
+// the node of the running spec turns NodeAgentStale for no reason of its
+// own. A finished spec's VMs go stale instead, where nothing looks.
 func track(node string) {
 	nodesMu.Lock()
 	defer nodesMu.Unlock()
 	nodes[node] = false
+	DeferCleanup(untrack, node)
+}
+
+func untrack(node string) {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	delete(nodes, node)
 }
 
 // silence stops the node's heartbeats and nothing else.
@@ -221,7 +233,11 @@ func silence(node string) {
 	nodes[node] = true
 }
 
-func unsilence(node string) { track(node) }
+func unsilence(node string) {
+	nodesMu.Lock()
+	defer nodesMu.Unlock()
+	nodes[node] = false
+}
 
 func beating() []string {
 	nodesMu.Lock()
