@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -35,6 +34,7 @@ import (
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/metricsauth"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/verdict"
 	"github.com/vmobs/vmobs/internal/version"
@@ -318,7 +318,7 @@ func metricsServerOptions(opts Options) (metricsserver.Options, error) {
 		}
 		return out, nil
 	}
-	out.FilterProvider = filters.WithAuthenticationAndAuthorization
+	out.FilterProvider = metricsauth.Filter
 	if !opts.EnableHTTP2 {
 		out.TLSOpts = append(out.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}

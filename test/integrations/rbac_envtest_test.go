@@ -146,6 +146,10 @@ func TestManifestsOnAPIServer(t *testing.T) {
 		testManagerAsServiceAccount(ctx, t, admin, userCfg)
 	})
 
+	t.Run("MetricsBehindTokenAndAccessReviews", func(t *testing.T) {
+		testMetricsBehindReviews(ctx, t, admin, userCfg)
+	})
+
 	t.Run("PodSecurityRestricted", func(t *testing.T) {
 		testPodSecurity(ctx, t, admin, managerDeployment(t, render(t, "config/default")))
 	})
