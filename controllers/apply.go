@@ -22,12 +22,7 @@ import (
 // the status twice and scanned the response twice.
 func (r *Reconciler) applyStatus(ctx context.Context, obs *projection.Observation, status *v1alpha1.VMObservationStatus) error {
 	ns := obs.GetNamespace()
-	raw, err := json.Marshal(statusApply{
-		APIVersion: v1alpha1.GroupVersion.String(),
-		Kind:       "VMObservation",
-		Metadata:   applyMeta{Name: obs.Name, Namespace: ns, UID: obs.GetUID()},
-		Status:     status,
-	})
+	raw, err := StatusApplyBody(ns, obs.Name, obs.GetUID(), status)
 	if err != nil {
 		return fmt.Errorf("encoding status: %w", err)
 	}
@@ -44,6 +39,17 @@ func (r *Reconciler) applyStatus(ctx context.Context, obs *projection.Observatio
 		return fmt.Errorf("applying status: %w", err)
 	}
 	return nil
+}
+
+// StatusApplyBody is the body of the status apply: what the controller
+// sends, and what the scale harness's write benchmark sends as it.
+func StatusApplyBody(ns, name string, uid types.UID, status *v1alpha1.VMObservationStatus) ([]byte, error) {
+	return json.Marshal(statusApply{
+		APIVersion: v1alpha1.GroupVersion.String(),
+		Kind:       "VMObservation",
+		Metadata:   applyMeta{Name: name, Namespace: ns, UID: uid},
+		Status:     status,
+	})
 }
 
 // statusApply is the apply configuration of a VMObservation's status: the
