@@ -173,8 +173,7 @@ func (g *Guard) authenticate(ctx context.Context, token string) (tokenAnswer, er
 	// status.error set ("invalid bearer token, ..."), as does one no
 	// authenticator could judge: both are a 401, remembered like any answer,
 	// so a flood of forged tokens costs one review per token a minute.
-	a := tokenAnswer{user: r.Status.User, authenticated: r.Status.Authenticated}
-	a.reason = r.Status.Error
+	a := tokenAnswer{user: r.Status.User, authenticated: r.Status.Authenticated, reason: r.Status.Error}
 	g.tokens.put(key, a, now.Add(tokenTTL), now)
 	return a, nil
 }

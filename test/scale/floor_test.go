@@ -64,11 +64,7 @@ func floor(ctx context.Context, c client.Client, tr *tracker, policy verdict.Pol
 	for range workers {
 		ww.Go(func() {
 			for g := range work {
-				now := time.Now()
-				res := verdict.Evaluate(verdict.Input{
-					Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI,
-					Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Policy: policy, Now: now,
-				})
+				res := verdict.Evaluate(engineInput(g, policy, time.Now()))
 				mu.Lock()
 				want[g.Namespace+"/"+g.Name] = summarize(&res.Status)
 				mu.Unlock()

@@ -62,10 +62,7 @@ func expected(ctx context.Context, c client.Client, policy verdict.Policy, now t
 		if !keep(g.Namespace) {
 			continue
 		}
-		in := verdict.Input{
-			Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI,
-			Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Policy: policy, Now: now,
-		}
+		in := engineInput(&g, policy, now)
 		res := verdict.Evaluate(in)
 		k := g.Namespace + "/" + g.Name
 		out[k] = summarize(&res.Status)
@@ -502,6 +499,17 @@ func (l *controllerLists) groups() []analyze.VMGroup {
 	addAll(&objs, l.nodes.Items)
 	groups, _ := analyze.GroupVMs(objs)
 	return groups
+}
+
+// engineInput is the engine's input for a group of the controller's lists,
+// as the controller gathers it. The group's Uncaptured is left out: the
+// lists read every kind, so a kind with no object here has none in the
+// cluster.
+func engineInput(g *analyze.VMGroup, policy verdict.Policy, now time.Time) verdict.Input {
+	return verdict.Input{
+		Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI,
+		Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Policy: policy, Now: now,
+	}
 }
 
 // addAll adds a pointer to each item to objs.

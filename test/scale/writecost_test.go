@@ -162,10 +162,7 @@ func runningStatus(ctx context.Context, b *testing.B, c client.Client) *v1alpha1
 	}
 	for _, g := range lists.groups() {
 		if g.Namespace == ns && g.Name == vm {
-			res := verdict.Evaluate(verdict.Input{
-				Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI, Migrations: g.Migrations,
-				Pods: g.Pods, Nodes: g.Nodes, Policy: verdict.DefaultPolicy(), Now: time.Now(),
-			})
+			res := verdict.Evaluate(engineInput(&g, verdict.DefaultPolicy(), time.Now()))
 			if res.Status.Verdict != v1alpha1.VerdictHealthy || res.Status.Layers == nil {
 				b.Fatalf("the booted VM is %s (%s), want Healthy", res.Status.Verdict, res.Status.Reason)
 			}
