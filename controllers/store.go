@@ -234,7 +234,7 @@ func (s *Store) launcherPods(namespace, name string) ([]*projection.Pod, error) 
 	for _, p := range pods {
 		// The namespace and an owner of that name first: the bucket
 		// holds other VMIs' pods, and controllingVMI builds maps.
-		if p.GetNamespace() == namespace && slices.ContainsFunc(p.Owners, func(r projection.OwnerRef) bool { return r.Name == name }) &&
+		if p.GetNamespace() == namespace && p.Owners.Named(name, p.Name) &&
 			controllingVMI(p) == name {
 			out = append(out, p)
 		}

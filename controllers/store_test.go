@@ -74,7 +74,7 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 				t.Fatalf("%s/%s: %d pods", ns, vmi, len(got))
 			}
 			for _, p := range got {
-				if p.GetNamespace() != ns || p.Owners[0].Name != vmi {
+				if p.GetNamespace() != ns || p.GetOwnerReferences()[0].Name != vmi {
 					t.Fatalf("%s/%s: got pod %s/%s", ns, vmi, p.GetNamespace(), p.Name)
 				}
 			}

@@ -205,33 +205,102 @@ type OwnerRef struct {
 	Controller, BlockOwnerDeletion int8
 }
 
-func ownersOf(refs []metav1.OwnerReference) []OwnerRef {
+// Owners are an object's owner references. Nearly every object vmobs
+// caches has exactly one, to a KubeVirt VM or VMI: a launcher pod's VMI
+// and a VMI's VM (controller references, as virt-controller writes them),
+// a VMObservation's VM (as vmobs writes it). That one is kept in place as
+// its kind, flags, name and UID, the name left empty when it is the
+// object's own (a VM, its VMI and its VMObservation share one); any other
+// set of references is kept as a list. A list cost 112 bytes for the one
+// reference (a slice, the reference, its name), the compact form 48 or,
+// with a name of its own, 72.
+type Owners struct {
+	uid  UID
+	name string
+	list *[]OwnerRef
+	// kind is 1 + the index in ownerKinds of the compact reference, 0
+	// when there is none.
+	kind uint8
+	// controller and block: as in OwnerRef.
+	controller, block int8
+}
+
+// ownerKinds are the kinds of reference kept compact.
+var ownerKinds = [...]struct{ apiVersion, kind string }{
+	{"kubevirt.io/v1", "VirtualMachine"},
+	{"kubevirt.io/v1", "VirtualMachineInstance"},
+}
+
+// ownersOf keeps refs; self is the name of the object they are of.
+func ownersOf(refs []metav1.OwnerReference, self string) Owners {
 	if len(refs) == 0 {
-		return nil
+		return Owners{}
 	}
-	out := make([]OwnerRef, len(refs))
+	if len(refs) == 1 {
+		r := &refs[0]
+		for i, k := range ownerKinds {
+			if r.APIVersion == k.apiVersion && r.Kind == k.kind {
+				o := Owners{uid: uidOf(r.UID), kind: uint8(i + 1), controller: boolPtr(r.Controller), block: boolPtr(r.BlockOwnerDeletion)}
+				if r.Name != self {
+					o.name = r.Name
+				}
+				return o
+			}
+		}
+	}
+	list := make([]OwnerRef, len(refs))
 	for i := range refs {
 		r := &refs[i]
-		out[i] = OwnerRef{
+		list[i] = OwnerRef{
 			APIVersion: Intern(r.APIVersion), Kind: Intern(r.Kind), Name: r.Name, UID: uidOf(r.UID),
 			Controller: boolPtr(r.Controller), BlockOwnerDeletion: boolPtr(r.BlockOwnerDeletion),
 		}
 	}
-	return out
+	return Owners{list: &list}
 }
 
-func ownerRefs(refs []OwnerRef) []metav1.OwnerReference {
-	if len(refs) == 0 {
+// refs rebuilds the references of the object named self.
+func (o *Owners) refs(self string) []metav1.OwnerReference {
+	if o.kind > 0 {
+		k := ownerKinds[o.kind-1]
+		name := o.name
+		if name == "" {
+			name = self
+		}
+		return []metav1.OwnerReference{{
+			APIVersion: k.apiVersion, Kind: k.kind, Name: name, UID: o.uid.UID(),
+			Controller: ptrBool(o.controller), BlockOwnerDeletion: ptrBool(o.block),
+		}}
+	}
+	if o.list == nil {
 		return nil
 	}
-	out := make([]metav1.OwnerReference, len(refs))
-	for i, r := range refs {
+	out := make([]metav1.OwnerReference, len(*o.list))
+	for i, r := range *o.list {
 		out[i] = metav1.OwnerReference{
 			APIVersion: r.APIVersion.String(), Kind: r.Kind.String(), Name: r.Name, UID: r.UID.UID(),
 			Controller: ptrBool(r.Controller), BlockOwnerDeletion: ptrBool(r.BlockOwnerDeletion),
 		}
 	}
 	return out
+}
+
+// Named says whether a reference of the object named self names name,
+// without rebuilding them.
+func (o *Owners) Named(name, self string) bool {
+	if o.kind > 0 {
+		return name == o.name || (o.name == "" && name == self)
+	}
+	return o.list != nil && slices.ContainsFunc(*o.list, func(r OwnerRef) bool { return r.Name == name })
+}
+
+// deepCopy copies the list, the one part that is not immutable.
+func (o Owners) deepCopy() Owners {
+	if o.list != nil {
+		l := clone(*o.list)
+		o.list = &l
+	}
+	return o
 }
 
 func boolPtr(b *bool) int8 {

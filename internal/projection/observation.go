@@ -30,7 +30,7 @@ type Observation struct {
 	// Generation is the one projection's generation read: its status
 	// carries it, and a spec edit moves it.
 	Generation int64
-	Owners     []OwnerRef
+	Owners     Owners
 	Policy     *v1alpha1.PolicyOverrides
 	// LastWrite is when vmobs last wrote the status (its managedFields
 	// entry for the status subresource): it survives restarts, unlike the
@@ -86,7 +86,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	out := &Observation{
 		Meta:         metaOf(&o.ObjectMeta, labels, nil, observationVocab),
 		Generation:   o.Generation,
-		Owners:       ownersOf(o.OwnerReferences),
+		Owners:       ownersOf(o.OwnerReferences, o.Name),
 		Policy:       o.Spec.Policy.DeepCopy(),
 		LastWrite:    timeOf(lastStatusWrite(o)),
 		Hash:         StatusHash(st),
@@ -124,7 +124,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 	out := &v1alpha1.VMObservation{ObjectMeta: o.ObjectMeta()}
 	out.Generation = o.Generation
-	out.OwnerReferences = ownerRefs(o.Owners)
+	out.OwnerReferences = o.Owners.refs(o.Name)
 	out.Spec.Policy = o.Policy
 	out.Status = *o.Previous()
 	return out
@@ -171,13 +171,13 @@ func (o *Observation) GetGeneration() int64 { return o.Generation }
 func (o *Observation) SetGeneration(g int64) { o.Generation = g }
 
 // GetOwnerReferences implements metav1.Object.
-func (o *Observation) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(o.Owners) }
+func (o *Observation) GetOwnerReferences() []metav1.OwnerReference { return o.Owners.refs(o.Name) }
 
 // DeepCopyObject implements runtime.Object.
 func (o *Observation) DeepCopyObject() runtime.Object {
 	c := *o
 	c.Meta = o.Meta.deepCopy()
-	c.Owners = clone(o.Owners)
+	c.Owners = o.Owners.deepCopy()
 	c.Policy = o.Policy.DeepCopy()
 	c.Conditions = clone(o.Conditions)
 	return &c

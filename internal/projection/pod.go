@@ -34,7 +34,7 @@ type Pod struct {
 	App          Sym
 	CreatedBy    UID
 	MigrationJob UID
-	Owners       []OwnerRef
+	Owners       Owners
 	NodeName     Sym
 	Phase        Sym
 	Reason       Sym
@@ -134,7 +134,7 @@ func FromPod(p *corev1.Pod) *Pod {
 		App:          Intern(p.Labels[kubevirtv1.AppLabel]),
 		CreatedBy:    uidOf(types.UID(p.Labels[kubevirtv1.CreatedByLabel])),
 		MigrationJob: uidOf(types.UID(p.Labels[kubevirtv1.MigrationJobLabel])),
-		Owners:       ownersOf(p.OwnerReferences),
+		Owners:       ownersOf(p.OwnerReferences, p.Name),
 		NodeName:     Intern(p.Spec.NodeName),
 		Phase:        Intern(string(st.Phase)),
 		Reason:       Intern(st.Reason),
@@ -165,7 +165,7 @@ func FromPod(p *corev1.Pod) *Pod {
 func (p *Pod) ToPod() *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: p.ObjectMeta()}
 	out.Labels = p.GetLabels()
-	out.OwnerReferences = ownerRefs(p.Owners)
+	out.OwnerReferences = p.Owners.refs(p.Name)
 	out.Spec.NodeName = p.NodeName.String()
 	st := &out.Status
 	st.Phase, st.Reason, st.PodIP = corev1.PodPhase(p.Phase.String()), p.Reason.String(), p.PodIP
@@ -213,13 +213,13 @@ func (p *Pod) GetLabels() map[string]string {
 }
 
 // GetOwnerReferences implements metav1.Object.
-func (p *Pod) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(p.Owners) }
+func (p *Pod) GetOwnerReferences() []metav1.OwnerReference { return p.Owners.refs(p.Name) }
 
 // DeepCopyObject implements runtime.Object.
 func (p *Pod) DeepCopyObject() runtime.Object {
 	c := *p
 	c.Meta = p.Meta.deepCopy()
-	c.Owners = clone(p.Owners)
+	c.Owners = p.Owners.deepCopy()
 	c.PodIPs = clone(p.PodIPs)
 	c.Conditions = clone(p.Conditions)
 	c.Containers = cloneContainers(p.Containers)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -255,5 +256,48 @@ func TestShardingKeepsTheSelectorsLabels(t *testing.T) {
 		if _, vmi := o.(*kubevirtv1.VirtualMachineInstance); vmi && len(u.(metav1.Object).GetOwnerReferences()) != 0 {
 			t.Errorf("an unsharded VMI keeps its owners")
 		}
+	}
+}
+
+// Owner references round-trip through their compact form and their list
+// form alike, and Named finds an owner by name in both.
+func TestOwnersRoundTrip(t *testing.T) {
+	vm := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "3f7f2c56-3b2a-4d6e-9c1a-0d7e4f5a6b7c"}
+	vmiCtl := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "vmi-uid",
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
+	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(false)}
+	for _, tc := range []struct {
+		name, self string
+		refs       []metav1.OwnerReference
+		compact    bool
+	}{
+		{"none", "vm1", nil, false},
+		{"a VMObservation's VM: own name", "vm1", []metav1.OwnerReference{vm}, true},
+		{"a launcher pod's VMI: a name of its own", "virt-launcher-vm1-abcde", []metav1.OwnerReference{vmiCtl}, true},
+		{"a kind not kept compact", "x", []metav1.OwnerReference{other}, false},
+		{"two references", "vm1", []metav1.OwnerReference{vm, other}, false},
+		{"an older API version", "vm1", []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1alpha3", Kind: "VirtualMachine", Name: "vm1", UID: "u"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ownersOf(tc.refs, tc.self)
+			if got := o.refs(tc.self); !equality.Semantic.DeepEqual(got, tc.refs) {
+				t.Fatalf("round trip: got %+v, want %+v", got, tc.refs)
+			}
+			if (o.kind > 0) != tc.compact {
+				t.Errorf("compact %v, want %v", o.kind > 0, tc.compact)
+			}
+			for _, r := range tc.refs {
+				if !o.Named(r.Name, tc.self) {
+					t.Errorf("Named(%q) is false", r.Name)
+				}
+			}
+			if o.Named("nobody", tc.self) {
+				t.Error("Named(nobody) is true")
+			}
+			c := o.deepCopy()
+			if o.list != nil && &(*c.list)[0] == &(*o.list)[0] {
+				t.Error("deepCopy shares the list")
+			}
+		})
 	}
 }

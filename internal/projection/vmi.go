@@ -22,30 +22,25 @@ var vmiAnnotations = []string{kubevirtv1.AllowPodBridgeNetworkLiveMigrationAnnot
 // fields.
 type VMI struct {
 	Meta
-	// Owners are kept only when sharded: a VMI no VM controls is sharded
-	// by its own labels.
-	Owners      []OwnerRef
-	Interfaces  []SpecInterface
-	Networks    []Network
-	HostDevices uint8 // saturates: the engine asks for > 0
-	GPUs        uint8 // saturates: the engine asks for > 1
-	Probe       bool
+	// Rare holds what few VMIs have; nil when a VMI has none of it.
+	Rare       *VMIRare
+	Interfaces []SpecInterface
+	Networks   []Network
+	Probe      bool
 	// GraceSet tells a TerminationGracePeriodSeconds of 0 from none.
 	GraceSet bool
 	Grace    int64
 	Eviction optSym
 
-	Phase, Reason, NodeName, EvacuationNodeName Sym
-	Conditions                                  []VMICond
-	PhaseTransitions                            []PhaseTime
-	ActivePods                                  []ActivePod
-	Status                                      []Interface
+	Phase, Reason, NodeName Sym
+	Conditions              []VMICond
+	PhaseTransitions        []PhaseTime
+	ActivePods              []ActivePod
+	Status                  []Interface
 	// GuestOSInfo is shared by every VMI with the same guest OS; nil when
 	// empty.
-	GuestOSInfo     *kubevirtv1.VirtualMachineInstanceGuestOSInfo
-	MigrationState  *kubevirtv1.VirtualMachineInstanceMigrationState
-	VolumeStatus    []kubevirtv1.VolumeStatus
-	MigratedVolumes []kubevirtv1.StorageMigratedVolumeInfo
+	GuestOSInfo  *kubevirtv1.VirtualMachineInstanceGuestOSInfo
+	VolumeStatus []kubevirtv1.VolumeStatus
 
 	// QOSClass and FSFreezeStatus take a few values fleet-wide.
 	QOSClass, FSFreezeStatus Sym
@@ -55,6 +50,20 @@ type VMI struct {
 	// Resources is shared by every VMI with the same memory and vCPUs; nil
 	// when the VMI says nothing of either.
 	Resources *Resources
+}
+
+// VMIRare is what few VMIs have: their fields cost every VMI's projection
+// 88 bytes in place, a pointer here.
+type VMIRare struct {
+	// Owners are kept only when sharded: a VMI no VM controls is sharded
+	// by its own labels.
+	Owners             Owners
+	EvacuationNodeName Sym
+	// MigrationState: a VMI that never migrated has none.
+	MigrationState  *kubevirtv1.VirtualMachineInstanceMigrationState
+	MigratedVolumes []kubevirtv1.StorageMigratedVolumeInfo
+	HostDevices     uint8 // saturates: the engine asks for > 0
+	GPUs            uint8 // saturates: the engine asks for > 1
 }
 
 // Resources is what the status shows of a VMI's memory and vCPUs: the
@@ -392,19 +401,14 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 		Meta:               metaOf(&v.ObjectMeta, s.Labels, vmiAnnotations, nil),
 		Interfaces:         specInterfaces(spec.Domain.Devices.Interfaces),
 		Networks:           networks(spec.Networks),
-		HostDevices:        sat(len(spec.Domain.Devices.HostDevices)),
-		GPUs:               sat(len(spec.Domain.Devices.GPUs)),
 		Probe:              spec.ReadinessProbe != nil,
 		Eviction:           internPtr(spec.EvictionStrategy),
 		Phase:              Intern(string(st.Phase)),
 		Reason:             Intern(st.Reason),
 		NodeName:           Intern(st.NodeName),
-		EvacuationNodeName: Intern(st.EvacuationNodeName),
 		Conditions:         vmiConds(st.Conditions),
 		Status:             interfaces(st.Interfaces),
-		MigrationState:     migrationState(st.MigrationState),
 		VolumeStatus:       volumes(st.VolumeStatus),
-		MigratedVolumes:    migrated(st.MigratedVolumes),
 		FSFreezeStatus:     Intern(st.FSFreezeStatus),
 		SELinuxContext:     st.SelinuxContext,
 		Resources:          resourcesOf(spec, st),
@@ -412,8 +416,19 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 	if q := st.QOSClass; q != nil {
 		out.QOSClass = Intern(string(*q))
 	}
+	rare := VMIRare{
+		EvacuationNodeName: Intern(st.EvacuationNodeName),
+		MigrationState:     migrationState(st.MigrationState),
+		MigratedVolumes:    migrated(st.MigratedVolumes),
+		HostDevices:        sat(len(spec.Domain.Devices.HostDevices)),
+		GPUs:               sat(len(spec.Domain.Devices.GPUs)),
+	}
 	if len(s.Labels) > 0 {
-		out.Owners = ownersOf(v.OwnerReferences)
+		rare.Owners = ownersOf(v.OwnerReferences, v.Name)
+	}
+	if rare.Owners != (Owners{}) || rare.EvacuationNodeName != (Sym{}) || rare.MigrationState != nil || rare.MigratedVolumes != nil ||
+		rare.HostDevices > 0 || rare.GPUs > 0 {
+		out.Rare = &rare
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		out.GraceSet, out.Grace = true, *g
@@ -442,8 +457,9 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 // guest OS info are shared: the engine does not write into its input.
 func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	out := &kubevirtv1.VirtualMachineInstance{ObjectMeta: v.ObjectMeta()}
-	out.OwnerReferences = ownerRefs(v.Owners)
 	spec, st := &out.Spec, &out.Status
+	rare := v.rare()
+	out.OwnerReferences = rare.Owners.refs(v.Name)
 	if len(v.Interfaces) > 0 {
 		spec.Domain.Devices.Interfaces = make([]kubevirtv1.Interface, len(v.Interfaces))
 		for i := range v.Interfaces {
@@ -456,11 +472,11 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 			spec.Networks[i] = kubevirtv1.Network{Name: n.Name.String(), NetworkSource: kubevirtv1.NetworkSource{Pod: n.Pod, Multus: n.Multus}}
 		}
 	}
-	if v.HostDevices > 0 {
-		spec.Domain.Devices.HostDevices = make([]kubevirtv1.HostDevice, v.HostDevices)
+	if rare.HostDevices > 0 {
+		spec.Domain.Devices.HostDevices = make([]kubevirtv1.HostDevice, rare.HostDevices)
 	}
-	if v.GPUs > 0 {
-		spec.Domain.Devices.GPUs = make([]kubevirtv1.GPU, v.GPUs)
+	if rare.GPUs > 0 {
+		spec.Domain.Devices.GPUs = make([]kubevirtv1.GPU, rare.GPUs)
 	}
 	if v.Probe {
 		spec.ReadinessProbe = &kubevirtv1.Probe{}
@@ -472,7 +488,7 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	spec.EvictionStrategy = symPtr[kubevirtv1.EvictionStrategy](v.Eviction)
 
 	st.Phase, st.Reason = kubevirtv1.VirtualMachineInstancePhase(v.Phase.String()), v.Reason.String()
-	st.NodeName, st.EvacuationNodeName = v.NodeName.String(), v.EvacuationNodeName.String()
+	st.NodeName, st.EvacuationNodeName = v.NodeName.String(), rare.EvacuationNodeName.String()
 	if len(v.Conditions) > 0 {
 		st.Conditions = make([]kubevirtv1.VirtualMachineInstanceCondition, len(v.Conditions))
 		for i, c := range v.Conditions {
@@ -506,9 +522,9 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	if v.GuestOSInfo != nil {
 		st.GuestOSInfo = *v.GuestOSInfo
 	}
-	st.MigrationState = v.MigrationState
+	st.MigrationState = rare.MigrationState
 	st.VolumeStatus = v.VolumeStatus
-	st.MigratedVolumes = v.MigratedVolumes
+	st.MigratedVolumes = rare.MigratedVolumes
 	if q := v.QOSClass.String(); q != "" {
 		c := corev1.PodQOSClass(q)
 		st.QOSClass = &c
@@ -522,7 +538,13 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 func (v *VMI) DeepCopyObject() runtime.Object {
 	c := *v
 	c.Meta = v.Meta.deepCopy()
-	c.Owners = clone(v.Owners)
+	if v.Rare != nil {
+		r := *v.Rare
+		r.Owners = r.Owners.deepCopy()
+		r.MigrationState = r.MigrationState.DeepCopy()
+		r.MigratedVolumes = clone(r.MigratedVolumes)
+		c.Rare = &r
+	}
 	c.Interfaces = clone(v.Interfaces)
 	c.Networks = clone(v.Networks)
 	c.Conditions = clone(v.Conditions)
@@ -532,16 +554,24 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 	for i := range c.Status {
 		c.Status[i].IPs = clone(c.Status[i].IPs)
 	}
-	c.MigrationState = v.MigrationState.DeepCopy()
 	if v.VolumeStatus != nil {
 		c.VolumeStatus = make([]kubevirtv1.VolumeStatus, len(v.VolumeStatus))
 		for i := range v.VolumeStatus {
 			v.VolumeStatus[i].DeepCopyInto(&c.VolumeStatus[i])
 		}
 	}
-	c.MigratedVolumes = clone(v.MigratedVolumes)
 	return &c
 }
 
 // GetOwnerReferences implements metav1.Object.
-func (v *VMI) GetOwnerReferences() []metav1.OwnerReference { return ownerRefs(v.Owners) }
+func (v *VMI) GetOwnerReferences() []metav1.OwnerReference { return v.rare().Owners.refs(v.Name) }
+
+var noRare VMIRare
+
+// rare is Rare, or an empty one.
+func (v *VMI) rare() *VMIRare {
+	if v.Rare == nil {
+		return &noRare
+	}
+	return v.Rare
+}
