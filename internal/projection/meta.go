@@ -211,11 +211,11 @@ type OwnerRef struct {
 // a VMObservation's VM (as vmobs writes it). That one is kept in place as
 // its kind, flags, name and UID, the name left empty when it is the
 // object's own (a VM, its VMI and its VMObservation share one); any other
-// set of references is kept as a list. A list cost 112 bytes for the one
-// reference (a slice, the reference, its name), the compact form 48 or,
-// with a name of its own, 72.
+// set of references (or one whose UID is not a UUID) is kept as a list. A
+// list cost 112 bytes for the one reference (a slice, the reference, its
+// name), the compact form 48 or, with a name of its own, 72.
 type Owners struct {
-	uid  UID
+	uid  [16]byte // UID.id
 	name string
 	list *[]OwnerRef
 	// kind is 1 + the index in ownerKinds of the compact reference, 0
@@ -239,8 +239,8 @@ func ownersOf(refs []metav1.OwnerReference, self string) Owners {
 	if len(refs) == 1 {
 		r := &refs[0]
 		for i, k := range ownerKinds {
-			if r.APIVersion == k.apiVersion && r.Kind == k.kind {
-				o := Owners{uid: uidOf(r.UID), kind: uint8(i + 1), controller: boolPtr(r.Controller), block: boolPtr(r.BlockOwnerDeletion)}
+			if u := uidOf(r.UID); r.APIVersion == k.apiVersion && r.Kind == k.kind && u.other == nil && !u.IsZero() {
+				o := Owners{uid: u.id, kind: uint8(i + 1), controller: boolPtr(r.Controller), block: boolPtr(r.BlockOwnerDeletion)}
 				if r.Name != self {
 					o.name = r.Name
 				}
@@ -268,7 +268,7 @@ func (o *Owners) refs(self string) []metav1.OwnerReference {
 			name = self
 		}
 		return []metav1.OwnerReference{{
-			APIVersion: k.apiVersion, Kind: k.kind, Name: name, UID: o.uid.UID(),
+			APIVersion: k.apiVersion, Kind: k.kind, Name: name, UID: UID{id: o.uid}.UID(),
 			Controller: ptrBool(o.controller), BlockOwnerDeletion: ptrBool(o.block),
 		}}
 	}

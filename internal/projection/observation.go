@@ -53,9 +53,10 @@ type Observation struct {
 	Layers         [3]Layer // in v1alpha1.LayerNames order
 	Conditions     []Condition
 
-	// FSFrozenSince and HotplugSince are status.vmi's first sightings,
-	// which the engine carries from one status to the next.
-	FSFrozenSince, HotplugSince Time
+	// Since holds status.vmi's first sightings, which the engine carries
+	// from one status to the next (fsFrozenSince, hotplugSince); nil when
+	// there are none, as for most VMs.
+	Since *[2]Time
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -97,7 +98,9 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
 		out.NodeName = Intern(st.VMI.NodeName)
-		out.FSFrozenSince, out.HotplugSince = timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)
+		if since := [2]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)}; since != ([2]Time{}) {
+			out.Since = &since
+		}
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Layers != nil {
@@ -138,7 +141,10 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
 	if !o.VMIUID.IsZero() {
-		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID(), FSFrozenSince: o.FSFrozenSince.Ptr(), HotplugSince: o.HotplugSince.Ptr()}
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
+		if o.Since != nil {
+			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
+		}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}

@@ -40,11 +40,13 @@ type Pod struct {
 	Reason       Sym
 	PodIP        string
 	// PodIPs are status.podIPs; nil when they are exactly [PodIP], as the
-	// kubelet writes them for a single-stack pod.
-	PodIPs     []string
-	PodIPsSame bool
+	// kubelet writes them for a single-stack pod, or none with no PodIP.
+	PodIPs     *[]string
 	Conditions []Cond
 	Containers []Container
+	// Net is Multus' network status, packed; nil when the pod has none or
+	// its annotation stays text in Kept (packNet).
+	Net *[]PodNet
 	// InitRestarts is the sum of the init containers' restarts, all the
 	// engine reads of them (guest-console-log is a native sidecar: its
 	// restarts show there).
@@ -145,18 +147,13 @@ func FromPod(p *corev1.Pod) *Pod {
 	for i := range st.InitContainerStatuses {
 		out.InitRestarts = satAdd(out.InitRestarts, st.InitContainerStatuses[i].RestartCount)
 	}
-	for i := range out.Kept {
-		if a := &out.Kept[i]; a.Key.String() == membership.NetworkStatusAnnotation {
-			a.Value = compactJSON(a.Value)
-		}
-	}
-	if len(st.PodIPs) == 1 && st.PodIPs[0].IP == st.PodIP {
-		out.PodIPsSame = true
-	} else if len(st.PodIPs) > 0 {
-		out.PodIPs = make([]string, len(st.PodIPs))
+	out.packNet()
+	if same := len(st.PodIPs) == 1 && st.PodIPs[0].IP == st.PodIP; !same && (len(st.PodIPs) > 0 || st.PodIP != "") {
+		ips := make([]string, len(st.PodIPs))
 		for i := range st.PodIPs {
-			out.PodIPs[i] = st.PodIPs[i].IP
+			ips[i] = st.PodIPs[i].IP
 		}
+		out.PodIPs = &ips
 	}
 	return out
 }
@@ -164,17 +161,23 @@ func FromPod(p *corev1.Pod) *Pod {
 // ToPod rebuilds the pod as far as it was kept.
 func (p *Pod) ToPod() *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: p.ObjectMeta()}
+	if p.Net != nil {
+		if out.Annotations == nil {
+			out.Annotations = make(map[string]string, 1)
+		}
+		out.Annotations[membership.NetworkStatusAnnotation] = netStatusText(*p.Net)
+	}
 	out.Labels = p.GetLabels()
 	out.OwnerReferences = p.Owners.refs(p.Name)
 	out.Spec.NodeName = p.NodeName.String()
 	st := &out.Status
 	st.Phase, st.Reason, st.PodIP = corev1.PodPhase(p.Phase.String()), p.Reason.String(), p.PodIP
 	switch {
-	case p.PodIPsSame:
+	case p.PodIPs == nil && p.PodIP != "":
 		st.PodIPs = []corev1.PodIP{{IP: p.PodIP}}
-	case len(p.PodIPs) > 0:
-		st.PodIPs = make([]corev1.PodIP, len(p.PodIPs))
-		for i, ip := range p.PodIPs {
+	case p.PodIPs != nil && len(*p.PodIPs) > 0:
+		st.PodIPs = make([]corev1.PodIP, len(*p.PodIPs))
+		for i, ip := range *p.PodIPs {
 			st.PodIPs[i].IP = ip
 		}
 	}
@@ -220,9 +223,16 @@ func (p *Pod) DeepCopyObject() runtime.Object {
 	c := *p
 	c.Meta = p.Meta.deepCopy()
 	c.Owners = p.Owners.deepCopy()
-	c.PodIPs = clone(p.PodIPs)
+	if p.PodIPs != nil {
+		ips := clone(*p.PodIPs)
+		c.PodIPs = &ips
+	}
 	c.Conditions = clone(p.Conditions)
 	c.Containers = cloneContainers(p.Containers)
+	if p.Net != nil {
+		n := clone(*p.Net)
+		c.Net = &n
+	}
 	return &c
 }
 

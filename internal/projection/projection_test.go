@@ -263,7 +263,7 @@ func TestShardingKeepsTheSelectorsLabels(t *testing.T) {
 // form alike, and Named finds an owner by name in both.
 func TestOwnersRoundTrip(t *testing.T) {
 	vm := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "3f7f2c56-3b2a-4d6e-9c1a-0d7e4f5a6b7c"}
-	vmiCtl := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "vmi-uid",
+	vmiCtl := metav1.OwnerReference{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: "vm1", UID: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	other := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(false)}
 	for _, tc := range []struct {
@@ -276,6 +276,7 @@ func TestOwnersRoundTrip(t *testing.T) {
 		{"a launcher pod's VMI: a name of its own", "virt-launcher-vm1-abcde", []metav1.OwnerReference{vmiCtl}, true},
 		{"a kind not kept compact", "x", []metav1.OwnerReference{other}, false},
 		{"two references", "vm1", []metav1.OwnerReference{vm, other}, false},
+		{"a UID that is not a UUID", "vm1", []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "vm-uid"}}, false},
 		{"an older API version", "vm1", []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1alpha3", Kind: "VirtualMachine", Name: "vm1", UID: "u"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,5 +300,29 @@ func TestOwnersRoundTrip(t *testing.T) {
 				t.Error("deepCopy shares the list")
 			}
 		})
+	}
+}
+
+// status.podIPs round-trip whether they repeat podIP (kept as nothing),
+// differ from it, are dual-stack, or are missing on either side.
+func TestPodIPsRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		ip  string
+		ips []string
+	}{
+		{"", nil}, {"10.0.0.1", []string{"10.0.0.1"}}, {"10.0.0.1", []string{"10.0.0.1", "fd00::1"}},
+		{"10.0.0.1", nil}, {"", []string{"10.0.0.2"}}, {"10.0.0.1", []string{"10.0.0.2"}},
+	} {
+		pod := &corev1.Pod{Status: corev1.PodStatus{PodIP: tc.ip}}
+		for _, ip := range tc.ips {
+			pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		p := FromPod(pod)
+		if got := p.DeepCopyObject().(*Pod).ToPod().Status; got.PodIP != tc.ip || !equality.Semantic.DeepEqual(got.PodIPs, pod.Status.PodIPs) {
+			t.Errorf("%q %q: got %q %+v", tc.ip, tc.ips, got.PodIP, got.PodIPs)
+		}
+		if len(tc.ips) == 1 && tc.ips[0] == tc.ip && p.PodIPs != nil {
+			t.Errorf("%q %q: podIPs that repeat podIP are kept", tc.ip, tc.ips)
+		}
 	}
 }

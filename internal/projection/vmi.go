@@ -398,20 +398,20 @@ func FromVMI(v *kubevirtv1.VirtualMachineInstance) *VMI { return fromVMI(v, Shar
 func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 	spec, st := &v.Spec, &v.Status
 	out := &VMI{
-		Meta:               metaOf(&v.ObjectMeta, s.Labels, vmiAnnotations, nil),
-		Interfaces:         specInterfaces(spec.Domain.Devices.Interfaces),
-		Networks:           networks(spec.Networks),
-		Probe:              spec.ReadinessProbe != nil,
-		Eviction:           internPtr(spec.EvictionStrategy),
-		Phase:              Intern(string(st.Phase)),
-		Reason:             Intern(st.Reason),
-		NodeName:           Intern(st.NodeName),
-		Conditions:         vmiConds(st.Conditions),
-		Status:             interfaces(st.Interfaces),
-		VolumeStatus:       volumes(st.VolumeStatus),
-		FSFreezeStatus:     Intern(st.FSFreezeStatus),
-		SELinuxContext:     st.SelinuxContext,
-		Resources:          resourcesOf(spec, st),
+		Meta:           metaOf(&v.ObjectMeta, s.Labels, vmiAnnotations, nil),
+		Interfaces:     specInterfaces(spec.Domain.Devices.Interfaces),
+		Networks:       networks(spec.Networks),
+		Probe:          spec.ReadinessProbe != nil,
+		Eviction:       internPtr(spec.EvictionStrategy),
+		Phase:          Intern(string(st.Phase)),
+		Reason:         Intern(st.Reason),
+		NodeName:       Intern(st.NodeName),
+		Conditions:     vmiConds(st.Conditions),
+		Status:         interfaces(st.Interfaces),
+		VolumeStatus:   volumes(st.VolumeStatus),
+		FSFreezeStatus: Intern(st.FSFreezeStatus),
+		SELinuxContext: st.SelinuxContext,
+		Resources:      resourcesOf(spec, st),
 	}
 	if q := st.QOSClass; q != nil {
 		out.QOSClass = Intern(string(*q))

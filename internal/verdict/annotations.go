@@ -6,16 +6,6 @@ import (
 	"time"
 )
 
-// NetworkStatus is the part of one Multus network-status entry that the
-// engine reads (network-attachment-definition-client types.go NetworkStatus).
-type NetworkStatus struct {
-	Name      string
-	Interface string
-	IPs       []string
-	MAC       string
-	Default   bool
-}
-
 var (
 	errHeartbeatEmpty = errors.New("empty heartbeat")
 	errHeartbeatTime  = errors.New("heartbeat is not an RFC 3339 time")

@@ -69,13 +69,6 @@ func benchEvaluate(b *testing.B, in Input) {
 	}
 }
 
-func BenchmarkParseNetworkStatus(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = ParseNetworkStatus(multusStatus)
-	}
-}
-
 // processCPU is the CPU time the test process has used, user and system.
 func processCPU() time.Duration {
 	var ru syscall.Rusage

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/netstatus"
 )
 
 // Paused condition reasons virt-handler writes (kv:pkg/virt-handler/vm.go:
@@ -73,7 +74,7 @@ type facts struct {
 	node     *corev1.Node
 	hb       heartbeat
 
-	netStatus    []NetworkStatus
+	netStatus    []netstatus.Status
 	netStatusRaw string
 	netStatusErr error
 
@@ -147,7 +148,7 @@ func (f *facts) init(in *Input) {
 		// (kv:pkg/network/multus/status.go NetworkStatusesFromPod).
 		if raw, ok := f.active.Annotations[membership.NetworkStatusAnnotation]; ok && strings.TrimSpace(raw) != "" {
 			f.netStatusRaw = raw
-			f.netStatus, f.netStatusErr = ParseNetworkStatus(raw)
+			f.netStatus, f.netStatusErr = netstatus.Parse(raw)
 		}
 	}
 	// The previous status of this same VMI saw the agent connected, or

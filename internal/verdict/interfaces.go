@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/netstatus"
 )
 
 const (
@@ -136,7 +137,7 @@ func (e *engine) podIPList(i int) []string {
 // i: the primary interface (on the pod network, or eth0, or the first when
 // the spec does not tell) takes the pod's IPs; a secondary one takes the
 // Multus network-status entry of its pod interface.
-func (f *facts) podSide(i int) (primary bool, ns *NetworkStatus) {
+func (f *facts) podSide(i int) (primary bool, ns *netstatus.Status) {
 	if i < len(f.podSides) {
 		c := &f.podSides[i]
 		if !c.done {
@@ -151,10 +152,10 @@ func (f *facts) podSide(i int) (primary bool, ns *NetworkStatus) {
 type podSideInfo struct {
 	done    bool
 	primary bool
-	ns      *NetworkStatus
+	ns      *netstatus.Status
 }
 
-func (f *facts) findPodSide(i int) (primary bool, ns *NetworkStatus) {
+func (f *facts) findPodSide(i int) (primary bool, ns *netstatus.Status) {
 	ifc := &f.vmi.Status.Interfaces[i]
 	primary = f.isPrimary(i)
 	for j := range f.netStatus {

@@ -1,4 +1,7 @@
-package verdict
+// Package netstatus reads Multus' k8s.v1.cni.cncf.io/network-status pod
+// annotation: the engine on every evaluation, the pod projection once per
+// pod change (to keep the entries instead of the text).
+package netstatus
 
 import (
 	"encoding/json"
@@ -7,9 +10,9 @@ import (
 	"unicode/utf8"
 )
 
-// maxNetworkStatusEntries bounds what one annotation may list; a launcher pod
+// maxStatusEntries bounds what one annotation may list; a launcher pod
 // has one entry per VMI network (KubeVirt caps interfaces well below this).
-const maxNetworkStatusEntries = 256
+const maxStatusEntries = 256
 
 // maxJSONDepth bounds nesting inside fields the engine skips (dns,
 // device-info): Multus nests three levels at most.
@@ -21,7 +24,17 @@ var (
 	errNetStatusTooBig = errors.New("network-status lists too many networks")
 )
 
-// ParseNetworkStatus reads the Multus k8s.v1.cni.cncf.io/network-status
+// Status is the part of one Multus network-status entry that vmobs reads
+// (network-attachment-definition-client types.go Status).
+type Status struct {
+	Name      string
+	Interface string
+	IPs       []string
+	MAC       string
+	Default   bool
+}
+
+// Parse reads the Multus k8s.v1.cni.cncf.io/network-status
 // annotation: a JSON list of {name, interface, ips, mac, default, ...}.
 //
 // It is a small purpose-built reader rather than encoding/json because it
@@ -33,7 +46,7 @@ var (
 // It is stricter in one way: a known field of the wrong type is an error.
 //
 //nolint:gocyclo // One pass of a JSON scanner over an array of objects, fuzz-tested against encoding/json; split, its stack buffers would escape to the heap.
-func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
+func Parse(s string) ([]Status, error) {
 	p := nsParser{s: s}
 	p.ws()
 	if p.lit("null") {
@@ -54,7 +67,7 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 	// entry recording its span until the array stops growing.
 	type span struct{ from, to int }
 	var (
-		outBuf  [4]NetworkStatus
+		outBuf  [4]Status
 		spanBuf [4]span
 		ipBuf   [8]string
 	)
@@ -63,10 +76,10 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 	if !p.eat(']') {
 		for {
 			p.ws()
-			if len(out) == maxNetworkStatusEntries {
+			if len(out) == maxStatusEntries {
 				return nil, errNetStatusTooBig
 			}
-			var e NetworkStatus
+			var e Status
 			sp := span{-1, -1}
 			if p.lit("null") {
 				// encoding/json decodes null into a zero element.
@@ -173,7 +186,7 @@ func ParseNetworkStatus(s string) ([]NetworkStatus, error) {
 	if p.i != len(p.s) {
 		return nil, errNetStatusSyntax
 	}
-	res := make([]NetworkStatus, len(out))
+	res := make([]Status, len(out))
 	copy(res, out)
 	var allIPs []string
 	if len(ips) > 0 {

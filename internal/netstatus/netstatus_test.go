@@ -1,4 +1,4 @@
-package verdict
+package netstatus
 
 import (
 	"encoding/json"
@@ -33,22 +33,22 @@ const multusStatus = `[{
     "mtu": 1500
 }]`
 
-func TestParseNetworkStatus(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		in   string
-		want []NetworkStatus
+		want []Status
 		err  error
 	}{
-		{name: "multus", in: multusStatus, want: []NetworkStatus{
+		{name: "multus", in: multusStatus, want: []Status{
 			{Name: "ovn-kubernetes", Interface: "eth0", IPs: []string{"10.244.1.17", "fd10:244::11"}, MAC: "0a:58:0a:f4:01:11", Default: true},
 			{Name: "prod/ext-net", Interface: "pod3f9b0c62e1d", IPs: []string{"192.168.100.10"}, MAC: "02:3f:9a:00:00:02"},
 		}},
-		{name: "empty list", in: ` [ ] `, want: []NetworkStatus{}},
+		{name: "empty list", in: ` [ ] `, want: []Status{}},
 		{name: "null", in: `null`, want: nil},
-		{name: "null entry", in: `[null]`, want: []NetworkStatus{{}}},
-		{name: "escapes", in: `[{"name":"a\u002fb","interface":"eth\"0"}]`, want: []NetworkStatus{{Name: "a/b", Interface: `eth"0`}}},
-		{name: "keys fold case, last wins", in: `[{"NAME":"x","name":"y","Ips":["1"],"ips":null}]`, want: []NetworkStatus{{Name: "y"}}},
+		{name: "null entry", in: `[null]`, want: []Status{{}}},
+		{name: "escapes", in: `[{"name":"a\u002fb","interface":"eth\"0"}]`, want: []Status{{Name: "a/b", Interface: `eth"0`}}},
+		{name: "keys fold case, last wins", in: `[{"NAME":"x","name":"y","Ips":["1"],"ips":null}]`, want: []Status{{Name: "y"}}},
 		{name: "object", in: `{"name":"x"}`, err: errNetStatusShape},
 		{name: "list of strings", in: `["eth0"]`, err: errNetStatusShape},
 		{name: "ips not a list", in: `[{"ips":"10.0.0.1"}]`, err: errNetStatusShape},
@@ -60,10 +60,10 @@ func TestParseNetworkStatus(t *testing.T) {
 		{name: "control character", in: "[{\"name\":\"a\x01\"}]", err: errNetStatusSyntax},
 		{name: "empty", in: ``, err: errNetStatusSyntax},
 		{name: "too deep", in: `[{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}]`, err: errNetStatusSyntax},
-		{name: "too many", in: "[" + strings.Repeat("{},", maxNetworkStatusEntries) + "{}]", err: errNetStatusTooBig},
+		{name: "too many", in: "[" + strings.Repeat("{},", maxStatusEntries) + "{}]", err: errNetStatusTooBig},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ParseNetworkStatus(c.in)
+			got, err := Parse(c.in)
 			if !errors.Is(err, c.err) {
 				t.Fatalf("err = %v, want %v", err, c.err)
 			}
@@ -74,9 +74,9 @@ func TestParseNetworkStatus(t *testing.T) {
 	}
 }
 
-// refNetworkStatus is the reference: encoding/json into the upstream
+// refStatus is the reference: encoding/json into the upstream
 // field names.
-type refNetworkStatus struct {
+type refStatus struct {
 	Name      string   `json:"name"`
 	Interface string   `json:"interface"`
 	IPs       []string `json:"ips"`
@@ -84,7 +84,7 @@ type refNetworkStatus struct {
 	Default   bool     `json:"default"`
 }
 
-func FuzzParseNetworkStatus(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		multusStatus, `[]`, `null`, `[null]`, `[{"name":"a\u002fb"}]`, `[{"NAME":"x","ips":null}]`, `{"name":"x"}`,
 		`[{"ips":["10.0.0.1",null]}]`, `[{"dns":{"nameservers":["1.1.1.1"]},"mtu":1.5e3}]`, "[{\"name\":\"\xff\"}]",
@@ -93,8 +93,8 @@ func FuzzParseNetworkStatus(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := ParseNetworkStatus(s)
-		var ref []refNetworkStatus
+		got, err := Parse(s)
+		var ref []refStatus
 		refErr := json.Unmarshal([]byte(s), &ref)
 		if err != nil {
 			// Stricter than encoding/json only on size and nesting.
@@ -117,4 +117,11 @@ func FuzzParseNetworkStatus(f *testing.F) {
 			}
 		}
 	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = Parse(multusStatus)
+	}
 }
