@@ -95,7 +95,7 @@ func TestHeartbeatTimersForgetMoveAndRemove(t *testing.T) {
 	// v1 migrates to node-b; v2's verdict no longer rests on the heartbeat.
 	h.watch(vmKey("v1"), "node-b", beat, beat.Add(5*time.Minute))
 	h.forget(vmKey("v2"))
-	if h.nodes["node-a"] != nil || len(h.nodes["node-b"].after) != 2 {
+	if h.nodes["node-a"] != nil || h.nodes["node-b"].afters[5*time.Minute] != 2 {
 		t.Fatalf("node-a %v, node-b %v", h.nodes["node-a"], h.nodes["node-b"])
 	}
 	// node-b is deleted: its VMs leave the timers (the delete event enqueues them).

@@ -39,6 +39,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	r.Store = store
+	if opts.NewQueue == nil {
+		log := mgr.GetLogger()
+		opts.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return newQueue(name, rl, log)
+		}
+	}
 	if err := r.followOwnWrites(mgr); err != nil {
 		return err
 	}

@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"sync"
+
+	"github.com/go-logr/logr"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// initialListAhead is how many keys of the informers' initial lists may be
+// in the work queue at once: enough that the workers never wait for the
+// backlog (a reconcile takes about a millisecond, a refill a microsecond).
+const initialListAhead = 256
+
+// backlogQueue is controller-runtime's priority queue with the informers'
+// initial lists held back in a backlog of their own.
+//
+// At a cold start every VM enters the queue at once: the initial LIST of
+// each informer adds every key, at low priority. The priority queue keeps a
+// map entry per queued key, and its metrics another; Go maps never shrink,
+// so after the cold start those maps keep the size of N keys for the life
+// of the process, about 225 bytes a VM (docs/performance.md). Here at most
+// initialListAhead keys of the initial lists are in the queue at once; the
+// rest wait in a slice and a set, which are dropped, memory and all, when
+// the backlog empties. Everything else passes straight through: events
+// (normal priority, and an event for a key in the backlog takes it out),
+// delayed requeues and rate-limited retries.
+type backlogQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	ahead int
+
+	mu      sync.Mutex
+	backlog []reconcile.Request
+	// waiting holds the keys in backlog: true until the key reaches the
+	// queue another way (then it is skipped when its turn comes).
+	waiting map[reconcile.Request]bool
+	// fed holds the keys handed to the queue from the initial lists and
+	// not yet done: at most ahead.
+	fed map[reconcile.Request]struct{}
+}
+
+func newBacklogQueue(inner priorityqueue.PriorityQueue[reconcile.Request], ahead int) *backlogQueue {
+	return &backlogQueue{
+		PriorityQueue: inner, ahead: ahead,
+		waiting: map[reconcile.Request]bool{}, fed: make(map[reconcile.Request]struct{}, ahead),
+	}
+}
+
+// newQueue is the controller's NewQueue: the queue controller-runtime
+// would build by default, behind a backlog.
+func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log logr.Logger) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return newBacklogQueue(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
+		o.RateLimiter, o.Log = rl, log.WithValues("controller", name)
+	}), initialListAhead)
+}
+
+// fromInitialList tells an add of the informers' initial lists (as
+// controller-runtime's handlers make it: low priority, no delay, no rate
+// limit) from every other.
+func fromInitialList(o priorityqueue.AddOpts) bool {
+	return o.Priority != nil && *o.Priority == handler.LowPriority && o.After == 0 && !o.RateLimited
+}
+
+// AddWithOpts implements priorityqueue.PriorityQueue.
+func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if !fromInitialList(o) {
+		q.mu.Lock()
+		for _, it := range items {
+			if q.waiting[it] {
+				q.waiting[it] = false
+			}
+		}
+		q.mu.Unlock()
+		q.PriorityQueue.AddWithOpts(o, items...)
+		return
+	}
+	q.mu.Lock()
+	now := items[:0:0]
+	for _, it := range items {
+		if _, ok := q.waiting[it]; ok {
+			continue
+		}
+		_, queued := q.fed[it]
+		if !queued && (len(q.fed) >= q.ahead || len(q.backlog) > 0) {
+			q.backlog = append(q.backlog, it)
+			q.waiting[it] = true
+			continue
+		}
+		q.fed[it] = struct{}{}
+		now = append(now, it)
+	}
+	q.mu.Unlock()
+	if len(now) > 0 {
+		q.PriorityQueue.AddWithOpts(o, now...)
+	}
+}
+
+// Done implements workqueue.Interface: a key of the initial lists that is
+// done makes room for the next in the backlog.
+func (q *backlogQueue) Done(it reconcile.Request) {
+	q.PriorityQueue.Done(it)
+	q.mu.Lock()
+	delete(q.fed, it)
+	next := q.takeLocked()
+	q.mu.Unlock()
+	if len(next) > 0 {
+		q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, next...)
+	}
+}
+
+// takeLocked moves keys from the backlog to fed while there is room, and
+// drops the backlog's slice and set once it is empty.
+func (q *backlogQueue) takeLocked() []reconcile.Request {
+	if len(q.backlog) == 0 {
+		return nil
+	}
+	var out []reconcile.Request
+	for len(q.fed) < q.ahead && len(q.backlog) > 0 {
+		it := q.backlog[0]
+		q.backlog = q.backlog[1:]
+		if q.waiting[it] {
+			q.fed[it] = struct{}{}
+			out = append(out, it)
+		}
+		delete(q.waiting, it)
+	}
+	if len(q.backlog) == 0 {
+		q.backlog, q.waiting = nil, map[reconcile.Request]bool{}
+	}
+	return out
+}
+
+// Len implements workqueue.Interface: the queue's keys and the backlog's.
+func (q *backlogQueue) Len() int {
+	q.mu.Lock()
+	n := len(q.backlog)
+	q.mu.Unlock()
+	return q.PriorityQueue.Len() + n
+}

@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func req(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+}
+
+var initialList = priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}
+
+// The initial lists' keys enter the queue a few at a time and all come out,
+// once each; an event for a key still in the backlog takes it out; the
+// backlog's set is dropped when it empties.
+func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
+	inner := priorityqueue.New[reconcile.Request]("backlog-test")
+	q := newBacklogQueue(inner, 3)
+	t.Cleanup(q.ShutDown)
+
+	const n = 20
+	for i := range n {
+		// Each key comes from two informers, as a VM's do.
+		q.AddWithOpts(initialList, req(string(rune('a'+i))))
+		q.AddWithOpts(initialList, req(string(rune('a'+i))))
+	}
+	if got := inner.Len(); got != 3 {
+		t.Fatalf("the queue holds %d keys of the initial lists, want 3", got)
+	}
+	if got := q.Len(); got != n {
+		t.Fatalf("Len %d, want %d", got, n)
+	}
+	// An event for a key in the backlog: it is reconciled now, and not
+	// again when its turn in the backlog comes.
+	q.AddWithOpts(priorityqueue.AddOpts{}, req("t"))
+
+	seen := map[reconcile.Request]int{}
+	for q.Len() > 0 {
+		if inner.Len() > 4 {
+			t.Fatalf("the queue holds %d keys", inner.Len())
+		}
+		it, prio, _ := q.GetWithPriority()
+		if it == req("t") && prio != 0 && seen[it] == 0 {
+			t.Errorf("the event's key came out at priority %d", prio)
+		}
+		seen[it]++
+		q.Done(it)
+	}
+	if len(seen) != n {
+		t.Fatalf("%d keys came out, want %d", len(seen), n)
+	}
+	for it, c := range seen {
+		if c != 1 {
+			t.Errorf("%v came out %d times", it, c)
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.backlog != nil || len(q.waiting) != 0 || len(q.fed) != 0 {
+		t.Errorf("after the backlog emptied: backlog %v, waiting %d, fed %d", q.backlog, len(q.waiting), len(q.fed))
+	}
+}
+
+// Events, delayed requeues and retries pass straight through, however full
+// the backlog.
+func TestBacklogQueuePassesEverythingElse(t *testing.T) {
+	inner := priorityqueue.New[reconcile.Request]("backlog-test-2")
+	q := newBacklogQueue(inner, 1)
+	t.Cleanup(q.ShutDown)
+	q.AddWithOpts(initialList, req("a"), req("b"), req("c"))
+	q.AddWithOpts(priorityqueue.AddOpts{}, req("event"))
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority), After: time.Millisecond}, req("requeue"))
+	q.AddRateLimited(req("retry"))
+	q.Add(req("timer"))
+	deadline := time.Now().Add(5 * time.Second)
+	for inner.Len() < 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := inner.Len(); got != 5 {
+		t.Fatalf("the queue holds %d keys, want 5 (one initial, event, requeue, retry, timer)", got)
+	}
+}
