@@ -326,3 +326,25 @@ func TestPodIPsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A VMI's status interfaces round-trip: IPs that repeat IP are kept as
+// nothing, MACs as bytes when they read back the same, else as written.
+func TestVMIInterfacesRoundTrip(t *testing.T) {
+	in := []kubevirtv1.VirtualMachineInstanceNetworkInterface{
+		{Name: "default", IP: "10.0.0.1", IPs: []string{"10.0.0.1"}, MAC: "02:00:00:00:00:01"},
+		{Name: "dual", IP: "10.0.0.2", IPs: []string{"10.0.0.2", "fd00::2"}, MAC: "02:00:00:00:00:02"},
+		{Name: "upper", IP: "10.0.0.3", MAC: "02:AB:00:00:00:03"},
+		{Name: "dashes", IPs: []string{"10.0.0.4"}, MAC: "02-00-00-00-00-04"},
+		{Name: "odd", MAC: "not a mac"},
+		{Name: "none"},
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{Interfaces: in}}
+	p := FromVMI(vmi)
+	got := p.DeepCopyObject().(*VMI).ToVMI().Status.Interfaces
+	if !equality.Semantic.DeepEqual(got, in) {
+		t.Fatalf("got %+v\nwant %+v", got, in)
+	}
+	if p.Status[0].IPs != nil || p.Status[0].MAC.other != nil || p.Status[2].MAC.other == nil {
+		t.Errorf("kept %+v", p.Status)
+	}
+}

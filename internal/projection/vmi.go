@@ -130,11 +130,10 @@ type ActivePod struct {
 type Interface struct {
 	Name Sym
 	IP   string
-	// IPs is nil when it is exactly [IP], as virt-handler writes it for a
-	// single address.
-	IPs                                     []string
-	IPsSame                                 bool
-	MAC                                     string
+	// IPs is nil when it is exactly [IP] (or empty with no IP), as
+	// virt-handler writes it for a single address.
+	IPs                                     *[]string
+	MAC                                     MAC
 	InterfaceName, InfoSource, PodInterface Sym
 	LinkState                               Sym
 }
@@ -219,13 +218,12 @@ func interfaces(in []kubevirtv1.VirtualMachineInstanceNetworkInterface) []Interf
 	for i := range in {
 		s := &in[i]
 		out[i] = Interface{
-			Name: Intern(s.Name), IP: s.IP, MAC: s.MAC, InterfaceName: Intern(s.InterfaceName),
+			Name: Intern(s.Name), IP: s.IP, MAC: macOf(s.MAC), InterfaceName: Intern(s.InterfaceName),
 			InfoSource: Intern(s.InfoSource), PodInterface: Intern(s.PodInterfaceName), LinkState: Intern(s.LinkState),
 		}
-		if len(s.IPs) == 1 && s.IPs[0] == s.IP {
-			out[i].IPsSame = true
-		} else {
-			out[i].IPs = clone(s.IPs)
+		if same := len(s.IPs) == 1 && s.IPs[0] == s.IP; !same && (len(s.IPs) > 0 || s.IP != "") {
+			ips := clone(s.IPs)
+			out[i].IPs = &ips
 		}
 	}
 	return out
@@ -233,11 +231,13 @@ func interfaces(in []kubevirtv1.VirtualMachineInstanceNetworkInterface) []Interf
 
 func (s *Interface) status() kubevirtv1.VirtualMachineInstanceNetworkInterface {
 	out := kubevirtv1.VirtualMachineInstanceNetworkInterface{
-		Name: s.Name.String(), IP: s.IP, MAC: s.MAC, InterfaceName: s.InterfaceName.String(),
+		Name: s.Name.String(), IP: s.IP, MAC: s.MAC.String(), InterfaceName: s.InterfaceName.String(),
 		InfoSource: s.InfoSource.String(), PodInterfaceName: s.PodInterface.String(), LinkState: s.LinkState.String(),
-		IPs: s.IPs,
 	}
-	if s.IPsSame {
+	switch {
+	case s.IPs != nil:
+		out.IPs = *s.IPs
+	case s.IP != "":
 		out.IPs = []string{s.IP}
 	}
 	return out
@@ -552,7 +552,10 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 	c.ActivePods = clone(v.ActivePods)
 	c.Status = clone(v.Status)
 	for i := range c.Status {
-		c.Status[i].IPs = clone(c.Status[i].IPs)
+		if ips := c.Status[i].IPs; ips != nil {
+			cp := clone(*ips)
+			c.Status[i].IPs = &cp
+		}
 	}
 	if v.VolumeStatus != nil {
 		c.VolumeStatus = make([]kubevirtv1.VolumeStatus, len(v.VolumeStatus))
