@@ -348,3 +348,26 @@ func TestVMIInterfacesRoundTrip(t *testing.T) {
 		t.Errorf("kept %+v", p.Status)
 	}
 }
+
+// The stored conditions read back as they were (vmobs' own types first):
+// vmobs' own in place, any other type or status, or a repeated type, as a
+// list.
+func TestObservationConditionsRoundTrip(t *testing.T) {
+	at := metav1.NewTime(t0)
+	in := []metav1.Condition{
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, LastTransitionTime: at},
+		{Type: "SomeoneElses", Status: metav1.ConditionFalse, LastTransitionTime: at},
+		{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse},
+		{Type: v1alpha1.ConditionGuestHealthy, Status: "Maybe", LastTransitionTime: at},
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, LastTransitionTime: at},
+	}
+	o := FromObservation(&v1alpha1.VMObservation{Status: v1alpha1.VMObservationStatus{Conditions: in}})
+	got := o.DeepCopyObject().(*Observation).Previous().Conditions
+	want := []metav1.Condition{in[0], in[2], in[1], in[3], in[4]}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if o.OtherConditions == nil || len(*o.OtherConditions) != 3 {
+		t.Errorf("kept in place: %v, others %v", o.CondStatus, o.OtherConditions)
+	}
+}
