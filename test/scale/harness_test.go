@@ -122,11 +122,19 @@ func TestScale(t *testing.T) {
 	// A failed correctness check does not stop the measurements: the
 	// figures are reported with it.
 	if cfg.Binary && len(cfg.MemPoints) > 0 {
-		b, err := measureBinary(ctx, t, r, cfg.levels()[len(cfg.levels())-1])
+		b, err := measureBinary(ctx, t, r, cfg.levels()[len(cfg.levels())-1], 0)
 		if err != nil {
 			t.Error(err)
 		} else {
 			r.res.Binary = &b
+		}
+		if cfg.MemLimit > 0 {
+			b, err := measureBinary(ctx, t, r, cfg.levels()[len(cfg.levels())-1], cfg.MemLimit)
+			if err != nil {
+				t.Error(err)
+			} else {
+				r.res.BinaryMemLimit = &b
+			}
 		}
 	}
 	r.res.finish(r.w, r.tr, time.Since(started))

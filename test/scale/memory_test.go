@@ -498,12 +498,16 @@ func shippedMemoryLimit() (int64, error) {
 // current population with its VMObservations in place (a restart: it writes
 // nothing but evidence refreshes that are due), until its CPU use has been
 // quiet for 3s; then its peak RSS (VmHWM) is the start-up peak; after the
-// settle window its VmRSS is the steady state.
-func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRSS, error) {
+// settle window its VmRSS is the steady state. memLimit, when positive,
+// replaces the manifest's GOMEMLIMIT.
+func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit int64) (binaryRSS, error) {
 	out := binaryRSS{VMs: vms}
 	limit, err := shippedMemoryLimit()
 	if err != nil {
 		return out, err
+	}
+	if memLimit > 0 {
+		limit = memLimit
 	}
 	out.GOMEMLIMIT = limit
 	bin := filepath.Join(r.dir, "vmobs")
@@ -561,8 +565,8 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int) (binaryRS
 	time.Sleep(r.cfg.Settle)
 	out.RSS = procStatusOf(pid, "VmRSS")
 	out.RSSAnon, out.RSSFile = procStatusOf(pid, "RssAnon"), procStatusOf(pid, "RssFile")
-	t.Logf("vmobs manager binary at %d VMs: RSS %s (anonymous %s, the binary's pages %s), start-up peak RSS %s",
-		vms, mib(out.RSS), mib(out.RSSAnon), mib(out.RSSFile), mib(out.RSSPeak))
+	t.Logf("vmobs manager binary at %d VMs, GOMEMLIMIT %s: RSS %s (anonymous %s, the binary's pages %s), start-up peak RSS %s, start-up %.1fs",
+		vms, mib(uint64(limit)), mib(out.RSS), mib(out.RSSAnon), mib(out.RSSFile), mib(out.RSSPeak), out.StartupSeconds)
 
 	// Its write rate: one namespace's VMObservations deleted under it.
 	ns := r.w.nsList()[0]

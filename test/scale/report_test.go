@@ -144,10 +144,12 @@ type results struct {
 	// queues, the controller's own state).
 	CacheBytesPerVM map[string]float64 `json:"cache_bytes_per_vm"`
 	Binary          *binaryRSS         `json:"vmobs_binary,omitempty"`
-	Checks          int                `json:"correctness_checks"`
-	Mismatches      int                `json:"mismatches"`
-	Targets         []target           `json:"targets"`
-	Machine         map[string]any     `json:"machine"`
+	// BinaryMemLimit is the binary again, with -scale.binary-memlimit.
+	BinaryMemLimit *binaryRSS     `json:"vmobs_binary_memlimit,omitempty"`
+	Checks         int            `json:"correctness_checks"`
+	Mismatches     int            `json:"mismatches"`
+	Targets        []target       `json:"targets"`
+	Machine        map[string]any `json:"machine"`
 	// LoadAvg is the machine's 1-minute load average as each phase began:
 	// the machine is shared, and this says how much.
 	LoadAvg         map[string]string `json:"loadavg"`
@@ -407,7 +409,13 @@ func (r *results) printTable(out io.Writer) {
 			m["VMObservation"], m["VirtualMachineInstance"], m["Pod"], m["VirtualMachine"], m["Node"], m["VirtualMachineInstanceMigration"], m["other"]))
 	}
 	if r.Binary != nil {
-		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×)", mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio))
+		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×); anonymous %s, the binary's pages %s",
+			mib(r.Binary.RSSPeak), r.StartupPeakRSSRatio, mib(r.Binary.RSSAnon), mib(r.Binary.RSSFile)))
+		if b := r.BinaryMemLimit; b != nil {
+			row(fmt.Sprintf("vmobs binary RSS at %d VMs, GOMEMLIMIT %s", b.VMs, mib(uint64(b.GOMEMLIMIT))), mib(b.RSS),
+				fmt.Sprintf("start-up peak RSS %s, start-up %.1f s (%.1f s with the manifest's); anonymous %s, the binary's pages %s",
+					mib(b.RSSPeak), b.StartupSeconds, r.Binary.StartupSeconds, mib(b.RSSAnon), mib(b.RSSFile)))
+		}
 		if r.Binary.RecreateVMs > 0 {
 			row("vmobs binary: VMObservations recreated", fmt.Sprintf("%d in %.1f s", r.Binary.RecreateVMs, r.Binary.RecreateSeconds),
 				fmt.Sprintf("%.1f VMObservation writes/s (the in-process cold start: %.1f/s)", 2*float64(r.Binary.RecreateVMs)/r.Binary.RecreateSeconds, float64(r.ColdWrites)/r.ConvergenceSeconds))

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -47,6 +49,7 @@ var (
 	flagProfiles  = flag.String("scale.profile-dir", "", "write pprof profiles here: CPU of the in-process cold start, heap of each child manager")
 	flagHeapRate  = flag.Int("scale.heap-profile-rate", 0, "the child managers' runtime.MemProfileRate (1: every allocation) for the heap profiles of -scale.profile-dir; 0 keeps Go's default")
 	flagBinary    = flag.Bool("scale.binary", false, "also run the built `vmobs manager` binary at the largest memory point and read its RSS (default on unless smoke)")
+	flagMemLimit  = flag.String("scale.binary-memlimit", "", "with the binary: run it a second time with this GOMEMLIMIT (a quantity, 40Mi) instead of the manifest's, to show what a tighter limit costs")
 	flagAge       = flag.Duration("scale.age", 2*time.Hour, "how long ago the VMs booted (timestamps in the objects), so that no grace period or deadline ends during the run")
 	flagNoEvents  = flag.Bool("scale.no-events", false, "diagnostic: answer the in-process manager's Event writes in its transport without sending them, to show what they cost")
 	flagTimeout   = flag.Duration("scale.converge-timeout", 0, "how long to wait for convergence (default 2m + 40ms per VM)")
@@ -73,12 +76,14 @@ type config struct {
 	Workers         int
 	ProfileDir      string
 	Binary          bool
-	NoEvents        bool
-	Age             time.Duration
-	Converge        time.Duration
-	VMsPerNS        int
-	VMsPerNode      int
-	MigrateEvery    int // one VM in MigrateEvery is live-migrated once
+	// MemLimit is a second GOMEMLIMIT for the binary, in bytes; 0 none.
+	MemLimit     int64
+	NoEvents     bool
+	Age          time.Duration
+	Converge     time.Duration
+	VMsPerNS     int
+	VMsPerNode   int
+	MigrateEvery int // one VM in MigrateEvery is live-migrated once
 }
 
 func loadConfig(t *testing.T) config {
@@ -124,6 +129,13 @@ func loadConfig(t *testing.T) config {
 	cfg.Settle = pick("scale.settle", *flagSettle, 20*time.Second, 2*time.Second)
 	cfg.Converge = pick("scale.converge-timeout", *flagTimeout, 2*time.Minute+time.Duration(cfg.N)*40*time.Millisecond, 2*time.Minute)
 	cfg.Binary = *flagBinary || (!set["scale.binary"] && !cfg.Smoke)
+	if *flagMemLimit != "" {
+		q, err := resource.ParseQuantity(*flagMemLimit)
+		if err != nil || q.Value() <= 0 {
+			t.Fatalf("-scale.binary-memlimit %q: not a positive quantity", *flagMemLimit)
+		}
+		cfg.MemLimit = q.Value()
+	}
 	mem := *flagMem
 	if mem == "" {
 		mem = "0,1000,2000,5000"
