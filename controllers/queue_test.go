@@ -24,6 +24,8 @@ func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
 	inner := priorityqueue.New[reconcile.Request]("backlog-test")
 	q := newBacklogQueue(inner, 3)
 	t.Cleanup(q.ShutDown)
+	drained := make(chan int, 2)
+	q.drained = func(keys int) { drained <- keys }
 
 	const n = 20
 	for i := range n {
@@ -60,6 +62,24 @@ func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
 		if c != 1 {
 			t.Errorf("%v came out %d times", it, c)
 		}
+	}
+	select {
+	case keys := <-drained:
+		// "t" came as an event, not from the backlog.
+		if keys != n-1 {
+			t.Errorf("drained after %d keys of the initial lists, want %d", keys, n-1)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("drained did not run")
+	}
+	// Once: a later initial-list key (a new informer) does not run it again.
+	q.AddWithOpts(initialList, req("late"))
+	it, _ := q.Get()
+	q.Done(it)
+	select {
+	case <-drained:
+		t.Error("drained ran twice")
+	case <-time.After(50 * time.Millisecond):
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
