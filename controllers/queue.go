@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -13,6 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
+
+// initialListsQuiet is how long no key of the initial lists must come
+// before they count as reconciled.
+const initialListsQuiet = 2 * time.Second
 
 // initialListAhead is how many keys of the informers' initial lists may be
 // in the work queue at once: enough that the workers never wait for the
@@ -45,15 +50,21 @@ type backlogQueue struct {
 	// not yet done: at most ahead.
 	fed map[reconcile.Request]struct{}
 	// used is set when a key first waits in the backlog; drained, if set,
-	// runs once when the backlog and fed are both empty after that.
-	used    bool
-	drained func(keys int)
-	keys    int
+	// runs once the backlog and fed are both empty after that and no key
+	// of the initial lists came for quiet (the informers deliver their
+	// initial lists one after another, and the workers may empty the
+	// backlog before the last of them arrives).
+	used     bool
+	drained  func(keys int)
+	keys     int
+	quiet    time.Duration
+	last     time.Time // of the last initial-list key
+	settling bool
 }
 
 func newBacklogQueue(inner priorityqueue.PriorityQueue[reconcile.Request], ahead int) *backlogQueue {
 	return &backlogQueue{
-		PriorityQueue: inner, ahead: ahead,
+		PriorityQueue: inner, ahead: ahead, quiet: initialListsQuiet,
 		waiting: map[reconcile.Request]bool{}, fed: make(map[reconcile.Request]struct{}, ahead),
 	}
 }
@@ -73,11 +84,13 @@ func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log
 		o.RateLimiter, o.Log = rl, log
 	}), initialListAhead)
 	q.drained = func(keys int) {
-		var before runtime.MemStats
+		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		debug.FreeOSMemory()
+		runtime.ReadMemStats(&after)
 		log.Info("Reconciled the initial lists; returned the start-up's memory", "keys", keys,
-			"released", before.HeapIdle-before.HeapReleased)
+			"heapInUse", after.HeapInuse, "returned", after.HeapReleased-min(before.HeapReleased, after.HeapReleased),
+			"heldFromTheSystem", after.Sys-after.HeapReleased)
 	}
 	return q
 }
@@ -103,6 +116,7 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 		return
 	}
 	q.mu.Lock()
+	q.last = time.Now()
 	now := items[:0:0]
 	for _, it := range items {
 		if _, ok := q.waiting[it]; ok {
@@ -134,19 +148,34 @@ func (q *backlogQueue) Done(it reconcile.Request) {
 	q.mu.Lock()
 	delete(q.fed, it)
 	next := q.takeLocked()
-	var drained func(int)
-	if q.used && len(q.backlog) == 0 && len(q.fed) == 0 {
-		drained, q.drained, q.used = q.drained, nil, false
-	}
-	keys := q.keys
+	q.settleLocked()
 	q.mu.Unlock()
 	if len(next) > 0 {
 		q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}, next...)
 	}
-	if drained != nil {
-		// Off the worker: returning memory runs a full collection.
-		go drained(keys)
+}
+
+// settleLocked runs drained, once, when the initial lists are reconciled:
+// the backlog was used and is empty, no key of them is in the queue, and
+// none came for quiet. It looks again after quiet until then.
+func (q *backlogQueue) settleLocked() {
+	if !q.used || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 {
+		return
 	}
+	if wait := q.quiet - time.Since(q.last); wait > 0 {
+		q.settling = true
+		time.AfterFunc(wait, func() {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.settling = false
+			q.settleLocked()
+		})
+		return
+	}
+	drained, keys := q.drained, q.keys
+	q.drained, q.used = nil, false
+	// Off the worker and the lock: returning memory runs a full collection.
+	go drained(keys)
 }
 
 // takeLocked moves keys from the backlog to fed while there is room, and

@@ -567,6 +567,13 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit 
 	out.RSSAnon, out.RSSFile = procStatusOf(pid, "RssAnon"), procStatusOf(pid, "RssFile")
 	t.Logf("vmobs manager binary at %d VMs, GOMEMLIMIT %s: RSS %s (anonymous %s, the binary's pages %s), start-up peak RSS %s, start-up %.1fs",
 		vms, mib(uint64(limit)), mib(out.RSS), mib(out.RSSAnon), mib(out.RSSFile), mib(out.RSSPeak), out.StartupSeconds)
+	if b, err := os.ReadFile(logf.Name()); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, "Reconciled the initial lists") {
+				t.Logf("vmobs manager binary: %s", strings.TrimSpace(line))
+			}
+		}
+	}
 
 	// Its write rate: one namespace's VMObservations deleted under it.
 	ns := r.w.nsList()[0]
