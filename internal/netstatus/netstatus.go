@@ -25,7 +25,7 @@ var (
 )
 
 // Status is the part of one Multus network-status entry that vmobs reads
-// (network-attachment-definition-client types.go Status).
+// (network-attachment-definition-client types.go NetworkStatus).
 type Status struct {
 	Name      string
 	Interface string
