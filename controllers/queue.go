@@ -130,9 +130,8 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 			continue
 		}
 		if !queued {
-			q.keys++
+			q.feedLocked(it)
 		}
-		q.fed[it] = struct{}{}
 		now = append(now, it)
 	}
 	q.mu.Unlock()
@@ -178,6 +177,12 @@ func (q *backlogQueue) settleLocked() {
 	go drained(keys)
 }
 
+// feedLocked records a key of the initial lists handed to the queue.
+func (q *backlogQueue) feedLocked(it reconcile.Request) {
+	q.fed[it] = struct{}{}
+	q.keys++
+}
+
 // takeLocked moves keys from the backlog to fed while there is room, and
 // drops the backlog's slice and set once it is empty.
 func (q *backlogQueue) takeLocked() []reconcile.Request {
@@ -189,8 +194,7 @@ func (q *backlogQueue) takeLocked() []reconcile.Request {
 		it := q.backlog[0]
 		q.backlog = q.backlog[1:]
 		if q.waiting[it] {
-			q.fed[it] = struct{}{}
-			q.keys++
+			q.feedLocked(it)
 			out = append(out, it)
 		}
 		delete(q.waiting, it)
