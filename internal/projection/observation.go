@@ -52,8 +52,8 @@ type Observation struct {
 	HasLayers      bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
-	// OtherConditions. A list of the six cost 152 bytes, in place they
-	// cost 48 more in the struct.
+	// OtherConditions. A list of the six cost 152 bytes; in place they
+	// make the struct 32 bytes larger (480 instead of 448).
 	CondStatus      [len(conditionTypes)]condStatus
 	CondTime        [len(conditionTypes)]Time
 	OtherConditions *[]Condition
