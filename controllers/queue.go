@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -49,10 +47,10 @@ type backlogQueue struct {
 	// fed holds the keys handed to the queue from the initial lists and
 	// not yet done: at most ahead.
 	fed map[reconcile.Request]struct{}
-	// used is set when a key first waits in the backlog; drained, if set,
-	// runs once the backlog and fed are both empty after that and no key
-	// of the initial lists came for quiet (the informers deliver their
-	// initial lists one after another, and the workers may empty the
+	// used is set when the first key of the initial lists comes; drained,
+	// if set, runs once the backlog and fed are both empty after that and
+	// no key of the initial lists came for quiet (the informers deliver
+	// their initial lists one after another, and the workers may empty the
 	// backlog before the last of them arrives).
 	used     bool
 	drained  func(keys int)
@@ -70,28 +68,14 @@ func newBacklogQueue(inner priorityqueue.PriorityQueue[reconcile.Request], ahead
 }
 
 // newQueue is the controller's NewQueue: the queue controller-runtime
-// would build by default, behind a backlog.
-//
-// When the initial lists are reconciled it returns the start-up's memory to
-// the system, once. Decoding the initial lists peaks the heap at about
-// twice what the cache then holds, and the collector keeps the freed pages
-// for reuse up to its goal (twice the live heap at GOGC=100), which an
-// unchanging fleet never reuses: at 5,000 VMs that was about a third of
-// the process's memory (docs/performance.md).
-func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log logr.Logger) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	log = log.WithValues("controller", name)
+// would build by default, behind a backlog. settled runs once the initial
+// lists are reconciled (the manager ends its start-up there:
+// internal/startupgc).
+func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log logr.Logger, settled func(keys int)) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	q := newBacklogQueue(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
-		o.RateLimiter, o.Log = rl, log
+		o.RateLimiter, o.Log = rl, log.WithValues("controller", name)
 	}), initialListAhead)
-	q.drained = func(keys int) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		debug.FreeOSMemory()
-		runtime.ReadMemStats(&after)
-		log.Info("Reconciled the initial lists; returned the start-up's memory", "keys", keys,
-			"heapInUse", after.HeapInuse, "returned", after.HeapReleased-min(before.HeapReleased, after.HeapReleased),
-			"heldFromTheSystem", after.Sys-after.HeapReleased)
-	}
+	q.drained = settled
 	return q
 }
 
@@ -116,7 +100,7 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 		return
 	}
 	q.mu.Lock()
-	q.last = time.Now()
+	q.last, q.used = time.Now(), true
 	now := items[:0:0]
 	for _, it := range items {
 		if _, ok := q.waiting[it]; ok {
@@ -126,7 +110,6 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 		if !queued && (len(q.fed) >= q.ahead || len(q.backlog) > 0) {
 			q.backlog = append(q.backlog, it)
 			q.waiting[it] = true
-			q.used = true
 			continue
 		}
 		if !queued {
@@ -155,8 +138,8 @@ func (q *backlogQueue) Done(it reconcile.Request) {
 }
 
 // settleLocked runs drained, once, when the initial lists are reconciled:
-// the backlog was used and is empty, no key of them is in the queue, and
-// none came for quiet. It looks again after quiet until then.
+// keys of them came, the backlog is empty, none of them is in the queue,
+// and none came for quiet. It looks again after quiet until then.
 func (q *backlogQueue) settleLocked() {
 	if !q.used || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 {
 		return

@@ -94,6 +94,39 @@ func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
 	}
 }
 
+// A fleet small enough never to need the backlog still tells when its
+// initial lists are reconciled (the manager's start-up ends there); a
+// queue that saw none never does.
+func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
+	for _, n := range []int{0, 2} {
+		inner := priorityqueue.New[reconcile.Request]("backlog-settle-" + string(rune('0'+n)))
+		q := newBacklogQueue(inner, 10)
+		q.quiet = 50 * time.Millisecond
+		drained := make(chan int, 1)
+		q.drained = func(keys int) { drained <- keys }
+		for i := range n {
+			q.AddWithOpts(initialList, req(string(rune('a'+i))))
+		}
+		// An event is not a key of the initial lists.
+		q.AddWithOpts(priorityqueue.AddOpts{}, req("event"))
+		for q.Len() > 0 {
+			it, _ := q.Get()
+			q.Done(it)
+		}
+		select {
+		case keys := <-drained:
+			if n == 0 || keys != n {
+				t.Errorf("%d keys: drained after %d", n, keys)
+			}
+		case <-time.After(500 * time.Millisecond):
+			if n > 0 {
+				t.Errorf("%d keys: drained did not run", n)
+			}
+		}
+		q.ShutDown()
+	}
+}
+
 // Events, delayed requeues and retries pass straight through, however full
 // the backlog.
 func TestBacklogQueuePassesEverythingElse(t *testing.T) {

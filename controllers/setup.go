@@ -24,6 +24,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -41,8 +42,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.Store = store
 	if opts.NewQueue == nil {
 		log := mgr.GetLogger()
+		startup := r.Startup
+		if startup == nil {
+			// No phase of the manager's: the initial lists' end still
+			// returns the start-up's memory.
+			startup = startupgc.Begin(0, 0, log.WithName("startup"))
+		}
 		opts.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return newQueue(name, rl, log)
+			return newQueue(name, rl, log, startup.End)
 		}
 	}
 	if err := r.followOwnWrites(mgr); err != nil {

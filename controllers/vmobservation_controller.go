@@ -27,6 +27,7 @@ import (
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -88,6 +89,10 @@ type Reconciler struct {
 	// Shard is the label selector of this instance's VMs (--vm-selector);
 	// nil or empty is every VM. See shard.go.
 	Shard labels.Selector
+	// Startup is the manager's start-up phase, ended when the initial
+	// lists are reconciled; nil begins one that lowers nothing
+	// (internal/startupgc).
+	Startup *startupgc.Phase
 	// HandoverGrace is how long to wait for another shard to release a
 	// VMObservation before taking it over; 0 is DefaultHandoverGrace.
 	HandoverGrace time.Duration

@@ -72,7 +72,7 @@ func TestStreamsDefault(t *testing.T) {
 
 func TestManagerRejectsNegativeRateLimit(t *testing.T) {
 	for _, args := range [][]string{
-		{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}, {"--evidence-refresh-qps=-2"},
+		{"--kube-api-qps=-1"}, {"--kube-api-burst=-5"}, {"--evidence-refresh-qps=-2"}, {"--startup-gc-percent=-1"},
 		// With the guest probes on, their budget must be positive.
 		{"--guest-probe-interval=-1m"}, {"--guest-probe-qps=0"}, {"--guest-probe-workers=0"}, {"--guest-probe-timeout=0s"},
 	} {

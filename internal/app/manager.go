@@ -36,6 +36,7 @@ import (
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
 	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
 	"github.com/vmobs/vmobs/internal/version"
 )
@@ -126,7 +127,16 @@ type Options struct {
 	// subresources (interval, rate, workers, timeout); Interval 0 turns
 	// them off.
 	GuestProbe guestprobe.Config
+	// StartupGCPercent is the collector's GC percent until the initial
+	// lists are reconciled (at most MaxStartup), so that the projections
+	// the start-up leaves sit densely in the heap (internal/startupgc); 0
+	// leaves the collector as GOGC sets it, and an explicit GOGC wins.
+	StartupGCPercent int
 }
+
+// MaxStartup ends the start-up's GC percent when the initial lists take
+// longer to reconcile, or never come (a standby replica, no VMs).
+const MaxStartup = 5 * time.Minute
 
 // DefaultLeaderElectionID is the Lease of an unsharded instance.
 const DefaultLeaderElectionID = "vmobs.observability.vmobs.io"
@@ -180,6 +190,7 @@ func Defaults() Options {
 		ProgressCoalesceWindow:  time.Second,
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
+		StartupGCPercent:        startupgc.DefaultPercent,
 		GuestProbe: guestprobe.Config{
 			Interval: guestprobe.DefaultInterval, QPS: guestprobe.DefaultQPS,
 			Workers: guestprobe.DefaultWorkers, Timeout: guestprobe.DefaultTimeout,
@@ -195,6 +206,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	informers := &controllers.Informers{}
+	startup := startupgc.Begin(opts.StartupGCPercent, MaxStartup, ctrl.Log.WithName("startup"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
 		Metrics:                       metricsOpts,
@@ -241,6 +253,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Shard:                   opts.VMSelector,
 		APIReader:               mgr.GetAPIReader(),
 		Informers:               informers,
+		Startup:                 startup,
 	}
 	var domainMetrics *domainstats.Metrics
 	if opts.PrometheusURL != "" {
