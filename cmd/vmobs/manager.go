@@ -89,7 +89,7 @@ func runManager(ctx context.Context, args []string) int {
 	fs.DurationVar(&opts.GuestProbe.Timeout, "guest-probe-timeout", opts.GuestProbe.Timeout, "Time a guest agent has to answer each of a probe's GETs.")
 	fsUsed := fs.Int("filesystem-used-percent", int(opts.Policy.FilesystemUsedPercent), "A guest filesystem used at or above this share (%) is FilesystemNearlyFull.")
 	unresponsive := fs.Int("agent-unresponsive-probes", int(opts.Policy.AgentUnresponsiveProbes), "A guest agent the VMI calls connected whose last this many probes failed is AgentUnresponsive.")
-	fs.IntVar(&opts.StartupGCPercent, "startup-gc-percent", opts.StartupGCPercent, "The garbage collector's GC percent until the informers' initial lists are reconciled (at most 5m), so that what the cache keeps sits densely in the heap; 0 leaves the collector as GOGC sets it, and an explicit GOGC wins (docs/performance.md).")
+	fs.IntVar(&opts.StartupGCPercent, "startup-gc-percent", opts.StartupGCPercent, "The garbage collector's GC percent while the informers decode their initial lists (until the caches have synced, at most 5m), so that what the cache keeps of them sits densely in the heap; 0 leaves the collector as GOGC sets it, and an explicit GOGC wins (docs/performance.md).")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Burst above --kube-api-qps; 0 is twice --kube-api-qps.")

@@ -5,6 +5,7 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -127,15 +128,16 @@ type Options struct {
 	// subresources (interval, rate, workers, timeout); Interval 0 turns
 	// them off.
 	GuestProbe guestprobe.Config
-	// StartupGCPercent is the collector's GC percent until the initial
-	// lists are reconciled (at most MaxStartup), so that the projections
-	// the start-up leaves sit densely in the heap (internal/startupgc); 0
-	// leaves the collector as GOGC sets it, and an explicit GOGC wins.
+	// StartupGCPercent is the collector's GC percent until the caches have
+	// synced (at most MaxStartup), so that the projections of the initial
+	// lists sit densely in the heap (internal/startupgc); 0 leaves the
+	// collector as GOGC sets it, and an explicit GOGC wins.
 	StartupGCPercent int
 }
 
-// MaxStartup ends the start-up's GC percent when the initial lists take
-// longer to reconcile, or never come (a standby replica, no VMs).
+// MaxStartup ends the start-up when the initial lists take longer to
+// reconcile, or are never reconciled (a standby replica, no VMs): its GC
+// percent, if the caches have not synced yet, and the memory it freed.
 const MaxStartup = 5 * time.Minute
 
 // DefaultLeaderElectionID is the Lease of an unsharded instance.
@@ -299,6 +301,10 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			}
 		}
 	}
+	// On every replica, leader or not: each decodes the initial lists.
+	if err := mgr.Add(onCacheSync{mgr: mgr, do: startup.Synced}); err != nil {
+		return nil, err
+	}
 	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
 		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 			return nil, err
@@ -316,6 +322,22 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	return mgr, nil
 }
+
+// onCacheSync runs do once the manager's caches have synced, on every
+// replica.
+type onCacheSync struct {
+	mgr ctrl.Manager
+	do  func()
+}
+
+func (o onCacheSync) Start(ctx context.Context) error {
+	if o.mgr.GetCache().WaitForCacheSync(ctx) {
+		o.do()
+	}
+	return nil
+}
+
+func (onCacheSync) NeedLeaderElection() bool { return false }
 
 // metricsServerOptions are the metrics server's: HTTPS behind Kubernetes
 // authentication and authorization when SecureMetrics, with the

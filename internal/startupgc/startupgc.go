@@ -11,11 +11,13 @@
 // of the live heap: at the default 100, the heap in use stayed about 1.5×
 // the live heap at 5,000 VMs (docs/performance.md).
 //
-// So the start-up runs at a lower GC percent, and when it ends (the
-// controller has reconciled the informers' initial lists, or a limit
-// has passed) the percent it started with comes back and the freed pages
-// are returned to the system, once. An explicit GOGC is the operator's
-// choice and is left alone.
+// So the informers decode their initial lists at a lower GC percent, and
+// the percent the process started with comes back once the caches have
+// synced: the reconciles that follow allocate garbage, little that lasts,
+// and run at the usual cost. When the start-up ends (the controller has
+// reconciled the initial lists, or a limit has passed) the freed pages are
+// returned to the system, once. An explicit GOGC is the operator's choice
+// and is left alone.
 package startupgc
 
 import (
@@ -37,8 +39,9 @@ var (
 	owner *Phase
 )
 
-// Phase is a start-up. End it once the initial lists are reconciled; it
-// ends by itself after the limit given to Begin.
+// Phase is a start-up. Call Synced once the caches have synced and End
+// once the initial lists are reconciled; it ends by itself after the limit
+// given to Begin.
 type Phase struct {
 	log   logr.Logger
 	once  sync.Once
@@ -75,6 +78,27 @@ func Begin(percent int, limit time.Duration, log logr.Logger) *Phase {
 	return p
 }
 
+// Synced restores the GC percent: the initial lists are decoded, and what
+// the caches keep of them is allocated.
+func (p *Phase) Synced() {
+	if p.restore() {
+		p.log.Info("Decoded the initial lists; the collector's GC percent is back", "gcPercent", p.prev)
+	}
+}
+
+// restore gives the collector back its percent, if this Phase lowered it
+// and has not yet; it says whether it did.
+func (p *Phase) restore() bool {
+	mu.Lock()
+	defer mu.Unlock()
+	if owner != p {
+		return false
+	}
+	debug.SetGCPercent(p.prev)
+	owner = nil
+	return true
+}
+
 // Lowered says whether this Phase lowered the GC percent and has not
 // restored it yet.
 func (p *Phase) Lowered() bool {
@@ -83,9 +107,10 @@ func (p *Phase) Lowered() bool {
 	return owner == p
 }
 
-// End ends the phase, once: it restores the GC percent and returns the
-// memory the start-up freed to the system (a full collection, run by the
-// caller: not on a worker). keys is how many keys the initial lists gave.
+// End ends the phase, once: it restores the GC percent if Synced has not,
+// and returns the memory the start-up freed to the system (a full
+// collection: the caller runs it off its workers). keys is how many keys
+// the initial lists gave.
 func (p *Phase) End(keys int) {
 	p.end("Reconciled the initial lists; returned the start-up's memory", keys, 0)
 }
@@ -95,13 +120,7 @@ func (p *Phase) end(msg string, keys int, after time.Duration) {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
-		mu.Lock()
-		restored := owner == p
-		if restored {
-			debug.SetGCPercent(p.prev)
-			owner = nil
-		}
-		mu.Unlock()
+		restored := p.restore()
 		var before, now runtime.MemStats
 		runtime.ReadMemStats(&before)
 		debug.FreeOSMemory()

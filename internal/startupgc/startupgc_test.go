@@ -41,22 +41,54 @@ func TestPhaseLowersThePercentUntilItEnds(t *testing.T) {
 	if got := gcPercent(); got != 25 || q.Lowered() {
 		t.Fatalf("a second phase: GC percent %d (lowered %v), want 25 and not lowered", got, q.Lowered())
 	}
+	q.Synced()
 	q.End(3)
 	if got := gcPercent(); got != 25 {
 		t.Fatalf("after the second phase ended: GC percent %d, want 25", got)
 	}
+	// The caches synced: the percent comes back, and the end does not
+	// restore it again.
+	p.Synced()
+	if got := gcPercent(); got != 150 || p.Lowered() {
+		t.Fatalf("after the caches synced: GC percent %d (lowered %v), want 150", got, p.Lowered())
+	}
+	debug.SetGCPercent(120) // set by someone else since
 	p.End(7)
 	p.End(8) // once
-	if got := gcPercent(); got != 150 || p.Lowered() {
-		t.Fatalf("after the start-up: GC percent %d (lowered %v), want 150", got, p.Lowered())
+	if got := gcPercent(); got != 120 {
+		t.Fatalf("after the start-up: GC percent %d, want 120 (not restored twice)", got)
 	}
-	if len(*msgs) != 2 {
-		t.Fatalf("logged %d messages, want one a phase: %q", len(*msgs), *msgs)
+	if len(*msgs) != 3 {
+		t.Fatalf("logged %d messages, want the second phase's end, the sync and the end: %q", len(*msgs), *msgs)
 	}
-	for _, want := range []string{`"keys"=7`, `"gcPercent"=150`, `"returned"=`} {
-		if !strings.Contains((*msgs)[1], want) {
-			t.Errorf("the end's log %q lacks %s", (*msgs)[1], want)
+	if !strings.Contains((*msgs)[1], `"gcPercent"=150`) {
+		t.Errorf("the sync's log %q lacks the percent restored", (*msgs)[1])
+	}
+	for _, want := range []string{`"keys"=7`, `"returned"=`} {
+		if !strings.Contains((*msgs)[2], want) {
+			t.Errorf("the end's log %q lacks %s", (*msgs)[2], want)
 		}
+	}
+	if strings.Contains((*msgs)[2], "gcPercent") {
+		t.Errorf("the end's log %q names a percent it did not restore", (*msgs)[2])
+	}
+}
+
+// Without a sync (a manager stopped early), the end restores the percent.
+func TestPhaseEndRestoresWithoutASync(t *testing.T) {
+	t.Setenv("GOGC", "")
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	log, msgs := logged()
+	p := Begin(25, 0, log)
+	p.End(2)
+	if got := gcPercent(); got != 100 || p.Lowered() {
+		t.Fatalf("after the end: GC percent %d (lowered %v), want 100", got, p.Lowered())
+	}
+	if len(*msgs) != 1 || !strings.Contains((*msgs)[0], `"gcPercent"=100`) {
+		t.Errorf("logged %q, want the end naming the percent restored", *msgs)
 	}
 }
 
