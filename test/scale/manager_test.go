@@ -18,12 +18,16 @@ import (
 // managerOptions are the options `vmobs manager` runs with (app.Defaults),
 // with what an in-process or child run must change (app.InProcessOptions:
 // no metrics or probe listeners, a private metrics registry) and the run's
-// refresh interval (loadConfig's, app.Defaults' unless set) and lag grace.
+// refresh interval (loadConfig's, app.Defaults' unless set), lag grace and
+// start-up GC percent.
 func managerOptions(cfg config) app.Options {
 	opts := app.InProcessOptions()
 	opts.EvidenceRefreshInterval = cfg.Refresh
 	if cfg.LagGrace > 0 {
 		opts.Policy.LagGrace = cfg.LagGrace
+	}
+	if cfg.StartupGCPercent >= 0 {
+		opts.StartupGCPercent = cfg.StartupGCPercent
 	}
 	return opts
 }

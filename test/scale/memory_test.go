@@ -52,6 +52,9 @@ type childSpec struct {
 	// (-scale.heap-profile-rate): 1 records every allocation, so that the
 	// heap profile splits a few kilobytes a VM by where they were made.
 	MemProfileRate int `json:"memProfileRate,omitempty"`
+	// StartupGCPercent is the run's (-scale.startup-gc-percent): negative
+	// keeps app.Defaults'.
+	StartupGCPercent int `json:"startupGCPercent"`
 }
 
 // childStats is what a child reports.
@@ -125,7 +128,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	cfg.UserAgent = "vmobs-controller"
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
-	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace})
+	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace, StartupGCPercent: spec.StartupGCPercent})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := app.StartInProcess(ctx, cfg, opts)
@@ -395,7 +398,8 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint,
 	}
 	r.res.LoadAvg[fmt.Sprintf("memory %d", vms)] = loadavg()
 	start := time.Now()
-	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace, MemProfileRate: *flagHeapRate})
+	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace, MemProfileRate: *flagHeapRate,
+		StartupGCPercent: r.cfg.StartupGCPercent})
 	if err != nil {
 		return pt, err
 	}
@@ -536,6 +540,9 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit 
 	args = append(args, "--evidence-refresh-interval", r.cfg.Refresh.String())
 	if r.cfg.LagGrace > 0 {
 		args = append(args, "--lag-grace", r.cfg.LagGrace.String())
+	}
+	if r.cfg.StartupGCPercent >= 0 {
+		args = append(args, "--startup-gc-percent", strconv.Itoa(r.cfg.StartupGCPercent))
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -51,6 +51,7 @@ var (
 	flagBinary    = flag.Bool("scale.binary", false, "also run the built `vmobs manager` binary at the largest memory point and read its RSS (default on unless smoke)")
 	flagMemLimit  = flag.String("scale.binary-memlimit", "", "with the binary: run it a second time with this GOMEMLIMIT (a quantity, 40Mi) instead of the manifest's, to show what a tighter limit costs")
 	flagAge       = flag.Duration("scale.age", 2*time.Hour, "how long ago the VMs booted (timestamps in the objects), so that no grace period or deadline ends during the run")
+	flagStartupGC = flag.Int("scale.startup-gc-percent", -1, "the managers' --startup-gc-percent (in process, children and the binary); -1 keeps app.Defaults', 0 turns it off")
 	flagNoEvents  = flag.Bool("scale.no-events", false, "diagnostic: answer the in-process manager's Event writes in its transport without sending them, to show what they cost")
 	flagTimeout   = flag.Duration("scale.converge-timeout", 0, "how long to wait for convergence (default 2m + 40ms per VM)")
 )
@@ -77,13 +78,16 @@ type config struct {
 	ProfileDir      string
 	Binary          bool
 	// MemLimit is a second GOMEMLIMIT for the binary, in bytes; 0 none.
-	MemLimit     int64
-	NoEvents     bool
-	Age          time.Duration
-	Converge     time.Duration
-	VMsPerNS     int
-	VMsPerNode   int
-	MigrateEvery int // one VM in MigrateEvery is live-migrated once
+	MemLimit int64
+	NoEvents bool
+	// StartupGCPercent, when not negative, replaces app.Defaults'
+	// StartupGCPercent (0 turns the start-up's GC percent off).
+	StartupGCPercent int
+	Age              time.Duration
+	Converge         time.Duration
+	VMsPerNS         int
+	VMsPerNode       int
+	MigrateEvery     int // one VM in MigrateEvery is live-migrated once
 }
 
 func loadConfig(t *testing.T) config {
@@ -92,7 +96,8 @@ func loadConfig(t *testing.T) config {
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg := config{
 		N: *flagN, Rate: *flagRate, NoEvents: *flagNoEvents, Workers: *flagWorkers, ProfileDir: *flagProfiles, Age: *flagAge,
-		VMsPerNS: 100, VMsPerNode: 50, MigrateEvery: 100,
+		StartupGCPercent: *flagStartupGC,
+		VMsPerNS:         100, VMsPerNode: 50, MigrateEvery: 100,
 	}
 	pick := func(name string, v, full, smoke time.Duration) time.Duration {
 		if set[name] {
