@@ -582,7 +582,7 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit 
 		vms, mib(uint64(limit)), mib(out.RSS), mib(out.RSSAnon), mib(out.RSSFile), mib(out.RSSPeak), out.StartupSeconds)
 	if b, err := os.ReadFile(logf.Name()); err == nil {
 		for line := range strings.Lines(string(b)) {
-			if strings.Contains(line, "Reconciled the initial lists") {
+			if strings.Contains(line, "Reconciled the initial lists") || strings.Contains(line, "Decoded the initial lists") {
 				t.Logf("vmobs manager binary: %s", strings.TrimSpace(line))
 			}
 		}
