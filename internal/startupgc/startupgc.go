@@ -43,9 +43,12 @@ var (
 // once the initial lists are reconciled; it ends by itself after the limit
 // given to Begin.
 type Phase struct {
-	log   logr.Logger
-	once  sync.Once
-	timer *time.Timer
+	log  logr.Logger
+	once sync.Once
+	// timerMu guards timer: a short limit can fire before Begin has
+	// stored it.
+	timerMu sync.Mutex
+	timer   *time.Timer
 	// prev is the GC percent restored at the end, when this Phase lowered
 	// it (it is the owner).
 	prev int
@@ -73,7 +76,9 @@ func Begin(percent int, limit time.Duration, log logr.Logger) *Phase {
 		}
 	}
 	if limit > 0 {
+		p.timerMu.Lock()
 		p.timer = time.AfterFunc(limit, func() { p.end("The start-up outlasted its limit; returned its memory", -1, limit) })
+		p.timerMu.Unlock()
 	}
 	return p
 }
@@ -121,9 +126,11 @@ func (p *Phase) End(keys int) {
 
 func (p *Phase) end(msg string, keys int, after time.Duration) {
 	p.once.Do(func() {
+		p.timerMu.Lock()
 		if p.timer != nil {
 			p.timer.Stop()
 		}
+		p.timerMu.Unlock()
 		restored := p.restore()
 		var before, now runtime.MemStats
 		runtime.ReadMemStats(&before)
