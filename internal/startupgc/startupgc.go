@@ -66,7 +66,7 @@ func Begin(percent int, limit time.Duration, log logr.Logger) *Phase {
 		if _, set := os.LookupEnv("GOGC"); !set {
 			mu.Lock()
 			if owner == nil {
-				if cur := debug.SetGCPercent(percent); cur < 0 || cur <= percent {
+				if cur := debug.SetGCPercent(percent); cur <= percent { // off (-1) included
 					debug.SetGCPercent(cur)
 				} else {
 					p.prev, owner = cur, p

@@ -18,6 +18,18 @@ func gcPercent() int {
 	return p
 }
 
+// noGOGC runs the test with GOGC unset and the collector at percent,
+// both restored after it.
+func noGOGC(t *testing.T, percent int) {
+	t.Helper()
+	t.Setenv("GOGC", "") // restored after the test
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	prev := debug.SetGCPercent(percent)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+}
+
 // logged collects the messages a Phase logs.
 func logged() (logr.Logger, *[]string) {
 	var msgs []string
@@ -25,11 +37,7 @@ func logged() (logr.Logger, *[]string) {
 }
 
 func TestPhaseLowersThePercentUntilItEnds(t *testing.T) {
-	t.Setenv("GOGC", "") // restored after the test
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(150))
+	noGOGC(t, 150)
 	log, msgs := logged()
 	p := Begin(25, 0, log)
 	if got := gcPercent(); got != 25 || !p.Lowered() {
@@ -76,11 +84,7 @@ func TestPhaseLowersThePercentUntilItEnds(t *testing.T) {
 
 // Without a sync (a manager stopped early), the end restores the percent.
 func TestPhaseEndRestoresWithoutASync(t *testing.T) {
-	t.Setenv("GOGC", "")
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	noGOGC(t, 100)
 	log, msgs := logged()
 	p := Begin(25, 0, log)
 	p.End(2)
@@ -126,11 +130,7 @@ func TestPhaseLeavesTheCollectorAlone(t *testing.T) {
 }
 
 func TestPhaseEndsByItself(t *testing.T) {
-	t.Setenv("GOGC", "")
-	if err := os.Unsetenv("GOGC"); err != nil {
-		t.Fatal(err)
-	}
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	noGOGC(t, 100)
 	log, msgs := logged()
 	p := Begin(30, 50*time.Millisecond, log)
 	if !p.Lowered() {
