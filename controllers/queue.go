@@ -58,6 +58,12 @@ type backlogQueue struct {
 	quiet    time.Duration
 	last     time.Time // of the last initial-list key
 	settling bool
+	// busy counts the keys handed to a worker and not yet done: drained
+	// waits for them and for every ready key too. A cold start's writes
+	// come back as events, one a VM, queued behind the initial lists;
+	// the start-up's memory returned before they are reconciled would be
+	// taken again at once (docs/scale.md, finding 20).
+	busy int
 }
 
 func newBacklogQueue(inner priorityqueue.PriorityQueue[reconcile.Request], ahead int) *backlogQueue {
@@ -123,11 +129,37 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 	}
 }
 
+// GetWithPriority implements priorityqueue.PriorityQueue (the controller's
+// workers take keys with it).
+func (q *backlogQueue) GetWithPriority() (reconcile.Request, int, bool) {
+	it, prio, shutdown := q.PriorityQueue.GetWithPriority()
+	if !shutdown {
+		q.took()
+	}
+	return it, prio, shutdown
+}
+
+// Get implements workqueue.Interface.
+func (q *backlogQueue) Get() (reconcile.Request, bool) {
+	it, shutdown := q.PriorityQueue.Get()
+	if !shutdown {
+		q.took()
+	}
+	return it, shutdown
+}
+
+func (q *backlogQueue) took() {
+	q.mu.Lock()
+	q.busy++
+	q.mu.Unlock()
+}
+
 // Done implements workqueue.Interface: a key of the initial lists that is
 // done makes room for the next in the backlog.
 func (q *backlogQueue) Done(it reconcile.Request) {
 	q.PriorityQueue.Done(it)
 	q.mu.Lock()
+	q.busy = max(q.busy-1, 0)
 	delete(q.fed, it)
 	next := q.takeLocked()
 	q.settleLocked()
@@ -139,9 +171,14 @@ func (q *backlogQueue) Done(it reconcile.Request) {
 
 // settleLocked runs drained, once, when the initial lists are reconciled:
 // keys of them came, the backlog is empty, none of them is in the queue,
-// and none came for quiet. It looks again after quiet until then.
+// none came for quiet, and no key is ready or with a worker. It looks
+// again after quiet until the lists are quiet; a later Done looks again
+// while keys are ready or busy.
 func (q *backlogQueue) settleLocked() {
-	if !q.used || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 {
+	if !q.used || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 || q.busy > 0 {
+		return
+	}
+	if q.PriorityQueue.Len() > 0 { // ready keys only: a requeue's delay does not hold it up
 		return
 	}
 	if wait := q.quiet - time.Since(q.last); wait > 0 {

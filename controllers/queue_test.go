@@ -127,6 +127,49 @@ func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 	}
 }
 
+// The initial lists count as reconciled only once the keys queued behind
+// them are too: a cold start's own writes come back as events, one a VM.
+// A delayed requeue does not hold it up.
+func TestBacklogQueueSettlesAfterTheEventsBehindIt(t *testing.T) {
+	inner := priorityqueue.New[reconcile.Request]("backlog-settle-events")
+	q := newBacklogQueue(inner, 10)
+	q.quiet = 20 * time.Millisecond
+	t.Cleanup(q.ShutDown)
+	drained := make(chan int, 1)
+	q.drained = func(keys int) { drained <- keys }
+	notYet := func(when string) {
+		t.Helper()
+		select {
+		case <-drained:
+			t.Fatalf("drained ran %s", when)
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+
+	q.AddWithOpts(initialList, req("a"), req("b"))
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour}, req("deadline"))
+	a, _, _ := q.GetWithPriority()
+	q.Done(a)
+	b, _, _ := q.GetWithPriority()
+	// The writes' events come while the last key of the lists is reconciled.
+	q.AddWithOpts(priorityqueue.AddOpts{}, req("written-"+a.Name), req("written-"+b.Name))
+	q.Done(b)
+	notYet("with the writes' events ready")
+	it, _, _ := q.GetWithPriority()
+	q.Done(it)
+	busy, _, _ := q.GetWithPriority()
+	notYet("with a key at a worker")
+	q.Done(busy)
+	select {
+	case keys := <-drained:
+		if keys != 2 {
+			t.Errorf("drained after %d keys of the initial lists, want 2", keys)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("drained did not run once the queue was empty (a requeue an hour away left in it)")
+	}
+}
+
 // Events, delayed requeues and retries pass straight through, however full
 // the backlog.
 func TestBacklogQueuePassesEverythingElse(t *testing.T) {
