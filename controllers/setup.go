@@ -5,14 +5,16 @@ import (
 
 	"reflect"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -74,18 +76,40 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		}
 		b = b.WatchesRawSource(changed)
 	}
+	if opts.LogConstructor == nil {
+		opts.LogConstructor = reconcileLog(mgr.GetLogger())
+	}
+	// The builder's For and Watches, with a source that starts the
+	// workers as soon as the handlers have the initial lists (source.go).
+	c := mgr.GetCache()
 	return b.
-		Named("vmobservation").
-		For(&v1alpha1.VMObservation{}, builder.WithPredicates(observationChanged())).
-		Watches(&kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmiChanged())).
-		Watches(&kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(vmChanged())).
-		Watches(&kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), builder.WithPredicates(migrationChanged())).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), builder.WithPredicates(podChanged())).
-		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodeChanged())).
+		Named(controllerName).
+		WatchesRawSource(watchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged())).
+		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, vmiChanged())).
+		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, vmChanged())).
+		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), migrationChanged())).
+		WatchesRawSource(watchKind(c, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), podChanged())).
+		WatchesRawSource(watchKind(c, &corev1.Node{}, r.nodeHandler(), nodeChanged())).
 		WatchesRawSource(ticks).
 		WatchesRawSource(r.beats.source()).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// controllerName names the controller in logs and metrics.
+const controllerName = "vmobservation"
+
+// reconcileLog is the logger of each reconcile, with the keys the builder
+// gives a controller For VMObservations (the watches are raw sources
+// here, so the builder knows no kind).
+func reconcileLog(base logr.Logger) func(*reconcile.Request) logr.Logger {
+	log := base.WithValues("controller", controllerName, "controllerGroup", v1alpha1.GroupVersion.Group, "controllerKind", "VMObservation")
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return log
+		}
+		return log.WithValues("VMObservation", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+	}
 }
 
 // followOwnWrites tells the write policy of each VMObservation the cache
