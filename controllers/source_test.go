@@ -3,11 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -82,5 +85,23 @@ func TestInformerSourceWaitEnds(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	if err := src.WaitForSync(ctx); err != nil {
 		t.Errorf("WaitForSync stopped: %v, want nil", err)
+	}
+}
+
+// A reconcile's log carries the keys the builder gives a controller For
+// VMObservations, though its watches are raw sources.
+func TestReconcileLogKeys(t *testing.T) {
+	var line string
+	log := funcr.New(func(_, args string) { line = args }, funcr.Options{})
+	reconcileLog(log)(&reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "vm"}}).Info("x")
+	for _, want := range []string{`"controller"="vmobservation"`, `"controllerGroup"="observability.vmobs.io"`, `"controllerKind"="VMObservation"`,
+		`"VMObservation"={"name"="vm" "namespace"="ns"}`, `"namespace"="ns"`, `"name"="vm"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the reconcile's log line %s lacks %s", line, want)
+		}
+	}
+	reconcileLog(log)(nil).Info("x")
+	if strings.Contains(line, `"name"=`) {
+		t.Errorf("the controller's own log line names a VM: %s", line)
 	}
 }
