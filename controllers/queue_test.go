@@ -17,16 +17,26 @@ func req(name string) reconcile.Request {
 
 var initialList = priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}
 
+// settlingQueue is a backlog queue that hands at most ahead keys of the
+// initial lists to its queue and counts them as quiet after quiet; what
+// drained is given comes out of the channel. It is shut down after the
+// test.
+func settlingQueue(t *testing.T, name string, ahead int, quiet time.Duration) (*backlogQueue, <-chan int) {
+	t.Helper()
+	q := newBacklogQueue(priorityqueue.New[reconcile.Request](name), ahead)
+	q.quiet = quiet
+	t.Cleanup(q.ShutDown)
+	drained := make(chan int, 2)
+	q.drained = func(keys int) { drained <- keys }
+	return q, drained
+}
+
 // The initial lists' keys enter the queue a few at a time and all come out,
 // once each; an event for a key still in the backlog takes it out; the
 // backlog's set is dropped when it empties.
 func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
-	inner := priorityqueue.New[reconcile.Request]("backlog-test")
-	q := newBacklogQueue(inner, 3)
-	q.quiet = 100 * time.Millisecond
-	t.Cleanup(q.ShutDown)
-	drained := make(chan int, 2)
-	q.drained = func(keys int) { drained <- keys }
+	q, drained := settlingQueue(t, "backlog-test", 3, 100*time.Millisecond)
+	inner := q.PriorityQueue
 
 	const n = 20
 	for i := range n {
@@ -99,11 +109,7 @@ func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
 // queue that saw none never does.
 func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 	for _, n := range []int{0, 2} {
-		inner := priorityqueue.New[reconcile.Request]("backlog-settle-" + string(rune('0'+n)))
-		q := newBacklogQueue(inner, 10)
-		q.quiet = 50 * time.Millisecond
-		drained := make(chan int, 1)
-		q.drained = func(keys int) { drained <- keys }
+		q, drained := settlingQueue(t, "backlog-settle-"+string(rune('0'+n)), 10, 50*time.Millisecond)
 		for i := range n {
 			q.AddWithOpts(initialList, req(string(rune('a'+i))))
 		}
@@ -123,7 +129,6 @@ func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 				t.Errorf("%d keys: drained did not run", n)
 			}
 		}
-		q.ShutDown()
 	}
 }
 
@@ -131,12 +136,7 @@ func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 // them are too: a cold start's own writes come back as events, one a VM.
 // A delayed requeue does not hold it up.
 func TestBacklogQueueSettlesAfterTheEventsBehindIt(t *testing.T) {
-	inner := priorityqueue.New[reconcile.Request]("backlog-settle-events")
-	q := newBacklogQueue(inner, 10)
-	q.quiet = 20 * time.Millisecond
-	t.Cleanup(q.ShutDown)
-	drained := make(chan int, 1)
-	q.drained = func(keys int) { drained <- keys }
+	q, drained := settlingQueue(t, "backlog-settle-events", 10, 20*time.Millisecond)
 	notYet := func(when string) {
 		t.Helper()
 		select {
