@@ -33,6 +33,14 @@ import (
 // DefaultPercent is the GC percent of the start-up (--startup-gc-percent).
 const DefaultPercent = 25
 
+// The messages a Phase logs: SyncedMsg when the percent comes back, and
+// when it ends (once) EndedMsg or LimitMsg.
+const (
+	SyncedMsg = "Decoded the initial lists; the collector's GC percent is back"
+	EndedMsg  = "Reconciled the initial lists; returned the start-up's memory"
+	LimitMsg  = "The start-up outlasted its limit; returned its memory"
+)
+
 // The collector's percent is the process's: one Phase at a time lowers it.
 var (
 	mu    sync.Mutex
@@ -77,7 +85,7 @@ func Begin(percent int, limit time.Duration, log logr.Logger) *Phase {
 	}
 	if limit > 0 {
 		p.timerMu.Lock()
-		p.timer = time.AfterFunc(limit, func() { p.end("The start-up outlasted its limit; returned its memory", -1, limit) })
+		p.timer = time.AfterFunc(limit, func() { p.end(LimitMsg, -1, limit) })
 		p.timerMu.Unlock()
 	}
 	return p
@@ -87,7 +95,7 @@ func Begin(percent int, limit time.Duration, log logr.Logger) *Phase {
 // the caches keep of them is allocated.
 func (p *Phase) Synced() {
 	if p.restore() {
-		p.log.Info("Decoded the initial lists; the collector's GC percent is back", "gcPercent", p.prev)
+		p.log.Info(SyncedMsg, "gcPercent", p.prev)
 	}
 }
 
@@ -121,7 +129,7 @@ func (p *Phase) Lowered() bool {
 // process's memory (docs/performance.md). keys is how many keys the
 // initial lists gave.
 func (p *Phase) End(keys int) {
-	p.end("Reconciled the initial lists; returned the start-up's memory", keys, 0)
+	p.end(EndedMsg, keys, 0)
 }
 
 func (p *Phase) end(msg string, keys int, after time.Duration) {

@@ -30,6 +30,7 @@ import (
 	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -125,12 +126,12 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 		runtime.MemProfileRate = spec.MemProfileRate
 	}
 	// The manager's log is dropped, but for the line that ends its
-	// start-up (internal/startupgc: memory returned, once), which
+	// start-up (memory returned, once), which
 	// "mark ended" waits for.
 	ended := make(chan struct{})
 	var endOnce sync.Once
 	ctrl.SetLogger(funcr.New(func(_, args string) {
-		if strings.Contains(args, "returned the start-up's memory") || strings.Contains(args, "The start-up outlasted its limit") {
+		if strings.Contains(args, startupgc.EndedMsg) || strings.Contains(args, startupgc.LimitMsg) {
 			endOnce.Do(func() { close(ended) })
 		}
 	}, funcr.Options{}))
@@ -619,7 +620,7 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit 
 		vms, mib(uint64(limit)), mib(out.RSS), mib(out.RSSAnon), mib(out.RSSFile), mib(out.RSSPeak), out.StartupSeconds)
 	if b, err := os.ReadFile(logf.Name()); err == nil {
 		for line := range strings.Lines(string(b)) {
-			if strings.Contains(line, "Reconciled the initial lists") || strings.Contains(line, "Decoded the initial lists") {
+			if strings.Contains(line, startupgc.EndedMsg) || strings.Contains(line, startupgc.SyncedMsg) {
 				t.Logf("vmobs manager binary: %s", strings.TrimSpace(line))
 			}
 		}
