@@ -84,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	c := mgr.GetCache()
 	return b.
 		Named(controllerName).
-		WatchesRawSource(watchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged())).
+		WatchesRawSource(watchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged(r.policy))).
 		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, vmiChanged())).
 		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, vmChanged())).
 		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), migrationChanged())).
@@ -224,7 +224,7 @@ func (r *Reconciler) nodeToVMs(ctx context.Context, node string) []reconcile.Req
 
 // updateOnly builds a predicate that passes creates and deletes, and updates
 // for which changed returns true. Resyncs (same resourceVersion) never pass.
-func updateOnly[T client.Object](changed func(older, newer T) bool) predicate.Predicate {
+func updateOnly[T client.Object](changed func(older, newer T) bool) predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion() {
@@ -244,12 +244,18 @@ func deletionChanged(o, n client.Object) bool {
 	return (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
 
-func observationChanged() predicate.Predicate {
+func observationChanged(policy *writePolicy) predicate.Predicate {
 	// Our own status writes keep the generation: they must not come back as
 	// work. Spec edits and owner changes (a recreated VM) do.
-	return updateOnly(func(o, n *projection.Observation) bool {
+	p := updateOnly(func(o, n *projection.Observation) bool {
 		return o.Generation != n.Generation || o.Value(membership.ManagedByLabel) != n.Value(membership.ManagedByLabel)
 	})
+	// Nor do our own creates: the reconcile that created one wrote its
+	// status (writepolicy.go, ownCreates).
+	p.CreateFunc = func(e event.CreateEvent) bool {
+		return !policy.ownCreate(client.ObjectKeyFromObject(e.Object), e.Object.GetUID())
+	}
+	return p
 }
 
 // The projections hold only what the engine reads: any difference but the

@@ -381,6 +381,7 @@ func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VM
 		}
 		return nil, 0, fmt.Errorf("creating VMObservation: %w", err)
 	}
+	r.policy.created(client.ObjectKeyFromObject(obs), obs.GetUID())
 	ctrl.LoggerFrom(ctx).V(1).Info("Created VMObservation", "owner", klog.KRef(in.Namespace, owner(in).Name), "ownerKind", owner(in).Kind)
 	return obs, 0, nil
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -113,6 +114,10 @@ func fakeWorld(t testing.TB, objs ...client.Object) (client.Client, *writeLog) {
 	b = b.WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			w.add("create")
+			if obj.GetUID() == "" {
+				// As the API server does; the fake client leaves it empty.
+				obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), w.total())))
+			}
 			return c.Create(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -252,6 +257,45 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 		if w.total() != before {
 			t.Errorf("reconcile %v later wrote %v", after, w.counts)
 		}
+	}
+}
+
+// TestOwnCreateBringsNoReconcile: the reconcile that creates a
+// VMObservation writes its status too, so the create event of that object
+// (by its UID, once) does not bring the VM back; any other create event of
+// the same name does: a user's, another shard's, an orphan's at start, or
+// the object recreated after a delete.
+func TestOwnCreateBringsNoReconcile(t *testing.T) {
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	p := observationChanged(r.policy)
+	other := func(uid types.UID) client.Object {
+		return project(t, &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: uid}})
+	}
+	if !p.Create(event.CreateEvent{Object: other("declared")}) {
+		t.Fatal("the create event of a VMObservation this process did not create was dropped")
+	}
+
+	wReconcile(t, r)
+	if w.counts["create"] != 1 || w.counts["apply status"] != 1 {
+		t.Fatalf("reconcile wrote %v, want one create and one status apply", w.counts)
+	}
+	created := wObservation(t, c)
+	ev := event.CreateEvent{Object: project(t, created)}
+	if !p.Create(event.CreateEvent{Object: other("another")}) {
+		t.Error("a create event of another UID under the same name was dropped")
+	}
+	if p.Create(ev) {
+		t.Error("the create event of our own VMObservation passed")
+	}
+	if !p.Create(ev) {
+		t.Error("a second create event of it (a relist) was dropped: the first is the only one ours")
+	}
+
+	r.policy.created(client.ObjectKeyFromObject(created), created.UID)
+	r.policy.forget(client.ObjectKeyFromObject(created))
+	if !p.Create(ev) {
+		t.Error("the create event of a VMObservation forgotten (deleted) was dropped")
 	}
 }
 
@@ -557,10 +601,10 @@ func TestPredicates(t *testing.T) {
 		{"pod label vmobs does not read", podChanged(), rv(wPodObj(), "1"), rv(wPodObj(func(p *corev1.Pod) { p.Labels["other"] = "x" }), "2"), false},
 		{"migration phase", migrationChanged(), rv(&kubevirtv1.VirtualMachineInstanceMigration{}, "1"),
 			rv(&kubevirtv1.VirtualMachineInstanceMigration{Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{Phase: kubevirtv1.MigrationRunning}}, "2"), true},
-		{"observation status only (our own write)", observationChanged(),
+		{"observation status only (our own write)", observationChanged(newWritePolicy(0, 0, 0)),
 			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, "1"),
 			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Status: v1alpha1.VMObservationStatus{Verdict: "Healthy"}}, "2"), false},
-		{"observation spec edit", observationChanged(),
+		{"observation spec edit", observationChanged(newWritePolicy(0, 0, 0)),
 			rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, "1"), rv(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Generation: 2}}, "2"), true},
 	}
 	for _, c := range cases {
