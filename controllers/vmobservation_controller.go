@@ -370,18 +370,26 @@ func (r *Reconciler) create(ctx context.Context, in verdict.Input) (*v1alpha1.VM
 		},
 		Spec: v1alpha1.VMObservationSpec{VMName: in.Name},
 	}
+	key := client.ObjectKeyFromObject(obs)
+	r.policy.creating(key)
 	if err := r.Client.Create(ctx, obs, client.FieldOwner(membership.FieldOwner)); err != nil {
+		dropped := r.policy.createFailed(key)
 		if apierrors.IsAlreadyExists(err) {
 			if r.shard != nil {
 				return r.takeOver(ctx, in)
 			}
-			// The cache has not seen our own create yet; the create event
+			if dropped {
+				// Its create event came while ours was in flight, and
+				// was taken for ours: the cache holds it now.
+				return nil, time.Nanosecond, nil
+			}
+			// The cache has not seen this object yet; its create event
 			// brings us back.
 			return nil, 0, nil
 		}
 		return nil, 0, fmt.Errorf("creating VMObservation: %w", err)
 	}
-	r.policy.created(client.ObjectKeyFromObject(obs), obs.GetUID())
+	r.policy.created(key, obs.GetUID())
 	ctrl.LoggerFrom(ctx).V(1).Info("Created VMObservation", "owner", klog.KRef(in.Namespace, owner(in).Name), "ownerKind", owner(in).Kind)
 	return obs, 0, nil
 }

@@ -82,6 +82,9 @@ type writeLog struct {
 	counts map[string]int
 	// deletes records the preconditions of each Delete.
 	deletes []*metav1.Preconditions
+	// onCreate, when set, sees each Create's object and result, and may
+	// change the result: what the cache delivers meanwhile.
+	onCreate func(client.Object, error) error
 }
 
 func (w *writeLog) add(verb string) {
@@ -118,7 +121,11 @@ func fakeWorld(t testing.TB, objs ...client.Object) (client.Client, *writeLog) {
 				// As the API server does; the fake client leaves it empty.
 				obj.SetUID(types.UID(fmt.Sprintf("uid-%s-%d", obj.GetName(), w.total())))
 			}
-			return c.Create(ctx, obj, opts...)
+			err := c.Create(ctx, obj, opts...)
+			if w.onCreate != nil {
+				err = w.onCreate(obj, err)
+			}
+			return err
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			w.add("patch")
@@ -297,6 +304,63 @@ func TestOwnCreateBringsNoReconcile(t *testing.T) {
 	if !p.Create(ev) {
 		t.Error("the create event of a VMObservation forgotten (deleted) was dropped")
 	}
+}
+
+// TestOwnCreateEventBeforeItsAnswer: the create event may come while the
+// create is in flight. It is taken for ours and dropped; if the create then
+// succeeds, nothing is left waiting for it; if it fails because another
+// object of that name exists, that other object's event was the one
+// dropped, and the reconcile asks to be called again at once instead of
+// waiting for an event that will not come.
+func TestOwnCreateEventBeforeItsAnswer(t *testing.T) {
+	t.Run("ours", func(t *testing.T) {
+		c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+		r := wReconciler(c)
+		p := observationChanged(r.policy)
+		var ev event.CreateEvent
+		w.onCreate = func(o client.Object, err error) error {
+			ev = event.CreateEvent{Object: project(t, o)}
+			if !p.Create(ev) {
+				return err
+			}
+			t.Error("our create's event, come before its answer, passed")
+			return err
+		}
+		wReconcile(t, r)
+		if w.counts["create"] != 1 || w.counts["apply status"] != 1 {
+			t.Fatalf("reconcile wrote %v, want one create and one status apply", w.counts)
+		}
+		if !p.Create(ev) {
+			t.Error("a second create event of it was dropped: the one before the answer was ours")
+		}
+	})
+	t.Run("another's", func(t *testing.T) {
+		c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+		r := wReconciler(c)
+		p := observationChanged(r.policy)
+		r.Store = storeOf(t, c) // the cache, before the other object is created
+		declared := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM}, Spec: v1alpha1.VMObservationSpec{VMName: wVM}}
+		if err := c.Create(context.Background(), declared); err != nil {
+			t.Fatal(err)
+		}
+		w.onCreate = func(_ client.Object, err error) error {
+			if !apierrors.IsAlreadyExists(err) {
+				t.Errorf("create: %v, want AlreadyExists", err)
+			}
+			if !p.Create(event.CreateEvent{Object: project(t, declared)}) {
+				return err
+			}
+			t.Error("the event of a create in flight passed")
+			return err
+		}
+		res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wNS, Name: wVM}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter <= 0 {
+			t.Errorf("the reconcile returned %+v: the other object's event was dropped and nothing brings the VM back", res)
+		}
+	})
 }
 
 // TestRequeueCountsFromTheReturn: a lag grace ends 7 s after the evaluation;

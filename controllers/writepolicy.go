@@ -105,15 +105,18 @@ func (p *writePolicy) caughtUp(key types.NamespacedName, uid types.UID, stored u
 	p.recent.caughtUp(key, uid, stored)
 }
 
-// created records a VMObservation this process created: the reconcile
-// that creates one writes its status too, so its create event brings
-// nothing to do.
+// creating records that this process is about to create key's
+// VMObservation, created that it did (uid), createFailed that it did not;
+// createFailed says whether the create event of another object of that
+// name was dropped meanwhile, which the caller must make up for.
+func (p *writePolicy) creating(key types.NamespacedName) { p.creates.begin(key) }
 func (p *writePolicy) created(key types.NamespacedName, uid types.UID) {
-	p.creates.put(key, uid)
+	p.creates.done(key, uid)
 }
+func (p *writePolicy) createFailed(key types.NamespacedName) bool { return p.creates.abort(key) }
 
 // ownCreate says whether a create event is of a VMObservation this process
-// created, and forgets it: the event comes once.
+// created; the event comes once, and is then forgotten.
 func (p *writePolicy) ownCreate(key types.NamespacedName, uid types.UID) bool {
 	return p.creates.take(key, uid)
 }
@@ -259,41 +262,86 @@ func (w *recentWrites) forget(key types.NamespacedName) {
 	delete(w.m, key)
 }
 
-// ownCreates remembers, per VMObservation, the UID of the one this process
-// created, until the cache delivers its create event. Without it each
-// create came back as a reconcile that wrote nothing: at a cold start of
-// 1,000 VMs, 2,001 reconciles instead of 1,001, and since an event outranks
-// the initial lists' keys in the queue, those no-ops ran ahead of the VMs
-// still waiting for their first status (docs/scale.md, finding 23).
+// ownCreates remembers, per VMObservation, that this process is creating
+// it or the UID of the one it created, until the cache delivers its create
+// event. Without it each create came back as a reconcile that wrote
+// nothing: at a cold start of 1,000 VMs, 2,001 reconciles instead of
+// 1,001, and since an event outranks the initial lists' keys in the queue,
+// those no-ops ran ahead of the VMs still waiting for their first status
+// (docs/scale.md, finding 23). The event may outrun our create's answer (it
+// did for about a fifth of them), so the record is made before the create.
 //
-// Only a UID our own create returned is dropped, so a VMObservation
-// declared by a user, another shard's, or an orphan found at start still
-// brings its reconcile. A create event that outruns our create's answer
-// passes, as before. An entry whose event never comes (the object deleted
-// before the cache saw it) is replaced by the key's next create.
+// Only the event of our own create is dropped: a VMObservation declared by
+// a user, another shard's, or an orphan found at start still brings its
+// reconcile. An event dropped while our create was in flight is of another
+// object if that create then fails; abort says so. An entry whose event
+// never comes (the object deleted before the cache saw it) is replaced by
+// the key's next create, or dropped with the key.
 type ownCreates struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]types.UID
+	m  map[types.NamespacedName]ownCreate
 }
 
-func (c *ownCreates) put(key types.NamespacedName, uid types.UID) {
+type ownCreate struct {
+	uid types.UID // "" while the create is in flight
+	// early: an event came while the create was in flight, and was dropped.
+	early bool
+}
+
+func (c *ownCreates) begin(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[types.NamespacedName]types.UID{}
+		c.m = map[types.NamespacedName]ownCreate{}
 	}
-	c.m[key] = uid
+	c.m[key] = ownCreate{}
 }
 
-// take reports whether uid is the one created under key, and forgets it.
+// done records the UID our create returned; if its event came already,
+// there is nothing left to wait for.
+func (c *ownCreates) done(key types.NamespacedName, uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok && e.early {
+		delete(c.m, key)
+		return
+	}
+	if c.m == nil {
+		c.m = map[types.NamespacedName]ownCreate{}
+	}
+	c.m[key] = ownCreate{uid: uid}
+}
+
+// abort forgets a create that failed, and says whether an event was
+// dropped while it was in flight.
+func (c *ownCreates) abort(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	delete(c.m, key)
+	return ok && e.uid == "" && e.early
+}
+
+// take reports whether a create event of uid under key is our create's,
+// and forgets it.
 func (c *ownCreates) take(key types.NamespacedName, uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if got, ok := c.m[key]; !ok || got != uid || uid == "" {
+	e, ok := c.m[key]
+	switch {
+	case !ok:
 		return false
+	case e.uid == "":
+		if e.early {
+			return false // one event per create
+		}
+		c.m[key] = ownCreate{early: true}
+		return true
+	case e.uid == uid:
+		delete(c.m, key)
+		return true
 	}
-	delete(c.m, key)
-	return true
+	return false
 }
 
 func (c *ownCreates) forget(key types.NamespacedName) {
