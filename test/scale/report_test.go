@@ -323,6 +323,15 @@ func (r *results) finish(w *world, tr *tracker, took time.Duration) {
 	}
 }
 
+// ms shows a latency figure of the table; a sample with no changes
+// (sanitize's -1) shows as a dash.
+func ms(v float64) string {
+	if v < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
 // sanitize replaces what JSON cannot carry (NaN from an empty sample).
 func (r *results) sanitize() {
 	for _, f := range []*float64{&r.LatencyP50, &r.LatencyP90, &r.LatencyP99, &r.LatencyMax, &r.FloorWatchP50,
@@ -372,7 +381,7 @@ func (r *results) printTable(out io.Writer) {
 		fmt.Sprintf("watch p50 %.1f ms p99 %.1f ms; write p50 %.1f ms; 2×watch+write %.1f ms", r.FloorWatchP50, r.FloorWatchP99, r.SourceWriteP50, r.LatencyFloorP50))
 	row("  controller's share (status − source watch)", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms", r.ControllerShareP50, r.ControllerShareP99),
 		fmt.Sprintf("p99 %.1f ms for the %d changes ≤2 s after a heartbeat round, %.1f ms for the others", r.LatencyNearP99, r.LatencyNearChanges, r.LatencyAwayP99))
-	row("  judged when the event came / at the lag grace's end", fmt.Sprintf("p99 %.1f ms (%d changes) / p50 %.1f ms, p99 %.1f ms (%d changes)", r.LatencyEventP99, r.LatencyEventChanges, r.LatencyDeadlineP50, r.LatencyDeadlineP99, r.LatencyDeadlineChange),
+	row("  judged when the event came / at the lag grace's end", fmt.Sprintf("p99 %s (%d changes) / p50 %s, p99 %s (%d changes)", ms(r.LatencyEventP99), r.LatencyEventChanges, ms(r.LatencyDeadlineP50), ms(r.LatencyDeadlineP99), r.LatencyDeadlineChange),
 		"a pod made Ready / NotReady; the second from the deadline, due with the others of its second")
 	for _, c := range []struct{ name, phase string }{{"CPU per reconcile, cold start", "cold_start"}, {"CPU per reconcile, changes", "changes"}, {"floor CPU per VM", "floor"}} {
 		f := r.CPU[c.phase]

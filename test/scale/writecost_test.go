@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -25,14 +28,19 @@ import (
 
 // BenchmarkStatusWrite is what one status write costs the test API server,
 // by how it is made: server-side apply as the controller makes it
-// (controllers/apply.go), a JSON merge patch of the status, and a read and
-// an update of the status subresource; with 1 and 4 writers (the
+// (controllers/apply.go), a JSON merge patch of the status, a JSON merge
+// patch of only what changed (one message), and a read and an update of
+// the status subresource; with 1 and 4 writers (the
 // controller's default workers). Each write changes one layer's message of
 // a running VM's status as the engine computes it. It tells whether a
 // cheaper way to write would shorten the bursts of verdicts that fall due
-// in the same second (docs/scale.md, finding 16):
+// in the same second (docs/scale.md, findings 16 and 25):
 //
 //	go test -run '^$' -bench StatusWrite -benchtime 400x ./test/scale/
+//
+// With -scale.profile-dir, each form is also written by 4 writers for 10 s
+// while the API server's CPU profile is taken (apiserver-<form>.pb.gz;
+// finding 25).
 func BenchmarkStatusWrite(b *testing.B) {
 	env, err := testenv.Start(testenv.Options{})
 	if err != nil {
@@ -90,6 +98,15 @@ func BenchmarkStatusWrite(b *testing.B) {
 			o := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: objName(i)}}
 			return c.Status().Patch(ctx, o, client.RawPatch(types.MergePatchType, body), client.FieldOwner(membership.FieldOwner))
 		}},
+		{"merge-patch-diff", func(i int) error {
+			msg, err := json.Marshal("write " + strconv.FormatInt(seq.Add(1), 10))
+			if err != nil {
+				return err
+			}
+			body := []byte(`{"status":{"layers":{"node":{"message":` + string(msg) + `}}}}`)
+			o := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: objName(i)}}
+			return c.Status().Patch(ctx, o, client.RawPatch(types.MergePatchType, body), client.FieldOwner(membership.FieldOwner))
+		}},
 		{"get-update", func(i int) error {
 			o := &v1alpha1.VMObservation{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: objName(i)}, o); err != nil {
@@ -131,6 +148,9 @@ func BenchmarkStatusWrite(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			})
 		}
+		if *flagProfiles != "" {
+			profileWrites(ctx, b, env, m.write, objects, filepath.Join(*flagProfiles, "apiserver-"+m.name+".pb.gz"))
+		}
 	}
 }
 
@@ -171,4 +191,43 @@ func runningStatus(ctx context.Context, b *testing.B, c client.Client) *v1alpha1
 	}
 	b.Fatalf("no VM %s/%s in the lists", ns, vm)
 	return nil
+}
+
+// profileWrites writes with 4 writers while the test API server takes a
+// CPU profile of itself for 10 s (its /debug/pprof, on by default in
+// kube-apiserver), saved to path.
+func profileWrites(ctx context.Context, b *testing.B, env *testenv.Env, write func(int) error, objects int, path string) {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			for k := w; ctx.Err() == nil; k += 4 {
+				if err := write(k % objects); err != nil && ctx.Err() == nil {
+					b.Error(err)
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	start := time.Now()
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").Timeout(time.Minute).DoRaw(ctx)
+	writes, elapsed := n.Load(), time.Since(start)
+	stop()
+	wg.Wait()
+	if err != nil {
+		b.Fatalf("the API server's profile: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s: %.0f writes/s while profiled", path, float64(writes)/elapsed.Seconds())
 }
