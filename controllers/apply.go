@@ -26,10 +26,6 @@ func (r *Reconciler) applyStatus(ctx context.Context, obs *projection.Observatio
 	if err != nil {
 		return fmt.Errorf("encoding status: %w", err)
 	}
-	if r.events != nil {
-		// Events wait for the end of a burst of writes (events.go).
-		defer r.events.writeBegins()()
-	}
 	if r.StatusREST != nil {
 		err = r.StatusREST.Patch(types.ApplyPatchType).Namespace(ns).Resource("vmobservations").Name(obs.Name).
 			SubResource("status").Param("fieldManager", membership.FieldOwner).Param("force", "true").

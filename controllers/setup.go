@@ -57,11 +57,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := r.followOwnWrites(mgr); err != nil {
 		return err
 	}
-	if r.events != nil {
-		if err := mgr.Add(r.events); err != nil {
-			return err
-		}
-	}
 	ticks, err := livenessSource(mgr, LivenessTick)
 	if err != nil {
 		return err

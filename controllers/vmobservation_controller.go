@@ -118,9 +118,6 @@ type Reconciler struct {
 	// beats holds the VMs whose next look is their node's heartbeat
 	// deadline (heartbeats.go).
 	beats *heartbeats
-	// events sends Recorder's Events between bursts of status writes
-	// (events.go); nil without a Recorder.
-	events *heldEvents
 }
 
 // setup builds what the reconciler derives from its configuration; it
@@ -131,9 +128,6 @@ func (r *Reconciler) setup() {
 	r.Policy.RenewingEvidence = r.EvidenceRefreshInterval > 0
 	r.shard = newShard(r.Shard, r.HandoverGrace)
 	r.beats = newHeartbeats(nil)
-	if r.Recorder != nil {
-		r.events = newHeldEvents(r.Recorder, eventQuiet, eventMaxDelay, r.now)
-	}
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
