@@ -186,9 +186,10 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			}
 		case "mark":
 			if arg == "ended" {
-				// A cold start's last reconciles come after the
-				// harness sees convergence (docs/scale.md, finding
-				// 20): they are the start-up's, not the steady state's.
+				// The start-up ends once nothing is queued
+				// (docs/scale.md, finding 20), which may be after the
+				// harness sees convergence: what runs until then is
+				// the start-up's, not the steady state's.
 				t0 := time.Now()
 				select {
 				case <-ended:
