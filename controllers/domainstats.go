@@ -32,7 +32,11 @@ type DomainStats struct {
 // are folded are the cache's Running ones.
 func (r *Reconciler) domainStatsSource(mgr ctrl.Manager) (source.Source, error) {
 	changed, notify := factsChanged()
-	src := domainstats.NewSource(r.DomainStats.Config, r.DomainStats.Querier, r.runningVMIs, notify, r.Now,
+	// The fold keeps the onset of memory pressure with the controller's
+	// thresholds.
+	cfg := r.DomainStats.Config
+	cfg.Policy = r.Policy
+	src := domainstats.NewSource(cfg, r.DomainStats.Querier, r.runningVMIs, notify, r.Now,
 		r.DomainStats.Metrics, mgr.GetLogger().WithName("domainstats"))
 	r.domain = src
 	r.Policy.DomainStatsInterval = src.Interval()

@@ -357,17 +357,31 @@ const (
 	// not advanced for longer than the threshold.
 	ReasonGuestCPUStalled = "GuestCPUStalled"
 
-	// ReasonGuestMemoryPressure: the guest has almost no memory left to use,
-	// or swaps steadily (balloon driver statistics).
+	// ReasonGuestMemoryPressure: the guest has almost no memory left to use
+	// and thrashes (swaps or takes major page faults) for minutes (balloon
+	// driver statistics).
 	ReasonGuestMemoryPressure = "GuestMemoryPressure"
+
+	// ReasonGuestMemoryAvailableLow: a note: the guest has almost no memory
+	// left to use but does not thrash (or not for long yet).
+	ReasonGuestMemoryAvailableLow = "GuestMemoryAvailableLow"
+
+	// ReasonGuestOSPanic: the guest OS panicked (a pvpanic or Hyper-V crash
+	// report, counted by virt-handler) within the domain-stats window.
+	ReasonGuestOSPanic = "GuestOSPanic"
 
 	// ReasonStorageSlow: the time per I/O operation is far above the VM's
 	// own baseline.
 	ReasonStorageSlow = "StorageSlow"
 
 	// ReasonNetworkErrors: the domain's interfaces report receive or
-	// transmit errors or drops at a rising rate.
+	// transmit errors, or the host drops what the guest sends.
 	ReasonNetworkErrors = "NetworkErrors"
+
+	// ReasonGuestNetworkDrops: a note: packets arrive for the guest that it
+	// does not take (an interface down or unconfigured in the guest, or its
+	// receive ring full).
+	ReasonGuestNetworkDrops = "GuestNetworkDrops"
 
 	// ReasonMigrationNotConverging: during a live migration the data
 	// remaining does not shrink, or the guest dirties memory at least as
@@ -482,8 +496,11 @@ var AllReasons = []string{
 	ReasonDomainStatsMissing,
 	ReasonGuestCPUStalled,
 	ReasonGuestMemoryPressure,
+	ReasonGuestMemoryAvailableLow,
+	ReasonGuestOSPanic,
 	ReasonStorageSlow,
 	ReasonNetworkErrors,
+	ReasonGuestNetworkDrops,
 	ReasonMigrationNotConverging,
 	ReasonDomainStatsUnavailable,
 	ReasonFilesystemNearlyFull,

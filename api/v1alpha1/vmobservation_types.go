@@ -144,16 +144,17 @@ type PolicyOverrides struct {
 	// +optional
 	GuestCPUStalledAfter *metav1.Duration `json:"guestCPUStalledAfter,omitempty"`
 
-	// GuestMemoryAvailablePercent: guest memory pressure
-	// (GuestMemoryPressure) when the memory the guest can still use, as the
-	// balloon driver reports it, falls under this share of its memory.
+	// GuestMemoryAvailablePercent: low memory headroom when the memory the
+	// guest can still use, as the balloon driver reports it, falls under
+	// this share of its memory; with thrashing it is GuestMemoryPressure.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=99
 	GuestMemoryAvailablePercent *int32 `json:"guestMemoryAvailablePercent,omitempty"`
 
-	// GuestSwapRate: guest memory pressure (GuestMemoryPressure) when the
-	// guest swaps at least this many bytes per second, in and out together.
+	// GuestSwapRate: with low memory headroom, swap traffic of at least this
+	// many bytes per second, in and out together, is thrashing
+	// (GuestMemoryPressure).
 	// +optional
 	GuestSwapRate *resource.Quantity `json:"guestSwapRate,omitempty"`
 
@@ -170,7 +171,8 @@ type PolicyOverrides struct {
 	StorageSlowLatency *metav1.Duration `json:"storageSlowLatency,omitempty"`
 
 	// NetworkErrorRate: network errors (NetworkErrors) when receive and
-	// transmit errors and drops together reach this many per second.
+	// transmit errors and transmit drops together reach this many per
+	// second; receive drops at this rate are a note (GuestNetworkDrops).
 	// +optional
 	NetworkErrorRate *resource.Quantity `json:"networkErrorRate,omitempty"`
 
@@ -194,6 +196,16 @@ type PolicyOverrides struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	AgentUnresponsiveProbes *int32 `json:"agentUnresponsiveProbes,omitempty"`
+
+	// GuestMajorFaultRate: with low memory headroom, major page faults above
+	// this many per second are thrashing (GuestMemoryPressure).
+	// +optional
+	GuestMajorFaultRate *resource.Quantity `json:"guestMajorFaultRate,omitempty"`
+
+	// GuestMemoryPressureAfter is how long low memory headroom and thrashing
+	// must last before the guest layer turns Degraded (GuestMemoryPressure).
+	// +optional
+	GuestMemoryPressureAfter *metav1.Duration `json:"guestMemoryPressureAfter,omitempty"`
 }
 
 // Evidence points at one field of one object that a verdict rests on.
@@ -414,7 +426,8 @@ type DomainSummary struct {
 	// NetworkTransmitRate is bytes sent per second over all interfaces.
 	// +optional
 	NetworkTransmitRate *resource.Quantity `json:"networkTransmitRate,omitempty"`
-	// NetworkErrorRate is receive and transmit errors and drops per second.
+	// NetworkErrorRate is receive and transmit errors and transmit drops
+	// per second.
 	// +optional
 	NetworkErrorRate *resource.Quantity `json:"networkErrorRate,omitempty"`
 	// MigrationDataRemaining is the data a live migration still has to

@@ -28,10 +28,18 @@ type answers struct {
 	vals [numSignals]map[types.NamespacedName][]series
 	// perNode counts the VMIs each node exports.
 	perNode map[string]int
+	// running counts the Running VMIs (targets) that name each node.
+	running map[string]int
+	// maxAge is how old a timestamped sample may be and still count (0:
+	// any age).
+	maxAge time.Duration
+	// pol holds the thresholds the fold keeps onsets with (the
+	// controller's; zero fields take their defaults).
+	pol verdict.Policy
 }
 
 func newAnswers(at time.Time) *answers {
-	a := &answers{at: at, perNode: map[string]int{}}
+	a := &answers{at: at, perNode: map[string]int{}, running: map[string]int{}}
 	for i := range a.vals {
 		a.vals[i] = map[types.NamespacedName][]series{}
 	}
@@ -84,8 +92,11 @@ type vmiState struct {
 	// average of its samples; baselineN counts them.
 	baseline  float64
 	baselineN int
-	// remaining is the last sample of a migration's data remaining.
+	// remaining is the last sample of a migration's data remaining, and
+	// remainingAt its time (virt-handler's poll), zero when the answer
+	// carried none.
 	remaining    float64
+	remainingAt  float64
 	hasRemaining bool
 }
 
@@ -123,6 +134,7 @@ func fold(st *vmiState, t *Target, a *answers) bool {
 		others--
 	}
 	f.NodeExports = others > 0
+	f.NodeRunsOthers = a.running[t.Node] > 1
 	if !f.Exported {
 		f.MissingSince = since(prev.MissingSince, a.at)
 	}
@@ -139,15 +151,20 @@ func fold(st *vmiState, t *Target, a *answers) bool {
 	f.MemoryDomain = bucket(prev.MemoryDomain, v, ok, scaleBytes)
 	v, ok = a.value(sigMemAvailable, t)
 	f.MemoryAvailable = bucket(prev.MemoryAvailable, v, ok, scaleBytes)
+	// A guest whose balloon driver has no "usable" statistic has no
+	// headroom value: "unused" (MemFree) is low on every guest whose page
+	// cache fills its memory, and KubeVirt's alerts never read it.
 	v, ok = a.value(sigMemUsable, t)
-	if !ok {
-		// Guests whose balloon driver predates the usable statistic report
-		// unused memory only.
-		v, ok = a.value(sigMemUnused, t)
-	}
 	f.MemoryUsable = bucket(prev.MemoryUsable, v, ok, scaleBytes)
 	v, ok = a.value(sigSwap, t)
 	f.SwapRate = bucket(prev.SwapRate, v, ok, scaleRate)
+	v, ok = a.value(sigMajorFaults, t)
+	f.MajorFaultRate = bucket(prev.MajorFaultRate, v, ok, scaleEvents)
+	if a.pol.MemoryPressure(&f) {
+		f.MemoryPressureSince = since(prev.MemoryPressureSince, a.at)
+	}
+	v, ok = a.value(sigGuestPanics, t)
+	f.GuestPanics = bucket(prev.GuestPanics, v, ok, scaleEvents)
 
 	v, ok = a.value(sigStorageLatency, t)
 	f.StorageLatency = bucket(prev.StorageLatency, v, ok, scaleLatency)
@@ -168,14 +185,31 @@ func fold(st *vmiState, t *Target, a *answers) bool {
 	f.NetworkTransmitRate = bucket(prev.NetworkTransmitRate, v, ok, scaleRate)
 	v, ok = a.value(sigNetErrors, t)
 	f.NetworkErrorRate = bucket(prev.NetworkErrorRate, v, ok, scaleEvents)
+	v, ok = a.value(sigNetRxDrops, t)
+	f.NetworkReceiveDropRate = bucket(prev.NetworkReceiveDropRate, v, ok, scaleEvents)
 
 	v, ok = a.value(sigMigRemaining, t)
+	ts, okTS := a.value(sigMigTimestamp, t)
+	okTS = okTS && valid(ts)
+	if ok && okTS && a.maxAge > 0 && float64(a.at.Unix())-ts > a.maxAge.Seconds() {
+		// A sample virt-handler stopped renewing: no staleness marker ends
+		// a timestamped series, so it lingers for Prometheus' lookback.
+		ok = false
+	}
 	if ok && valid(v) {
-		f.MigrationDataRemaining = bucket(prev.MigrationDataRemaining, v, true, scaleBytes)
-		if st.hasRemaining && v >= st.remaining {
+		switch {
+		case okTS && st.hasRemaining && ts <= st.remainingAt:
+			// The same poll as the last round's: no news, the count stands.
+			f.MigrationNotShrinking = prev.MigrationNotShrinking
+		case st.hasRemaining && v >= st.remaining:
 			f.MigrationNotShrinking = min(prev.MigrationNotShrinking+1, maxNotShrinking)
 		}
+		f.MigrationDataRemaining = bucket(prev.MigrationDataRemaining, v, true, scaleBytes)
 		st.remaining, st.hasRemaining = v, true
+		st.remainingAt = 0
+		if okTS {
+			st.remainingAt = ts
+		}
 		v, ok = a.value(sigMigDirty, t)
 		f.MigrationDirtyRate = bucket(prev.MigrationDirtyRate, v, ok, scaleFine)
 		v, ok = a.value(sigMigTransfer, t)

@@ -98,12 +98,11 @@ func TestFoldStates(t *testing.T) {
 				t.Errorf("%+v", f)
 			}
 		}},
-		{"usable falls back to unused", func(a *answers) {
+		{"a guest without the usable statistic has no headroom value", func(a *answers) {
 			delete(a.vals[sigMemUsable], vm1.Key)
-			a.add(sigMemUnused, []Sample{smp("vm1", "node-a", 1<<30)})
 		}, func(t *testing.T, f verdict.DomainFacts) {
-			if f.MemoryUsable != (verdict.Value{V: 1.1e9, OK: true}) {
-				t.Errorf("%+v", f.MemoryUsable)
+			if f.MemoryUsable.OK || !f.MemoryAvailable.OK {
+				t.Errorf("usable %+v available %+v", f.MemoryUsable, f.MemoryAvailable)
 			}
 		}},
 		{"the VMI's own node wins", func(a *answers) {

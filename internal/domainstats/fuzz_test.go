@@ -20,7 +20,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		samples, err := decode(b)
+		samples, _, err := decode(b)
 		if err != nil && samples != nil {
 			t.Fatal("samples with an error")
 		}

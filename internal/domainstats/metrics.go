@@ -13,6 +13,7 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	bytes       *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
+	annotations *prometheus.CounterVec
 	available   prometheus.Gauge
 	lastSuccess prometheus.Gauge
 	dropSeries  prometheus.Counter
@@ -36,6 +37,10 @@ func NewMetrics() *Metrics {
 			Name: "vmobs_domain_stats_query_errors_total",
 			Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query, partial).",
 		}, []string{"signal", "kind"}),
+		annotations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "vmobs_domain_stats_query_annotations_total",
+			Help: "PromQL annotations (\"PromQL info: ...\", \"PromQL warning: ...\") in the answers to domain stats queries, per signal; the answers are used.",
+		}, []string{"signal"}),
 		available: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_domain_stats_available",
 			Help: "1 while domain stats can be read from Prometheus; 0 once several rounds in a row have failed (the VMs' verdicts then rest on their other sources).",
@@ -57,7 +62,7 @@ func NewMetrics() *Metrics {
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.duration, m.bytes, m.errors, m.available, m.lastSuccess, m.dropSeries, m.vmis}
+	return []prometheus.Collector{m.duration, m.bytes, m.errors, m.annotations, m.available, m.lastSuccess, m.dropSeries, m.vmis}
 }
 
 func (m *Metrics) queried(s signal, d time.Duration, n int, err error) {
@@ -75,6 +80,12 @@ func (m *Metrics) queried(s signal, d time.Duration, n int, err error) {
 			kind = qe.Kind
 		}
 		m.errors.WithLabelValues(s.String(), kind).Inc()
+	}
+}
+
+func (m *Metrics) annotated(s signal, n int) {
+	if m != nil {
+		m.annotations.WithLabelValues(s.String()).Add(float64(n))
 	}
 }
 

@@ -87,21 +87,29 @@ func (e *QueryError) Unwrap() error { return e.Err }
 
 // Query runs one instant query at t. It returns the samples, the size of
 // the response in bytes, and a *QueryError when Prometheus cannot be
-// reached, refuses, or answers something other than a vector. Values are
-// kept as Prometheus sends them (NaN and ±Inf included); the fold decides.
+// reached, refuses, or answers something other than a whole vector. Values
+// are kept as Prometheus sends them (NaN and ±Inf included); the fold
+// decides.
 func (c *Client) Query(ctx context.Context, q string, t time.Time) ([]Sample, int, error) {
+	samples, n, _, err := c.QueryAnnotated(ctx, q, t)
+	return samples, n, err
+}
+
+// QueryAnnotated is Query that also returns the answer's PromQL
+// annotations, which do not make an answer partial.
+func (c *Client) QueryAnnotated(ctx context.Context, q string, t time.Time) ([]Sample, int, []string, error) {
 	form := url.Values{"query": {q}, "time": {strconv.FormatInt(t.Unix(), 10)}}
 	u := c.URL.JoinPath("api", "v1", "query")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, 0, &QueryError{"query", err}
+		return nil, 0, nil, &QueryError{"query", err}
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	if c.BearerTokenFile != "" {
 		tok, err := os.ReadFile(c.BearerTokenFile)
 		if err != nil {
-			return nil, 0, &QueryError{"refused", fmt.Errorf("reading the bearer token: %w", err)}
+			return nil, 0, nil, &QueryError{"refused", fmt.Errorf("reading the bearer token: %w", err)}
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}
@@ -111,7 +119,7 @@ func (c *Client) Query(ctx context.Context, q string, t time.Time) ([]Sample, in
 		if errors.Is(err, context.DeadlineExceeded) {
 			kind = "timeout"
 		}
-		return nil, 0, &QueryError{kind, fmt.Errorf("querying Prometheus at %s: %w", c.URL.Redacted(), err)}
+		return nil, 0, nil, &QueryError{kind, fmt.Errorf("querying Prometheus at %s: %w", c.URL.Redacted(), err)}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxResponse)+1))
@@ -121,31 +129,35 @@ func (c *Client) Query(ctx context.Context, q string, t time.Time) ([]Sample, in
 		if errors.Is(err, context.DeadlineExceeded) {
 			kind = "timeout"
 		}
-		return nil, n, &QueryError{kind, fmt.Errorf("reading Prometheus' answer: %w", err)}
+		return nil, n, nil, &QueryError{kind, fmt.Errorf("reading Prometheus' answer: %w", err)}
 	}
 	if n > maxResponse {
-		return nil, n, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is larger than %d MiB", maxResponse>>20)}
+		return nil, n, nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is larger than %d MiB", maxResponse>>20)}
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, n, &QueryError{"refused", fmt.Errorf("query refused by Prometheus at %s: %s (check --prometheus-bearer-token-file and the token's permissions)", c.URL.Redacted(), resp.Status)}
+		return nil, n, nil, &QueryError{"refused", fmt.Errorf("query refused by Prometheus at %s: %s (check --prometheus-bearer-token-file and the token's permissions)", c.URL.Redacted(), resp.Status)}
 	case resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusUnprocessableEntity:
 		// 400 and 422 carry Prometheus' own error, decoded below.
-		return nil, n, &QueryError{"http", fmt.Errorf("query answered %s by Prometheus at %s", resp.Status, c.URL.Redacted())}
+		return nil, n, nil, &QueryError{"http", fmt.Errorf("query answered %s by Prometheus at %s", resp.Status, c.URL.Redacted())}
 	}
-	samples, err := decode(body)
+	samples, notes, err := decode(body)
 	if err != nil {
-		return nil, n, err
+		return nil, n, nil, err
 	}
-	return samples, n, nil
+	return samples, n, notes, nil
 }
 
-// apiResponse is the envelope of Prometheus' HTTP API.
+// apiResponse is the envelope of Prometheus' HTTP API. Infos is
+// Prometheus 2.54 and later's (prom:web/api/v1/api.go Response, #14327);
+// before it, and in Thanos Querier to this day
+// (thanos:pkg/api/api.go response), every annotation is a warning.
 type apiResponse struct {
 	Status    string   `json:"status"`
 	ErrorType string   `json:"errorType"`
 	Error     string   `json:"error"`
 	Warnings  []string `json:"warnings"`
+	Infos     []string `json:"infos"`
 	Data      struct {
 		ResultType string            `json:"resultType"`
 		Result     []json.RawMessage `json:"result"`
@@ -157,29 +169,46 @@ type vectorSample struct {
 	Value  []json.RawMessage `json:"value"`
 }
 
-// decode reads an instant query's answer. A malformed series is skipped,
-// not fatal: one bad series must not blind the fleet.
-func decode(body []byte) ([]Sample, error) {
+// isAnnotation says whether a warning is a PromQL annotation: a remark on
+// the query (rate() over a series whose name does not say counter, a mix
+// of floats and histograms), not a sign that data is missing. PromQL
+// writes them with these prefixes (prom:util/annotations/annotations.go
+// PromQLInfo, PromQLWarning), and Thanos tells them from store warnings
+// the same way (thanos:pkg/extannotations/annotations.go
+// IsPromQLAnnotation).
+func isAnnotation(w string) bool {
+	return strings.HasPrefix(w, "PromQL info") || strings.HasPrefix(w, "PromQL warning")
+}
+
+// decode reads an instant query's answer: its samples and its PromQL
+// annotations. A malformed series is skipped, not fatal: one bad series
+// must not blind the fleet.
+func decode(body []byte) ([]Sample, []string, error) {
 	var r apiResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is not its API's JSON: %w", err)}
+		return nil, nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is not its API's JSON: %w", err)}
 	}
 	if r.Status != "success" {
 		msg := r.Error
 		if msg == "" {
 			msg = "status " + strconv.Quote(r.Status)
 		}
-		return nil, &QueryError{"query", fmt.Errorf("query rejected by Prometheus (%s): %s", r.ErrorType, msg)}
+		return nil, nil, &QueryError{"query", fmt.Errorf("query rejected by Prometheus (%s): %s", r.ErrorType, msg)}
 	}
-	if len(r.Warnings) > 0 {
+	notes := r.Infos
+	for _, w := range r.Warnings {
+		if isAnnotation(w) {
+			notes = append(notes, w)
+			continue
+		}
 		// Thanos Querier (and Prometheus with remote read) answer what
 		// they could read when a store is down, with a warning: the VMIs
 		// of the missing stores would look as if virt-handler did not
 		// export them.
-		return nil, &QueryError{"partial", fmt.Errorf("partial answer from Prometheus: %s", r.Warnings[0])}
+		return nil, nil, &QueryError{"partial", fmt.Errorf("partial answer from Prometheus: %s", w)}
 	}
 	if r.Data.ResultType != "vector" {
-		return nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is a %q, not an instant vector", r.Data.ResultType)}
+		return nil, nil, &QueryError{"bad_response", fmt.Errorf("the answer of Prometheus is a %q, not an instant vector", r.Data.ResultType)}
 	}
 	out := make([]Sample, 0, len(r.Data.Result))
 	for _, raw := range r.Data.Result {
@@ -197,7 +226,7 @@ func decode(body []byte) ([]Sample, error) {
 		}
 		out = append(out, Sample{Labels: s.Metric, Value: v})
 	}
-	return out, nil
+	return out, notes, nil
 }
 
 // isSpecial says whether ParseFloat's error still left a meaningful value:

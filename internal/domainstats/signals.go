@@ -10,7 +10,7 @@ import (
 // VMI's (summed over vCPUs, drives or interfaces by the labels
 // virt-handler puts on every domain series: namespace, name, node;
 // kv:pkg/monitoring/metrics/virt-handler/domainstats/domainstats.go
-// metricLabels).
+// newCollectorResultWithLabels).
 type signal int
 
 const (
@@ -19,15 +19,18 @@ const (
 	sigMemDomain
 	sigMemAvailable
 	sigMemUsable
-	sigMemUnused
 	sigSwap
+	sigMajorFaults
 	sigStorageLatency
 	sigStorageRead
 	sigStorageWrite
 	sigNetReceive
 	sigNetTransmit
 	sigNetErrors
+	sigNetRxDrops
+	sigGuestPanics
 	sigMigRemaining
+	sigMigTimestamp
 	sigMigDirty
 	sigMigTransfer
 	numSignals
@@ -36,28 +39,46 @@ const (
 // by is the grouping of every query: one result per VMI and node.
 const by = "sum by (namespace, name, node) "
 
-// signals holds each query, with WINDOW standing for the rate window. The
-// metric names are virt-handler's domainstats collector's
-// (kv:pkg/monitoring/metrics/virt-handler/domainstats): vcpu_metrics.go,
-// memory_metrics.go, block_metrics.go, network_metrics.go,
-// migration_metrics.go.
+// signals holds each query, with WINDOW standing for the rate window and
+// WSECONDS for it in seconds. The metric names are virt-handler's domain
+// stats collector's (kv:pkg/monitoring/metrics/virt-handler/domainstats):
+// vcpu_metrics.go, memory_metrics.go, block_metrics.go,
+// network_metrics.go; the migration's are its migration collector's
+// (kv:pkg/monitoring/metrics/virt-handler/migrationdomainstats/migrationstats_collector.go),
+// the guest panic counter virt-handler's own
+// (kv:pkg/monitoring/metrics/virt-handler/guest_metrics.go).
+//
+// No query may draw a PromQL annotation from a healthy fleet: Prometheus
+// 2.50-2.53 and Thanos Querier return annotations in the answer's
+// warnings, and although decode tells them from a partial answer, an
+// answer that is clean is one less thing to explain.
 var signals = [numSignals]struct {
 	name, query string
 }{
 	// Every running domain has vCPU and memory series; a domain with none
 	// of them is not exported.
 	sigPresent: {"present", `group by (namespace, name, node) ({__name__=~"kubevirt_vmi_vcpu_seconds_total|kubevirt_vmi_memory_domain_bytes|kubevirt_vmi_memory_resident_bytes"})`},
-	// vCPU time in every state (running, blocked, offline): time a vCPU
-	// spends halted while idle is not counted, so a guest that runs
-	// anything advances it.
+	// vCPU time (libvirt's cpu_time of each vCPU thread). The state label
+	// is always "running" for QEMU: libvirt reports every online vCPU as
+	// running (qemuDomainHelperGetVcpus); time a vCPU spends halted while
+	// idle is not counted, so a guest that runs anything advances it.
 	sigVCPU:         {"vcpu", by + `(rate(kubevirt_vmi_vcpu_seconds_total[WINDOW]))`},
 	sigMemDomain:    {"memory_domain", `max by (namespace, name, node) (kubevirt_vmi_memory_domain_bytes)`},
 	sigMemAvailable: {"memory_available", `max by (namespace, name, node) (kubevirt_vmi_memory_available_bytes)`},
 	sigMemUsable:    {"memory_usable", `max by (namespace, name, node) (kubevirt_vmi_memory_usable_bytes)`},
-	sigMemUnused:    {"memory_unused", `max by (namespace, name, node) (kubevirt_vmi_memory_unused_bytes)`},
-	// The swap traffic gauges are totals since boot (libvirt's swap_in and
-	// swap_out balloon statistics), so their rate is the traffic.
-	sigSwap: {"swap", sumRates("kubevirt_vmi_memory_swap_in_traffic_bytes", "kubevirt_vmi_memory_swap_out_traffic_bytes")},
+	// The swap traffic series are gauges holding totals since the guest
+	// booted (libvirt's swap_in and swap_out balloon statistics,
+	// memory_metrics.go). rate() on them draws "PromQL info: metric might
+	// not be a counter" (Prometheus 2.50 on), so the traffic is their
+	// delta over the window: they fall only when the guest reboots, and a
+	// window holding a reboot counts 0 (clamp_min) rather than a negative
+	// traffic. delta() extrapolates like rate(); deriv() would fit a slope
+	// through every sample, which a reboot within the window bends.
+	sigSwap: {"swap", "(" + sumDeltas("kubevirt_vmi_memory_swap_in_traffic_bytes", "kubevirt_vmi_memory_swap_out_traffic_bytes") + ") / WSECONDS"},
+	// Major page faults, a true counter (memory_metrics.go), the other half
+	// of KubeVirt's thrashing test (recordingrules/vmi.go
+	// vmi:kubevirt_vmi_pgmajfaults:rate5m).
+	sigMajorFaults: {"major_faults", by + `(rate(kubevirt_vmi_memory_pgmajfault_total[WINDOW]))`},
 	// Seconds spent per operation over all drives; NaN (no operation in
 	// the window) is dropped by the fold.
 	sigStorageLatency: {"storage_latency", "(" + sumRates("kubevirt_vmi_storage_read_times_seconds_total", "kubevirt_vmi_storage_write_times_seconds_total") +
@@ -66,10 +87,29 @@ var signals = [numSignals]struct {
 	sigStorageWrite: {"storage_write", by + `(rate(kubevirt_vmi_storage_write_traffic_bytes_total[WINDOW]))`},
 	sigNetReceive:   {"network_receive", by + `(rate(kubevirt_vmi_network_receive_bytes_total[WINDOW]))`},
 	sigNetTransmit:  {"network_transmit", by + `(rate(kubevirt_vmi_network_transmit_bytes_total[WINDOW]))`},
+	// Errors both ways and transmit drops (the host dropping what the
+	// guest sends: libvirt reports a tap's counters swapped into the
+	// guest's view) are the node's; receive drops, packets the guest did
+	// not take, are read apart.
 	sigNetErrors: {"network_errors", sumRates("kubevirt_vmi_network_receive_errors_total", "kubevirt_vmi_network_transmit_errors_total",
-		"kubevirt_vmi_network_receive_packets_dropped_total", "kubevirt_vmi_network_transmit_packets_dropped_total")},
+		"kubevirt_vmi_network_transmit_packets_dropped_total")},
+	sigNetRxDrops: {"network_receive_drops", by + `(rate(kubevirt_vmi_network_receive_packets_dropped_total[WINDOW]))`},
+	// Guest OS panics within the window. The counter carries namespace,
+	// name, type and bugcheck_code and no node (it is virt-handler's own,
+	// not a domain series), and virt-handler creates a series at its first
+	// panic, at 1: increase() sees only later ones, so a series that
+	// appeared within the window counts its whole value. A series lives
+	// as long as its virt-handler, so after a panic the VMI of the same
+	// name, recreated or moved, still shows it; only its increase counts.
+	sigGuestPanics: {"guest_panics", by + `((kubevirt_vmi_guest_os_panic_total + 0 unless kubevirt_vmi_guest_os_panic_total offset WINDOW) or increase(kubevirt_vmi_guest_os_panic_total[WINDOW]))`},
 	// The migration job exists on the source's domain only, while it runs.
 	sigMigRemaining: {"migration_remaining", `max by (namespace, name, node) (kubevirt_vmi_migration_data_remaining_bytes)`},
+	// The migration series carry the time virt-handler polled libvirt
+	// (migrationstats_collector.go newCR: Timestamp), and Prometheus marks
+	// no timestamped series stale: a series no longer polled keeps its
+	// last sample for 5 minutes. Its time tells the fold whether a sample
+	// is new.
+	sigMigTimestamp: {"migration_timestamp", `max by (namespace, name, node) (timestamp(kubevirt_vmi_migration_data_remaining_bytes))`},
 	sigMigDirty:     {"migration_dirty_rate", `max by (namespace, name, node) (kubevirt_vmi_migration_dirty_memory_rate_bytes)`},
 	// KubeVirt exported the memory transfer rate under a disk name before
 	// it was renamed; the memory name wins where both exist.
@@ -91,9 +131,20 @@ func sumRates(metrics ...string) string {
 	return strings.Join(terms, " + ")
 }
 
+// sumDeltas adds the per-VMI increases over the window of several gauges
+// that only grow while the guest runs, each clamped at 0 per series.
+func sumDeltas(metrics ...string) string {
+	terms := make([]string, len(metrics))
+	for i, m := range metrics {
+		terms[i] = by + "(clamp_min(delta(" + m + "[WINDOW]), 0))"
+	}
+	return strings.Join(terms, " + ")
+}
+
 // query is the PromQL of s with the rate window filled in.
 func (s signal) query(window time.Duration) string {
-	return strings.ReplaceAll(signals[s].query, "WINDOW", promDuration(window))
+	q := strings.ReplaceAll(signals[s].query, "WINDOW", promDuration(window))
+	return strings.ReplaceAll(q, "WSECONDS", strconv.FormatInt(max(int64(window/time.Second), 1), 10))
 }
 
 func (s signal) String() string { return signals[s].name }

@@ -46,6 +46,11 @@ type Config struct {
 	// UnavailableAfter is how many rounds in a row must fail before the
 	// facts say Unavailable; a single failed round keeps the last facts.
 	UnavailableAfter int
+	// Policy holds the thresholds the fold keeps the onset of memory
+	// pressure with (the controller's flags; zero fields take their
+	// defaults). A VM's spec overrides judge the current sample in the
+	// engine; the onset is the flags'.
+	Policy verdict.Policy
 }
 
 func (c Config) withDefaults() Config {
@@ -87,6 +92,20 @@ type Source struct {
 	state    map[types.NamespacedName]*vmiState
 	failures int
 	why      string
+	// annotated holds the PromQL annotations already logged, so each is
+	// logged once (bounded: maxAnnotationsLogged).
+	annoMu    sync.Mutex
+	annotated map[string]bool
+}
+
+// maxAnnotationsLogged bounds the distinct annotations a Source logs: a
+// query that draws one per VMI must not flood the log.
+const maxAnnotationsLogged = 32
+
+// annotatedQuerier is a Querier that also returns the answer's PromQL
+// annotations (Client.QueryAnnotated).
+type annotatedQuerier interface {
+	QueryAnnotated(ctx context.Context, q string, t time.Time) ([]Sample, int, []string, error)
 }
 
 // NewSource builds a Source. targets lists the Running VMIs (from the
@@ -98,8 +117,9 @@ func NewSource(cfg Config, q Querier, targets func() []Target, notify func(types
 	}
 	return &Source{
 		cfg: cfg.withDefaults(), q: q, targets: targets, notify: notify, now: now, metrics: m, log: log,
-		facts: map[types.NamespacedName]*verdict.DomainFacts{},
-		state: map[types.NamespacedName]*vmiState{},
+		facts:     map[types.NamespacedName]*verdict.DomainFacts{},
+		state:     map[types.NamespacedName]*vmiState{},
+		annotated: map[string]bool{},
 	}
 }
 
@@ -148,6 +168,13 @@ func (s *Source) Round(ctx context.Context) {
 	}
 	s.failures, s.why = 0, ""
 	s.metrics.succeeded(at)
+	for i := range targets {
+		a.running[targets[i].Node]++
+	}
+	// Two intervals: a timestamped sample older than that was not renewed
+	// by the last round's scrape either.
+	a.maxAge = 2 * s.cfg.Interval
+	a.pol = s.cfg.Policy
 
 	var changed []types.NamespacedName
 	exported := 0
@@ -252,6 +279,25 @@ func unavailableReason(err error) string {
 	return "Prometheus holds no domain series of virt-handler"
 }
 
+// annotations counts a query's PromQL annotations and logs each new one
+// once: they say something of the query (a function applied to a series
+// of the wrong type), not of the data, so they never fail a round.
+func (s *Source) annotations(sig signal, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	s.metrics.annotated(sig, len(notes))
+	s.annoMu.Lock()
+	defer s.annoMu.Unlock()
+	for _, n := range notes {
+		if s.annotated[n] || len(s.annotated) >= maxAnnotationsLogged {
+			continue
+		}
+		s.annotated[n] = true
+		s.log.Info("Prometheus annotated a domain stats query; the answer is used", "signal", sig.String(), "annotation", n)
+	}
+}
+
 // ask runs every signal's query at the same evaluation time, a few at a
 // time. Any failed query fails the round: facts folded from half the
 // signals would move for no reason in the world.
@@ -273,7 +319,16 @@ func (s *Source) ask(ctx context.Context, at time.Time) (*answers, error) {
 			qctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 			defer cancel()
 			start := time.Now()
-			samples, n, err := s.q.Query(qctx, sig.query(s.cfg.Window), at)
+			var samples []Sample
+			var n int
+			var err error
+			if aq, ok := s.q.(annotatedQuerier); ok {
+				var notes []string
+				samples, n, notes, err = aq.QueryAnnotated(qctx, sig.query(s.cfg.Window), at)
+				s.annotations(sig, notes)
+			} else {
+				samples, n, err = s.q.Query(qctx, sig.query(s.cfg.Window), at)
+			}
 			s.metrics.queried(sig, time.Since(start), n, err)
 			results[sig] = result{sig, samples, err}
 		}()

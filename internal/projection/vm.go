@@ -20,6 +20,9 @@ type VM struct {
 	StartFailure    *kubevirtv1.VirtualMachineStartFailure
 	// StateChangeRequests keep their action only.
 	StateChangeRequests []kubevirtv1.VirtualMachineStateChangeRequest
+	// MemoryDumpPhase is status.memoryDumpRequest's phase, empty without
+	// one: libvirt pauses the domain while a dump is InProgress.
+	MemoryDumpPhase Sym
 }
 
 // FromVM projects a VM.
@@ -39,6 +42,9 @@ func fromVM(v *kubevirtv1.VirtualMachine, s Sharding) *VM {
 				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 		}),
 		StartFailure: st.StartFailure.DeepCopy(),
+	}
+	if st.MemoryDumpRequest != nil {
+		out.MemoryDumpPhase = Intern(string(st.MemoryDumpRequest.Phase))
 	}
 	if len(st.StateChangeRequests) > 0 {
 		out.StateChangeRequests = make([]kubevirtv1.VirtualMachineStateChangeRequest, len(st.StateChangeRequests))
@@ -68,6 +74,9 @@ func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
 	}
 	st.StartFailure = v.StartFailure
 	st.StateChangeRequests = v.StateChangeRequests
+	if p := v.MemoryDumpPhase.String(); p != "" {
+		st.MemoryDumpRequest = &kubevirtv1.VirtualMachineMemoryDumpRequest{Phase: kubevirtv1.MemoryDumpPhase(p)}
+	}
 	return out
 }
 

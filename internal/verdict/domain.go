@@ -25,10 +25,15 @@ const (
 	seriesMemoryAvailable = "kubevirt_vmi_memory_available_bytes"
 	seriesMemoryUsable    = "kubevirt_vmi_memory_usable_bytes"
 	seriesSwap            = "kubevirt_vmi_memory_swap_{in,out}_traffic_bytes"
+	seriesMajorFaults     = "kubevirt_vmi_memory_pgmajfault_total"
 	seriesStorageLatency  = "kubevirt_vmi_storage_{read,write}_times_seconds_total / kubevirt_vmi_storage_iops_{read,write}_total"
-	seriesNetworkErrors   = "kubevirt_vmi_network_{receive,transmit}_{errors,packets_dropped}_total"
-	seriesMigRemaining    = "kubevirt_vmi_migration_data_remaining_bytes"
-	seriesMigDirty        = "kubevirt_vmi_migration_dirty_memory_rate_bytes"
+	seriesNetworkErrors   = "kubevirt_vmi_network_{receive,transmit}_errors_total, kubevirt_vmi_network_transmit_packets_dropped_total"
+	seriesNetworkRxDrops  = "kubevirt_vmi_network_receive_packets_dropped_total"
+	// seriesGuestPanics is virt-handler's own counter (guest_metrics.go,
+	// KubeVirt v1.9 on), not a domain stats series.
+	seriesGuestPanics  = "kubevirt_vmi_guest_os_panic_total"
+	seriesMigRemaining = "kubevirt_vmi_migration_data_remaining_bytes"
+	seriesMigDirty     = "kubevirt_vmi_migration_dirty_memory_rate_bytes"
 	// seriesMigTransfer was named ..._disk_... before kubevirt#13500
 	// corrected it; the fold reads either.
 	seriesMigTransfer = "kubevirt_vmi_migration_{memory,disk}_transfer_rate_bytes"
@@ -39,6 +44,9 @@ const (
 const (
 	fieldMax       = "max by (namespace,name,node)"
 	fieldRate      = "rate, sum by (namespace,name,node)"
+	fieldSwap      = "clamp_min(delta), sum by (namespace,name,node), per second"
+	fieldIncrease  = "increase, sum by (namespace,name)"
+	fieldPressure  = "low headroom and thrashing since"
 	fieldBaseline  = "rate, sum by (namespace,name,node), baseline of earlier samples"
 	fieldPresent   = "group by (namespace,name,node)"
 	fieldNode      = "{node}"
@@ -118,9 +126,14 @@ func (e *engine) domainNode(l *layer) {
 		l.cite(kindSeries, seriesStorageLatency, fieldRate, secondsText(lat), d.SampledAt)
 		l.cite(kindSeries, seriesStorageLatency, fieldBaseline, secondsText(base), d.SampledAt)
 	}
+	// Errors both ways and transmit drops are the host's side of the tap:
+	// libvirt reports a tap's counters swapped into the guest's view, so
+	// the domain's tx_drop is what the host dropped of the guest's
+	// packets. Receive drops are packets the guest did not take: the
+	// guest's business (domainGuest), not the node's.
 	if r, ok := val(d.NetworkErrorRate); ok && r >= pol.NetworkErrorRate {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNetworkErrors,
-			"the domain's interfaces report "+num(r)+" errors and drops per second (from "+num(pol.NetworkErrorRate)+"/s)", d.SampledAt)
+			"the domain's interfaces report "+num(r)+" errors and transmit drops per second (from "+num(pol.NetworkErrorRate)+"/s)", d.SampledAt)
 		l.cite(kindSeries, seriesNetworkErrors, fieldRate, num(r)+"/s", d.SampledAt)
 	}
 }
@@ -175,12 +188,29 @@ func (e *engine) domainMissing(l *layer, d *DomainFacts) {
 		l.stale(due)
 		return
 	}
+	// virt-handler drops one VMI's whole report when its launcher's
+	// GetDomainStats or GetFilesystems call fails or takes longer than
+	// StatsMaxAge, when the previous collection of that launcher still
+	// runs, or when the launcher says the domain is gone
+	// (kv:pkg/monitoring/metrics/virt-handler/domainstats/scrapper.go,
+	// kv:pkg/monitoring/metrics/virt-handler/collector/collector.go). A
+	// libvirt or QEMU stats call that hangs, typically on hung storage,
+	// hides a running domain that way.
 	node := orUnknown(f.nodeName)
-	msg := "virt-handler on node " + node + " exports no domain at all: its exporter or its scrape is down"
-	nodeValue := node + ": none"
-	if d.NodeExports {
-		msg = "virt-handler on node " + node + " exports other domains but not this one: the hypervisor does not see it"
+	const cannotRead = " cannot read this domain's stats from its virt-launcher: libvirt or QEMU does not answer " +
+		"(often hung storage), the launcher's command socket does not, or the domain is gone"
+	var msg, nodeValue string
+	switch {
+	case d.NodeExports:
+		msg = "virt-handler on node " + node + " exports other domains but" + cannotRead
 		nodeValue = node + ": other domains"
+	case d.NodeRunsOthers:
+		msg = "virt-handler on node " + node + " exports no domain at all, though other VMIs run there: its exporter or its scrape is down"
+		nodeValue = node + ": none, other VMIs running"
+	default:
+		msg = "virt-handler on node " + node + ", where no other VMI runs, exports no domain: it" + cannotRead +
+			"; or its exporter or its scrape is down"
+		nodeValue = node + ": none, no other VMI running"
 	}
 	absent := "absent"
 	if !d.MissingSince.IsZero() {
@@ -215,48 +245,164 @@ func (e *engine) domainGuest(l *layer) {
 		return
 	}
 	pol := &f.pol
-	if s := d.VCPUStalledSince; !s.IsZero() {
+	if n, ok := val(d.GuestPanics); ok && n > 0 {
+		// virt-handler counts each GUEST_PANICKED event of the domain
+		// (kv:pkg/virt-handler/vm.go emitPanicMetricIfNeeded); KubeVirt's
+		// VMNonRecoverableOSPanic alert pages on more than 5 in 24 hours
+		// (kv:pkg/monitoring/rules/alerts/vms.go). A panic within the
+		// window is a guest fault now, whatever the alert's count.
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestOSPanic,
+			"the guest OS panicked "+countText(n)+" within the last domain-stats window (KubeVirt alerts with VMNonRecoverableOSPanic above 5 in 24h)",
+			d.SampledAt)
+		l.cite(kindSeries, seriesGuestPanics, fieldIncrease, num(n), d.SampledAt)
+	}
+	if s := d.VCPUStalledSince; !s.IsZero() && !e.vcpusPausedByKubeVirt() {
 		due := ceilSec(s.Add(pol.GuestCPUStalledAfter))
 		if crossed(f.now, due) {
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestCPUStalled,
 				"the guest's vCPUs have used no CPU time since "+rfc(s)+", longer than "+pol.GuestCPUStalledAfter.String()+
-					": the guest hangs, or QEMU does", s)
+					": the guest hangs, or QEMU does, or libvirt paused the domain without a Paused condition "+
+					"(a watchdog's pause action, a crash)", s)
 			l.cite(kindSeries, seriesVCPU, fieldRate, "0 cores since "+rfc(s), s)
 		} else {
 			e.deadline(due)
 			l.stale(due)
 		}
 	}
-	avail, okAvail := val(d.MemoryAvailable)
-	usable, okUsable := val(d.MemoryUsable)
-	pct := float64(pol.GuestMemoryAvailablePercent)
-	low := okAvail && avail > 0 && okUsable && usable*100 < avail*pct
-	swap, okSwap := val(d.SwapRate)
-	swapping := okSwap && swap >= pol.GuestSwapRate
-	if !low && !swapping {
+	e.memoryPressure(l, d)
+	if r, ok := val(d.NetworkReceiveDropRate); ok && r >= pol.NetworkErrorRate {
+		l.note(v1alpha1.ReasonGuestNetworkDrops,
+			"the guest does not take "+num(r)+" received packets per second (an interface down or unconfigured in the guest, or its receive ring full)",
+			d.SampledAt)
+		l.cite(kindSeries, seriesNetworkRxDrops, fieldRate, num(r)+"/s", d.SampledAt)
+	}
+}
+
+// vcpusPausedByKubeVirt says the domain's vCPUs may stand still by design
+// though the VMI has no Paused condition: virt-handler writes that
+// condition only for a user's pause, a migration's and an I/O error's
+// (kv:pkg/virt-handler/vm.go calculatePausedCondition). libvirt pauses the
+// domain for a non-live memory dump, which KubeVirt requests
+// (kv:pkg/virt-launcher/virtwrap/storage/memoryDump.go: no DUMP_LIVE flag)
+// while the VM's status.memoryDumpRequest is InProgress; and a post-copy
+// migration pauses the source, whose series still carry the VMI's node
+// until the handoff.
+func (e *engine) vcpusPausedByKubeVirt() bool {
+	f := &e.f
+	if f.mig.inProgress {
+		return true
+	}
+	if f.vm != nil && f.vm.Status.MemoryDumpRequest != nil &&
+		f.vm.Status.MemoryDumpRequest.Phase == kubevirtv1.MemoryDumpInProgress {
+		return true
+	}
+	return false
+}
+
+// memoryPressure follows KubeVirt's own alerts
+// (kv:pkg/monitoring/rules/alerts/vms.go): KubeVirtVMGuestMemoryPressure
+// (warning) is low headroom AND thrashing (major faults or swap) for 5
+// minutes; KubeVirtVMGuestMemoryAvailableLow is low headroom alone, and
+// only severity info. So low headroom is a note, low headroom with
+// thrashing is Degraded once it lasted GuestMemoryPressureAfter (the
+// fold keeps its onset), and thrashing with plenty of headroom is nothing.
+func (e *engine) memoryPressure(l *layer, d *DomainFacts) {
+	f := &e.f
+	pol := &f.pol
+	m := pol.memoryState(d)
+	if !m.low {
 		return
 	}
 	var b strings.Builder
-	if low {
-		b.WriteString("the guest can use only " + bytesText(usable) + " of its " + bytesText(avail) +
-			" without swapping (under " + num(pct) + "%)")
-	}
-	if swapping {
-		if low {
-			b.WriteString(" and ")
-		} else {
-			b.WriteString("the guest ")
+	b.WriteString("the guest can use only " + bytesText(m.usable) + " of its " + bytesText(m.avail) +
+		" without swapping (under " + num(float64(pol.GuestMemoryAvailablePercent)) + "%)")
+	if m.thrashing() {
+		b.WriteString(" and ")
+		if m.swapping {
+			b.WriteString("swaps " + bytesText(m.swap) + "/s (from " + bytesText(pol.GuestSwapRate) + "/s)")
 		}
-		b.WriteString("swaps " + bytesText(swap) + "/s (from " + bytesText(pol.GuestSwapRate) + "/s)")
+		if m.swapping && m.faulting {
+			b.WriteString(" with ")
+		}
+		if m.faulting {
+			b.WriteString(num(m.faults) + " major page faults per second (above " + num(pol.GuestMajorFaultRate) + "/s)")
+		}
 	}
-	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure, b.String(), d.SampledAt)
-	if low {
-		l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(usable), d.SampledAt)
-		l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(avail), d.SampledAt)
+	since := d.MemoryPressureSince
+	degraded := false
+	if m.thrashing() && !since.IsZero() {
+		due := ceilSec(since.Add(pol.GuestMemoryPressureAfter))
+		if crossed(f.now, due) {
+			degraded = true
+			b.WriteString(", since " + rfc(since))
+		} else {
+			e.deadline(due)
+			l.stale(due)
+		}
 	}
-	if swapping {
-		l.cite(kindSeries, seriesSwap, fieldRate, bytesText(swap)+"/s", d.SampledAt)
+	if degraded {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure, b.String(), since)
+	} else {
+		l.note(v1alpha1.ReasonGuestMemoryAvailableLow, b.String(), d.SampledAt)
 	}
+	l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(m.usable), d.SampledAt)
+	l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(m.avail), d.SampledAt)
+	if m.swapping {
+		l.cite(kindSeries, seriesSwap, fieldSwap, bytesText(m.swap)+"/s", d.SampledAt)
+	}
+	if m.faulting {
+		l.cite(kindSeries, seriesMajorFaults, fieldRate, num(m.faults)+"/s", d.SampledAt)
+	}
+	if degraded {
+		l.cite(kindSeries, seriesMemoryUsable, fieldPressure, rfc(since), since)
+	}
+}
+
+// memoryState is a domain's memory judged by the policy's thresholds.
+type memoryState struct {
+	avail, usable, swap, faults float64
+	// low: usable memory under GuestMemoryAvailablePercent of available.
+	low bool
+	// swapping and faulting: swap or major faults at or above their rate.
+	swapping, faulting bool
+}
+
+func (m memoryState) thrashing() bool { return m.swapping || m.faulting }
+
+func (p *Policy) memoryState(d *DomainFacts) memoryState {
+	var m memoryState
+	var okAvail, okUsable, okSwap, okFaults bool
+	m.avail, okAvail = val(d.MemoryAvailable)
+	m.usable, okUsable = val(d.MemoryUsable)
+	m.swap, okSwap = val(d.SwapRate)
+	m.faults, okFaults = val(d.MajorFaultRate)
+	m.low = okAvail && m.avail > 0 && okUsable && m.usable*100 < m.avail*float64(p.GuestMemoryAvailablePercent)
+	m.swapping = okSwap && m.swap >= p.GuestSwapRate
+	// KubeVirt's alert: rate(pgmajfault) > 5, strictly above.
+	m.faulting = okFaults && m.faults > p.GuestMajorFaultRate
+	return m
+}
+
+// MemoryPressure says whether the domain's memory, by the policy's
+// thresholds (defaults filling what p leaves zero), is under pressure: low
+// headroom and thrashing. The domain stats fold calls it to keep the onset
+// (DomainFacts.MemoryPressureSince) with the controller's thresholds; the
+// engine judges the same facts with the VM's.
+func (p Policy) MemoryPressure(d *DomainFacts) bool {
+	p = p.withDefaults()
+	m := p.memoryState(d)
+	return m.low && m.thrashing()
+}
+
+// countText is a count of events: "once", "twice", "3 times".
+func countText(n float64) string {
+	switch {
+	case n < 1.5:
+		return "once"
+	case n < 2.5:
+		return "twice"
+	}
+	return num(math.Round(n)) + " times"
 }
 
 // domainMigration judges the live migration in progress by its source

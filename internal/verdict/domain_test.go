@@ -120,7 +120,7 @@ func domainSituations() []situation {
 		in.Policy = DefaultPolicy().WithOverrides(&v1alpha1.PolicyOverrides{GuestMemoryAvailablePercent: ptr(int32(30))})
 	}
 	quarterUsable := func(d *DomainFacts) { d.MemoryUsable = sample(1 << 30) }
-	return []situation{
+	return append([]situation{
 		{
 			name:    "domain stats of a healthy domain change nothing but status.domain",
 			in:      input(withDomain()),
@@ -194,7 +194,8 @@ func domainSituations() []situation {
 			overall: "Unknown/DomainStatsMissing", cp: "Healthy/Running", node: "Unknown/DomainStatsMissing", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				n := r.Status.Layers.Node
-				wantMessage(t, n, "virt-handler on node node-a exports other domains but not this one: the hypervisor does not see it")
+				wantMessage(t, n, "virt-handler on node node-a exports other domains but cannot read this domain's stats from its virt-launcher: "+
+					"libvirt or QEMU does not answer (often hung storage), the launcher's command socket does not, or the domain is gone")
 				wantSeries(t, n, seriesPresent, fieldPresent, "absent since "+rfc(now.Add(-5*time.Minute)))
 				wantSeries(t, n, seriesPresent, fieldNode, "node-a: other domains")
 				if r.Status.Domain != nil {
@@ -207,7 +208,7 @@ func domainSituations() []situation {
 			in:      input(withDomain(missing(false, -5*time.Minute))),
 			overall: "Unknown/DomainStatsMissing", node: "Unknown/DomainStatsMissing",
 			check: func(t *testing.T, r Result) {
-				wantMessage(t, r.Status.Layers.Node, "virt-handler on node node-a exports no domain at all: its exporter or its scrape is down")
+				wantMessage(t, r.Status.Layers.Node, "virt-handler on node node-a, where no other VMI runs, exports no domain: it cannot read")
 				// The series vanished 5 minutes ago, a minute's grace later
 				// it counted: the situation began then.
 				if ltt := r.Status.Layers.Node.LastTransitionTime; !ltt.Time.Equal(now.Add(-4 * time.Minute)) {
@@ -307,26 +308,19 @@ func domainSituations() []situation {
 			overall: "Suspended/PausedByUser", guest: "Suspended/PausedByUser",
 		},
 		{
-			name:    "guest memory almost all in use",
+			name:    "guest memory almost all in use, no thrashing: a note (KubeVirtVMGuestMemoryAvailableLow is info)",
 			in:      input(withDomain(func(d *DomainFacts) { d.MemoryUsable = sample(100 << 20) })),
-			overall: "Degraded/GuestMemoryPressure", guest: "Degraded/GuestMemoryPressure",
-			check: func(t *testing.T, r Result) {
-				g := r.Status.Layers.Guest
-				wantMessage(t, g, "the guest can use only 100 MiB of its 4 GiB without swapping (under 5%)")
-				wantSeries(t, g, seriesMemoryUsable, fieldMax, "100 MiB")
-				wantSeries(t, g, seriesMemoryAvailable, fieldMax, "4 GiB")
-				if !g.EvidenceTime.Time.Equal(now.Add(-20 * time.Second)) {
-					t.Errorf("evidenceTime %v, want the sample's", g.EvidenceTime)
-				}
-			},
+			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
+			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
-			name:    "guest swapping",
+			name:    "guest swapping with plenty of headroom is nothing",
 			in:      input(withDomain(func(d *DomainFacts) { d.SwapRate = sample(3 << 20) })),
-			overall: "Degraded/GuestMemoryPressure", guest: "Degraded/GuestMemoryPressure",
+			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
-				wantMessage(t, r.Status.Layers.Guest, "the guest swaps 3 MiB/s (from 1 MiB/s)")
-				wantSeries(t, r.Status.Layers.Guest, seriesSwap, fieldRate, "3 MiB/s")
+				if strings.Contains(r.Status.Layers.Guest.Message, "(also:") {
+					t.Errorf("guest message %q", r.Status.Layers.Guest.Message)
+				}
 			},
 		},
 		{
@@ -335,12 +329,10 @@ func domainSituations() []situation {
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 		{
-			name:    "spec.policy.guestMemoryAvailablePercent 30: a quarter usable is pressure",
+			name:    "spec.policy.guestMemoryAvailablePercent 30: a quarter usable is low headroom",
 			in:      input(memoryOverride, withDomain(quarterUsable)),
-			overall: "Degraded/GuestMemoryPressure", guest: "Degraded/GuestMemoryPressure",
-			check: func(t *testing.T, r Result) {
-				wantMessage(t, r.Status.Layers.Guest, "only 1 GiB of its 4 GiB without swapping (under 30%)")
-			},
+			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
+			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name: "storage 30 times slower than usual",
@@ -366,11 +358,11 @@ func domainSituations() []situation {
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
 		},
 		{
-			name:    "network errors and drops",
+			name:    "network errors",
 			in:      input(withDomain(func(d *DomainFacts) { d.NetworkErrorRate = sample(3.5) })),
 			overall: "Degraded/NetworkErrors", node: "Degraded/NetworkErrors",
 			check: func(t *testing.T, r Result) {
-				wantMessage(t, r.Status.Layers.Node, "the domain's interfaces report 3.5 errors and drops per second (from 1/s)")
+				wantMessage(t, r.Status.Layers.Node, "the domain's interfaces report 3.5 errors and transmit drops per second (from 1/s)")
 				wantSeries(t, r.Status.Layers.Node, seriesNetworkErrors, fieldRate, "3.5/s")
 				if s := r.Status.Domain; s == nil || quantity(s.NetworkErrorRate) != "3500m" {
 					t.Errorf("status.domain %+v", s)
@@ -443,7 +435,7 @@ func domainSituations() []situation {
 				}
 			},
 		},
-	}
+	}, review3DomainSituations()...)
 }
 
 func TestDomainNumbers(t *testing.T) {

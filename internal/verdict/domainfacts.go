@@ -31,10 +31,13 @@ type DomainFacts struct {
 	// Node is the node label of the domain's series.
 	Node string
 	// NodeExports says virt-handler on the VMI's node exports series for
-	// other VMIs: a domain missing from a node that exports others is not
-	// seen by the hypervisor; with nothing exported from the node, its
-	// exporter (or its scrape) is down.
+	// other VMIs: a domain missing from a node that exports others is one
+	// virt-handler cannot read from its virt-launcher.
 	NodeExports bool
+	// NodeRunsOthers says other Running VMIs name the VMI's node: only then
+	// does a node that exports nothing say its exporter (or its scrape) is
+	// down, rather than that its one domain cannot be read.
+	NodeRunsOthers bool
 	// MissingSince is the first sample without the domain's series, while
 	// it has none.
 	MissingSince time.Time
@@ -47,11 +50,25 @@ type DomainFacts struct {
 
 	// MemoryDomain is the memory the domain was given (the domain XML's
 	// memory), MemoryAvailable the memory the guest sees, MemoryUsable
-	// what the guest can still use without swapping (balloon statistics;
-	// MemoryUnused when the guest does not report usable memory).
+	// what the guest can still use without swapping (the balloon's
+	// "usable" statistic, /proc/meminfo's MemAvailable; absent when the
+	// guest's driver does not report it: MemFree, the "unused" statistic,
+	// is no substitute, since the page cache keeps it low on a healthy
+	// guest).
 	MemoryDomain, MemoryAvailable, MemoryUsable Value
 	// SwapRate is swap traffic, in and out, in bytes per second.
 	SwapRate Value
+	// MajorFaultRate is the guest's major page faults per second (page
+	// faults that needed disk I/O).
+	MajorFaultRate Value
+	// MemoryPressureSince is the first sample, while it lasts, at which the
+	// guest had little memory headroom and thrashed (Policy.MemoryPressure
+	// with the controller's thresholds); zero otherwise.
+	MemoryPressureSince time.Time
+	// GuestPanics is the guest OS panics virt-handler counted within the
+	// rate window (kubevirt_vmi_guest_os_panic_total, KubeVirt v1.9 and
+	// later); absent on older KubeVirt and for guests that never panicked.
+	GuestPanics Value
 
 	// StorageLatency is the time per I/O operation over all drives in
 	// seconds, StorageBaseline the VM's usual time per operation, kept by
@@ -61,15 +78,19 @@ type DomainFacts struct {
 	StorageReadRate, StorageWriteRate Value
 
 	// NetworkReceiveRate and NetworkTransmitRate are bytes per second;
-	// NetworkErrorRate is errors and drops, both ways, per second.
-	NetworkReceiveRate, NetworkTransmitRate, NetworkErrorRate Value
+	// NetworkErrorRate is receive and transmit errors and transmit drops
+	// (packets the host dropped on their way out of the guest) per second;
+	// NetworkReceiveDropRate is receive drops per second: packets the
+	// guest did not take (its NIC down or unconfigured, its ring full).
+	NetworkReceiveRate, NetworkTransmitRate, NetworkErrorRate, NetworkReceiveDropRate Value
 
 	// MigrationDataRemaining, MigrationDirtyRate and MigrationTransferRate
 	// are the source domain's migration job (bytes, bytes per second);
 	// present only while a live migration runs.
 	MigrationDataRemaining, MigrationDirtyRate, MigrationTransferRate Value
 	// MigrationNotShrinking counts the consecutive samples of this
-	// migration in which the data remaining did not shrink.
+	// migration, each newer than the one before, in which the data
+	// remaining did not shrink.
 	MigrationNotShrinking int32
 }
 

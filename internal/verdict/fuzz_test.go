@@ -43,10 +43,10 @@ type fuzzArgs struct {
 // JSON so that the fuzzer reaches every float64 directly: NaN, ±Inf,
 // negative numbers, values beyond int64. An empty input is no facts.
 type fuzzDomain struct {
-	Flags                                     uint8
-	SampledAt, MissingSince, VCPUStalledSince int64 // seconds from the fixtures' now
-	Values                                    [15]fuzzValue
-	NotShrinking                              int32
+	Flags                                                          uint16
+	SampledAt, MissingSince, VCPUStalledSince, MemoryPressureSince int64 // seconds from the fixtures' now
+	Values                                                         [18]fuzzValue
+	NotShrinking                                                   int32
 }
 
 type fuzzValue struct {
@@ -55,21 +55,24 @@ type fuzzValue struct {
 }
 
 const (
-	fuzzExported uint8 = 1 << iota
+	fuzzExported uint16 = 1 << iota
 	fuzzNodeExports
 	fuzzOtherVMI // folded for another VMI UID than the input's VMI
 	fuzzUnavailable
 	fuzzSampled
 	fuzzMissingSince
 	fuzzStalledSince
+	fuzzNodeRunsOthers
+	fuzzPressureSince
 )
 
 // values lists the facts' values in fuzzDomain's order.
-func (d *DomainFacts) values() [15]*Value {
+func (d *DomainFacts) values() [18]*Value {
 	return [...]*Value{&d.VCPUUsage, &d.MemoryDomain, &d.MemoryAvailable, &d.MemoryUsable, &d.SwapRate,
 		&d.StorageLatency, &d.StorageBaseline, &d.StorageReadRate, &d.StorageWriteRate,
 		&d.NetworkReceiveRate, &d.NetworkTransmitRate, &d.NetworkErrorRate,
-		&d.MigrationDataRemaining, &d.MigrationDirtyRate, &d.MigrationTransferRate}
+		&d.MigrationDataRemaining, &d.MigrationDirtyRate, &d.MigrationTransferRate,
+		&d.MajorFaultRate, &d.GuestPanics, &d.NetworkReceiveDropRate}
 }
 
 // fuzzTime is the fixtures' now moved by up to a century either way.
@@ -90,6 +93,7 @@ func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts
 	d := &DomainFacts{
 		Exported:              fd.Flags&fuzzExported != 0,
 		NodeExports:           fd.Flags&fuzzNodeExports != 0,
+		NodeRunsOthers:        fd.Flags&fuzzNodeRunsOthers != 0,
 		MigrationNotShrinking: fd.NotShrinking,
 	}
 	if rest := string(b[min(size, len(b)):]); fd.Flags&fuzzUnavailable != 0 {
@@ -104,13 +108,14 @@ func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts
 		d.VMIUID = vmi.UID
 	}
 	for _, t := range [...]struct {
-		flag uint8
+		flag uint16
 		dst  *time.Time
 		off  int64
 	}{
 		{fuzzSampled, &d.SampledAt, fd.SampledAt},
 		{fuzzMissingSince, &d.MissingSince, fd.MissingSince},
 		{fuzzStalledSince, &d.VCPUStalledSince, fd.VCPUStalledSince},
+		{fuzzPressureSince, &d.MemoryPressureSince, fd.MemoryPressureSince},
 	} {
 		if fd.Flags&t.flag != 0 {
 			*t.dst = fuzzTime(t.off)
@@ -129,10 +134,12 @@ func encodeDomain(t testing.TB, d *DomainFacts, vmi *kubevirtv1.VirtualMachineIn
 	fd := fuzzDomain{NotShrinking: d.MigrationNotShrinking}
 	for _, f := range [...]struct {
 		on   bool
-		flag uint8
+		flag uint16
 	}{
 		{d.Exported, fuzzExported},
 		{d.NodeExports, fuzzNodeExports},
+		{d.NodeRunsOthers, fuzzNodeRunsOthers},
+		{!d.MemoryPressureSince.IsZero(), fuzzPressureSince},
 		{d.VMIUID != "" && (vmi == nil || d.VMIUID != vmi.UID), fuzzOtherVMI},
 		{d.Unavailable != "", fuzzUnavailable},
 		{!d.SampledAt.IsZero(), fuzzSampled},
@@ -148,6 +155,7 @@ func encodeDomain(t testing.TB, d *DomainFacts, vmi *kubevirtv1.VirtualMachineIn
 		dst *int64
 	}{
 		{d.SampledAt, &fd.SampledAt}, {d.MissingSince, &fd.MissingSince}, {d.VCPUStalledSince, &fd.VCPUStalledSince},
+		{d.MemoryPressureSince, &fd.MemoryPressureSince},
 	} {
 		if !tt.src.IsZero() {
 			*tt.dst = int64(tt.src.Sub(now) / time.Second)

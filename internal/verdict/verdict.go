@@ -96,6 +96,14 @@ type Policy struct {
 	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
 	// the VMI calls connected is AgentUnresponsive.
 	AgentUnresponsiveProbes int32
+
+	// GuestMajorFaultRate: major page faults above this many per second,
+	// with low memory headroom, are thrashing (GuestMemoryPressure), as in
+	// KubeVirt's KubeVirtVMGuestMemoryPressure alert (> 5/s).
+	GuestMajorFaultRate float64
+	// GuestMemoryPressureAfter: low headroom and thrashing must last this
+	// long to be GuestMemoryPressure (the alert's "for: 5m").
+	GuestMemoryPressureAfter time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -125,6 +133,8 @@ func DefaultPolicy() Policy {
 		MigrationNotConvergingSamples: 3,
 		FilesystemUsedPercent:         90,
 		AgentUnresponsiveProbes:       3,
+		GuestMajorFaultRate:           5,
+		GuestMemoryPressureAfter:      5 * time.Minute,
 	}
 }
 
@@ -146,6 +156,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.DomainStatsGrace, &d.DomainStatsGrace},
 		{&p.GuestCPUStalledAfter, &d.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, &d.StorageSlowLatency},
+		{&p.GuestMemoryPressureAfter, &d.GuestMemoryPressureAfter},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -166,6 +177,7 @@ func (p Policy) withDefaults() Policy {
 	for _, f := range [...]struct{ v, def *float64 }{
 		{&p.GuestSwapRate, &d.GuestSwapRate},
 		{&p.NetworkErrorRate, &d.NetworkErrorRate},
+		{&p.GuestMajorFaultRate, &d.GuestMajorFaultRate},
 	} {
 		if !(*f.v > 0) {
 			*f.v = *f.def
@@ -214,6 +226,7 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 		{&p.DomainStatsGrace, o.DomainStatsGrace},
 		{&p.GuestCPUStalledAfter, o.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, o.StorageSlowLatency},
+		{&p.GuestMemoryPressureAfter, o.GuestMemoryPressureAfter},
 	} {
 		if d.src != nil {
 			set(d.dst, d.src.Duration, true)
@@ -239,6 +252,7 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 	}{
 		{&p.GuestSwapRate, o.GuestSwapRate},
 		{&p.NetworkErrorRate, o.NetworkErrorRate},
+		{&p.GuestMajorFaultRate, o.GuestMajorFaultRate},
 	} {
 		if q.src != nil && q.src.Sign() > 0 {
 			*q.dst = q.src.AsApproximateFloat64()
