@@ -153,3 +153,14 @@ func (s signal) String() string { return signals[s].name }
 func promDuration(d time.Duration) string {
 	return strconv.FormatInt(max(int64(d/time.Second), 1), 10) + "s"
 }
+
+// Queries returns the PromQL of every signal by its name, with the rate
+// window filled in: the queries a round runs, for tests that evaluate them
+// with a real PromQL engine.
+func Queries(window time.Duration) map[string]string {
+	out := make(map[string]string, numSignals)
+	for s := range numSignals {
+		out[s.String()] = s.query(window)
+	}
+	return out
+}

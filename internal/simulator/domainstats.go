@@ -118,8 +118,9 @@ const (
 	// QEMU's own overhead. The vCPUs' state stays "running".
 	DomainVCPUFrozen
 	// DomainMemoryPressure: the guest runs out of memory: usable memory
-	// falls to about 5% of available memory and unused memory to 2%, the
-	// cache to 4%, the resident set grows to 98% of the domain, swap
+	// falls to about 4% of available memory (under the 5% of KubeVirt's
+	// KubeVirtVMGuestMemoryPressure) and unused memory to 1%, the cache to
+	// 3%, the resident set grows to 98% of the domain, swap
 	// traffic grows by 2 MiB/s in and 4 MiB/s out and major page faults
 	// by 400/s.
 	DomainMemoryPressure
@@ -420,7 +421,7 @@ func domainSamples(vmi *kubevirtv1.VirtualMachineInstance, h []faultChange, now 
 	avail := p.memKiB * 15 / 16
 	unused, cached, resident := avail*(0.3+0.1*unit(vmi, "unused")), avail*0.2, p.memKiB*0.6
 	if pressure {
-		unused, cached, resident = avail*0.02, avail*0.04, p.memKiB*0.98
+		unused, cached, resident = avail*0.01, avail*0.03, p.memKiB*0.98
 	}
 	usable := unused + cached*0.9
 	on := func(fault DomainFault, yes, no float64) func(DomainFault) float64 {

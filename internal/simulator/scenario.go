@@ -295,11 +295,12 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "guest-memory-pressure",
-		Description: "The guest runs out of memory: usable memory falls to about 5% of what it has and it swaps several MiB/s.",
+		Description: "The guest runs out of memory: usable memory falls to about 4% of what it has, it swaps several MiB/s and takes hundreds of major page faults a second.",
 		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonGuestMemoryPressure,
 		DomainStats: true,
-		// The swap rate needs a rate window of samples.
-		Wait: 4 * time.Minute,
+		// The swap rate needs a rate window of samples, then the pressure
+		// must last GuestMemoryPressureAfter (5m).
+		Wait: 9 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err

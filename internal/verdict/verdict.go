@@ -73,18 +73,20 @@ type Policy struct {
 	// GuestCPUStalled.
 	GuestCPUStalledAfter time.Duration
 	// GuestMemoryAvailablePercent: usable memory under this share of the
-	// guest's memory is GuestMemoryPressure.
+	// guest's memory is low headroom (a note; with thrashing,
+	// GuestMemoryPressure).
 	GuestMemoryAvailablePercent int32
-	// GuestSwapRate: swap traffic at or above this many bytes per second
-	// is GuestMemoryPressure.
+	// GuestSwapRate: with low headroom, swap traffic at or above this many
+	// bytes per second is thrashing (GuestMemoryPressure).
 	GuestSwapRate float64
 	// StorageSlowFactor and StorageSlowLatency: the time per I/O operation
 	// at or above both factor × the VM's baseline and the latency is
 	// StorageSlow.
 	StorageSlowFactor  int32
 	StorageSlowLatency time.Duration
-	// NetworkErrorRate: errors and drops at or above this many per second
-	// are NetworkErrors.
+	// NetworkErrorRate: errors and transmit drops at or above this many per
+	// second are NetworkErrors; receive drops at this rate are a note
+	// (GuestNetworkDrops).
 	NetworkErrorRate float64
 	// MigrationNotConvergingSamples: remaining data that has not shrunk
 	// over this many samples is MigrationNotConverging.

@@ -72,6 +72,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 			// few seconds; 8 s still keeps the missing-domain spec quick.
 			o.Policy.DomainStatsGrace = 8 * time.Second
 			o.Policy.GuestCPUStalledAfter = 3 * time.Second
+			o.Policy.GuestMemoryPressureAfter = 3 * time.Second
 		})
 		DeferCleanup(func() {
 			stopManager()
