@@ -311,7 +311,7 @@ func domainSituations() []situation {
 			name:    "guest memory almost all in use, no thrashing: a note (KubeVirtVMGuestMemoryAvailableLow is info)",
 			in:      input(withDomain(func(d *DomainFacts) { d.MemoryUsable = sample(100 << 20) })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
+			check: wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name:    "guest swapping with plenty of headroom is nothing",
@@ -332,7 +332,7 @@ func domainSituations() []situation {
 			name:    "spec.policy.guestMemoryAvailablePercent 30: a quarter usable is low headroom",
 			in:      input(memoryOverride, withDomain(quarterUsable)),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
+			check: wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name: "storage 30 times slower than usual",

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -101,7 +101,7 @@ func review3DomainSituations() []situation {
 			name:    "low headroom with 5 major faults/s is not thrashing (the alert says > 5)",
 			in:      input(withDomain(lowHeadroom, thrashing(5, time.Hour))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
+			check: wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name:    "thrashing with plenty of headroom is nothing",
@@ -117,20 +117,20 @@ func review3DomainSituations() []situation {
 			name:    "spec.policy.guestMajorFaultRate 50: 20 faults/s is not thrashing",
 			in:      input(faultOverride, withDomain(lowHeadroom, thrashing(20, time.Hour))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
+			check: wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name:    "spec.policy.guestMemoryPressureAfter 10m: 6 minutes of thrashing is not yet pressure",
 			in:      input(faultOverride, withDomain(lowHeadroom, thrashing(80, 6*time.Minute))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantDeadline(4*time.Minute, "spec.policy.guestMemoryPressureAfter"),
+			check: wantDeadline(4*time.Minute, "spec.policy.guestMemoryPressureAfter"),
 		},
 		// A3: libvirt pauses the domain without a Paused condition.
 		{
 			name:    "vCPUs still for an hour during a memory dump (libvirt pauses a non-live dump)",
 			in:      input(memoryDump(kubevirtv1.MemoryDumpInProgress), withDomain(stalledFor(time.Hour))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   sameDeadline(input(memoryDump(kubevirtv1.MemoryDumpInProgress))),
+			check: sameDeadline(input(memoryDump(kubevirtv1.MemoryDumpInProgress))),
 		},
 		{
 			name:    "vCPUs still for 4 minutes after a memory dump completed",
