@@ -171,9 +171,10 @@ func (s *Source) Round(ctx context.Context) {
 	for i := range targets {
 		a.running[targets[i].Node]++
 	}
-	// Two intervals: a timestamped sample older than that was not renewed
-	// by the last round's scrape either.
-	a.maxAge = 2 * s.cfg.Interval
+	// Two intervals, and at least two of KubeVirt's usual 30 s scrapes: a
+	// timestamped sample older than that was not renewed by the scrapes
+	// since the last round either.
+	a.maxAge = max(2*s.cfg.Interval, time.Minute)
 	a.pol = s.cfg.Policy
 
 	var changed []types.NamespacedName

@@ -97,7 +97,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		Expect(writes).To(BeZero())
 	})
 
-	It("domain-not-exported: tells a domain the hypervisor does not see from an exporter that is down", func() {
+	It("domain-not-exported: tells a domain virt-handler cannot read from an exporter that is down", func() {
 		ns, node := world("dsmissing")
 		// A VM on a second node keeps domain series in Prometheus when this
 		// node's exporter goes down: with none at all for any VMI, the
@@ -118,7 +118,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		Eventually(observation(ns, vm), time.Minute).Should(And(
 			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message },
-				ContainSubstring("exports other domains but not this one")),
+				ContainSubstring("exports other domains but cannot read this domain's stats from its virt-launcher")),
 		))
 		Expect(observation(ns, other)()).To(layerIs("node", v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning))
 
@@ -127,7 +127,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		Eventually(observation(ns, other), time.Minute).Should(And(
 			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message },
-				ContainSubstring("exports no domain at all")),
+				ContainSubstring("exports no domain at all, though other VMIs run there")),
 		))
 		// The control plane and the guest still say what KubeVirt says.
 		Expect(observation(ns, other)()).To(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
