@@ -113,6 +113,7 @@ func DemoPace() Pace {
 	p.DomainStatsInterval = 2 * time.Second
 	p.DomainStatsGrace = 4 * time.Second
 	p.GuestCPUStalledAfter = 12 * time.Second
+	p.GuestMemoryPressureAfter = 20 * time.Second
 	return Pace{
 		Policy:         p,
 		HeartbeatEvery: 3 * time.Second,
@@ -145,6 +146,7 @@ func FastPace() Pace {
 	p.DomainStatsInterval = time.Second
 	p.DomainStatsGrace = 3 * time.Second
 	p.GuestCPUStalledAfter = 3 * time.Second
+	p.GuestMemoryPressureAfter = 3 * time.Second
 	return Pace{
 		Policy:         p,
 		HeartbeatEvery: time.Second,
@@ -177,6 +179,7 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.DomainStatsInterval, d.DomainStatsInterval},
 		{p.Policy.DomainStatsGrace, d.DomainStatsGrace},
 		{p.Policy.GuestCPUStalledAfter, d.GuestCPUStalledAfter},
+		{p.Policy.GuestMemoryPressureAfter, d.GuestMemoryPressureAfter},
 		{p.GuestProbe.Interval, guestprobe.DefaultInterval},
 	} {
 		r = max(r, float64(x[0])/float64(x[1]))
