@@ -115,7 +115,9 @@ func newTestSource(t *testing.T, url string, targets []Target) (*Source, *notifi
 	n := &notified{}
 	m := NewMetrics()
 	clock := t0
-	s := NewSource(Config{Interval: time.Minute, Timeout: 200 * time.Millisecond}, c,
+	// The timeout is under the slow server's 2 s, and long enough for a
+	// loaded machine running the tests with -race.
+	s := NewSource(Config{Interval: time.Minute, Timeout: 500 * time.Millisecond}, c,
 		func() []Target { return targets }, n.add, func() time.Time { clock = clock.Add(time.Minute); return clock }, m, logr.Discard())
 	return s, n, m
 }
