@@ -71,7 +71,10 @@ func (f *facts) selectMigration() {
 			m.state = vmiState
 		}
 	}
-	if vmiState != nil && vmiState.MigrationUID != "" && !f.hasVMIM(vmiState.MigrationUID) {
+	// A migrationState without a UID (a cut paste) is the VMI's only
+	// migration when no VMIM is given: its failed flag and reason stand.
+	if vmiState != nil && (vmiState.MigrationUID != "" && !f.hasVMIM(vmiState.MigrationUID) ||
+		vmiState.MigrationUID == "" && newest == nil) {
 		t := mtp(vmiState.StartTimestamp)
 		if t.IsZero() {
 			t = mtp(vmiState.EndTimestamp)
