@@ -38,11 +38,13 @@ func (e *engine) nodeLayer() {
 		e.domainSync(l)
 		e.launcherContainerError(l)
 		e.launcherDied(l)
+		e.launcherSidecarExited(l)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether anything runs on a node", time.Time{})
 	case lcPreRunning:
 		e.domainSync(l)
 		e.launcherContainerError(l)
 		e.launcherDied(l)
+		e.launcherSidecarExited(l)
 		if f.vmi.Status.NodeName == "" {
 			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VMI is not scheduled to a node yet", f.phaseSince)
 			if f.active != nil {

@@ -330,6 +330,17 @@ func review3PartialSituations() []situation {
 			node: "Degraded/LauncherSidecarExited", guest: "Healthy/GuestAgentConnected",
 		},
 		{
+			name: "a VMI without a status whose launcher's guest-console-log exited: the pod speaks, the guest is still starting",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status = kubevirtv1.VirtualMachineInstanceStatus{}
+					v.CreationTimestamp = at(-2 * time.Minute)
+				})
+				in.Pods = []*corev1.Pod{launcherPod(sidecarExited("guest-console-log", true))}
+			}),
+			overall: "Degraded/LauncherSidecarExited", node: "Degraded/LauncherSidecarExited", guest: "Progressing/GuestStarting",
+		},
+		{
 			name: "a finished init container is not a sidecar that exited",
 			in: input(func(in *Input) {
 				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
