@@ -115,6 +115,7 @@ func (e *engine) controlPlane() {
 	}
 	e.stuckDeletion(l)
 	e.targetPodFailed(l)
+	e.phaseBehindLauncher(l)
 	e.cpAcrossPhases(l)
 }
 
@@ -496,6 +497,40 @@ func (e *engine) targetPodFailed(l *layer) {
 		l.cite(kindPod, p.Name, "metadata.labels["+kubevirtv1.MigrationJobLabel+"]", uid, time.Time{})
 		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), end)
 		return
+	}
+}
+
+// phaseBehindLauncher judges a VMI whose phase says it is still starting
+// while its launcher has ended: virt-controller fails such a VMI on its next
+// sync (kv:pkg/virt-controller/watch/vmi/lifecycle.go:370-457), so a phase
+// that stays is a lifecycle that no longer matches the pod. The node layer
+// names the launcher's end; this is the status that trails it, judged past
+// the lag grace from the pod's end.
+func (e *engine) phaseBehindLauncher(l *layer) {
+	f := &e.f
+	p := f.active
+	if f.lc != lcPreRunning || f.vmi.Status.Phase == kubevirtv1.VmPhaseUnset || p == nil ||
+		p.Labels[kubevirtv1.MigrationJobLabel] != "" || p.Status.Phase == corev1.PodSucceeded {
+		return
+	}
+	term := computeTermination(p)
+	if term == nil && p.Status.Phase != corev1.PodFailed {
+		return
+	}
+	t := podEnd(p, term)
+	// Within the lag grace the phase's own verdict stands: the layer
+	// already says the VMI is on its way.
+	if end := ceilSec(t.Add(f.pol.LagGrace)); !t.IsZero() && !f.future(t) && !crossed(f.now, end) {
+		e.deadline(end)
+		l.stale(end)
+		return
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStatusLagging,
+		"the VMI is still "+string(f.phase)+" but its launcher pod "+p.Name+" has ended: the VMI's phase trails the pod", t)
+	if term != nil {
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	} else {
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
 	}
 }
 

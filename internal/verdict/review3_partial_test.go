@@ -251,7 +251,18 @@ func review3PartialSituations() []situation {
 				in.VMI = pendingVMI(kubevirtv1.Scheduled, 3*time.Minute)
 				in.Pods = []*corev1.Pod{launcherPod(computeTerminated("Error", 1))}
 			}),
-			overall: "Failed/ComputeContainerTerminated", node: "Failed/ComputeContainerTerminated",
+			overall: "Failed/ComputeContainerTerminated", cp: "Degraded/StatusLagging", node: "Failed/ComputeContainerTerminated",
+		},
+		{
+			name: "Scheduled VMI whose pod ended a moment ago: the phase may still follow",
+			in: input(func(in *Input) {
+				in.VMI = pendingVMI(kubevirtv1.Scheduled, 3*time.Minute)
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
+					computeTerminated("Error", 1)(p)
+					p.Status.ContainerStatuses[0].State.Terminated.FinishedAt = at(-5 * time.Second)
+				})}
+			}),
+			cp: "Progressing/Starting", node: "Failed/ComputeContainerTerminated",
 		},
 		{
 			name: "Scheduling VMI whose pod was OOM-killed, no node in the status yet: named once",
