@@ -244,7 +244,16 @@ func (e *engine) cpPreRunning(l *layer) {
 	e.syncFailure(l)
 	defer e.vmPrintableCause(l)
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil &&
-		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && f.active != nil && podPastScheduling(f.active) {
+		// virt-controller copies PodScheduled from the pod on its next
+		// sync (kv:pkg/virt-controller/watch/vmi/lifecycle.go): a pod
+		// bound to a node makes the copy stale, not the start blocked.
+		field, value := "spec.nodeName", f.active.Spec.NodeName
+		if value == "" {
+			field, value = "status.containerStatuses", "reported by a kubelet"
+		}
+		l.context(kindPod, f.active.Name, field, value+" (the VMI's PodScheduled=False is stale)", time.Time{})
+	} else if c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 		msg := withDetail("the launcher pod cannot be scheduled", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))

@@ -467,6 +467,21 @@ func podFinished(p *corev1.Pod) bool {
 	return true
 }
 
+// podPastScheduling says the pod was bound to a node: it names one, the
+// scheduler's PodScheduled is True, or a kubelet reports its containers
+// (only the kubelet of the node it is bound to does).
+func podPastScheduling(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || len(p.Status.ContainerStatuses) > 0 || len(p.Status.InitContainerStatuses) > 0 {
+		return true
+	}
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	c := podCond(p, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
 // isTarget says whether p is the target pod of the migration in progress.
 // The kubevirt.io/migrationJobUID label stays on the pod after the migration
 // (kv:pkg/virt-controller/watch/migration/migration.go sets it, nothing
@@ -498,7 +513,11 @@ func (f *facts) selectActive() {
 		if f.isTarget(p) && (f.nodeName == "" || p.Spec.NodeName != f.nodeName) {
 			continue
 		}
-		if f.nodeName != "" && p.Spec.NodeName != f.nodeName {
+		// A pod that was bound but shows no node lost spec.nodeName in a
+		// paste: it stands for the VMI's node, unless it is some
+		// migration's target.
+		cut := p.Spec.NodeName == "" && podPastScheduling(p) && p.Labels[kubevirtv1.MigrationJobLabel] == ""
+		if f.nodeName != "" && p.Spec.NodeName != f.nodeName && !cut {
 			continue
 		}
 		live := !podFinished(p)

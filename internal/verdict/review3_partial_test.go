@@ -314,6 +314,51 @@ func review3PartialSituations() []situation {
 			},
 		},
 
+		{
+			name: "PodScheduled=False Unschedulable on the VMI while its launcher pod is bound to a node: a stale copy, still starting",
+			in: input(func(in *Input) {
+				in.VMI = pendingVMI(kubevirtv1.Scheduling, 2*time.Minute, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
+					Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
+					Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 MatchNodeSelector.",
+					LastTransitionTime: at(-2 * time.Minute),
+				}))
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
+					p.Status.Phase, p.Status.Conditions = corev1.PodPending, nil
+					p.Status.ContainerStatuses[0].Ready = false
+					p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+				})}
+			}),
+			overall: "Progressing/Scheduling", cp: "Progressing/Scheduling",
+		},
+		{
+			name: "PodScheduled=False Unschedulable and a pod no node took: blocked",
+			in: input(func(in *Input) {
+				in.VMI = pendingVMI(kubevirtv1.Scheduling, 2*time.Minute, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
+					Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
+					Reason: corev1.PodReasonUnschedulable, LastTransitionTime: at(-2 * time.Minute),
+				}))
+				in.Pods = []*corev1.Pod{launcherPod(podUnschedulable())}
+			}),
+			cp: "Degraded/Unschedulable",
+		},
+
+		{
+			name: "a pasted pod row without its node, Running and ready: the VMI's launcher, not a missing one",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) { p.Spec.NodeName = "" })}
+				in.Nodes = nil
+				in.Uncaptured.Nodes = true
+			}),
+			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
+		},
+		{
+			name: "a Pending pod without a node under a Running VMI is not its launcher",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(podUnschedulable())}
+			}),
+			node: "Unknown/LauncherPodMissing",
+		},
+
 		// A container beside compute that exits.
 		{
 			name: "guest-console-log exited: node Degraded naming it, the guest still judged",
