@@ -119,8 +119,8 @@ func (f *facts) init(in *Input) {
 		rs, err := f.vm.RunStrategy()
 		f.runStrat, f.runStratOK = rs, err == nil
 	}
-	// The pods come first: a launcher pod tells the phase of a VMI that
-	// carries none.
+	// The pods come first: a migration's target pod tells the phase of a
+	// VMI that carries none.
 	f.collectPods()
 	if f.vmi != nil {
 		f.phase = f.vmi.Status.Phase
@@ -231,8 +231,8 @@ func (f *facts) unsetPhaseDeadline() time.Time {
 //   - so do fsFreezeStatus (the agent's) and two activePods (a migration's
 //     target);
 //   - virt-handler's Synchronized=False, LiveMigratable and
-//     StorageLiveMigratable need a VMI that is Scheduled or later, in that
-//     order (C2: virt-handler writes them all on a failed start);
+//     StorageLiveMigratable need a VMI that is Scheduled or later (it writes
+//     them all in the update that records a failed start);
 //   - PodScheduled and Provisioning are mirrored while it is Pending or Scheduling;
 //   - a migration's target pod exists only for a running VMI.
 func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
