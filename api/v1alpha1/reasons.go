@@ -316,6 +316,11 @@ const (
 	// ...): a node-side fault no KubeVirt condition reports.
 	ReasonLauncherContainerError = "LauncherContainerError"
 
+	// ReasonLauncherSidecarExited: a container of the launcher pod other
+	// than compute (the guest-console-log tail, a hook sidecar) exited: the
+	// pod is not ready while the domain may still run.
+	ReasonLauncherSidecarExited = "LauncherSidecarExited"
+
 	// ReasonNotInInput: the input carries nothing this layer can be judged
 	// on (vmobs analyze on a paste without the launcher pod and the Node,
 	// or a VMI whose conditions were cut). The layer is Unknown and the
@@ -489,6 +494,7 @@ var AllReasons = []string{
 	ReasonMigrationBlocked,
 	ReasonNotInInput,
 	ReasonLauncherContainerError,
+	ReasonLauncherSidecarExited,
 	ReasonMemoryHotplugPending,
 	ReasonHotplugStuck,
 	ReasonFilesystemsFrozen,

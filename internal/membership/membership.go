@@ -150,3 +150,19 @@ func Owner(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance
 func IsOwnerKind(ref metav1.OwnerReference) bool {
 	return ref.APIVersion == kubevirtv1.GroupVersion.String() && (ref.Kind == "VirtualMachine" || ref.Kind == "VirtualMachineInstance")
 }
+
+// ConsoleLogContainer is the launcher's serial console log tail, a native
+// sidecar (kv:pkg/virt-controller/services/serialconsolelog.go:24-48).
+const ConsoleLogContainer = "guest-console-log"
+
+// IsSidecarInit says an init container of a launcher pod runs beside
+// compute rather than before it: a native sidecar, restartPolicy Always. A
+// pod pasted without its spec still names KubeVirt's own.
+func IsSidecarInit(p *corev1.Pod, name string) bool {
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return name == ConsoleLogContainer
+}

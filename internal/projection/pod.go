@@ -47,17 +47,21 @@ type Pod struct {
 	// Net is Multus' network status, packed; nil when the pod has none or
 	// its annotation stays text in Kept (packNet).
 	Net *[]PodNet
-	// InitRestarts is the sum of the init containers' restarts, all the
-	// engine reads of them (guest-console-log is a native sidecar: its
-	// restarts show there).
+	// InitRestarts is the sum of the restarts of the init containers that
+	// are not sidecars, all the engine reads of them. Sidecars
+	// (guest-console-log) are in Containers, marked Sidecar: the engine
+	// reads their state too.
 	InitRestarts int32
 }
 
 // Container is a container status.
 type Container struct {
-	Name         Sym
-	Ready        bool
-	Started      int8 // 0 nil, 1 false, 2 true
+	Name    Sym
+	Ready   bool
+	Started int8 // 0 nil, 1 false, 2 true
+	// Sidecar says it is an init container that runs beside compute
+	// (membership.IsSidecarInit), from status.initContainerStatuses.
+	Sidecar      bool
 	RestartCount int32
 	// Running is state.running.startedAt (setZero: running, no time).
 	Running    Time
@@ -104,14 +108,26 @@ func containersOf(in []corev1.ContainerStatus) []Container {
 	return out
 }
 
-func containerStatuses(in []Container) []corev1.ContainerStatus {
-	if len(in) == 0 {
+// containerStatuses rebuilds the statuses of the containers whose Sidecar
+// flag is sidecar.
+func containerStatuses(in []Container, sidecar bool) []corev1.ContainerStatus {
+	n := 0
+	for i := range in {
+		if in[i].Sidecar == sidecar {
+			n++
+		}
+	}
+	if n == 0 {
 		return nil
 	}
-	out := make([]corev1.ContainerStatus, len(in))
+	out := make([]corev1.ContainerStatus, 0, n)
 	for i := range in {
 		c := &in[i]
-		s := &out[i]
+		if c.Sidecar != sidecar {
+			continue
+		}
+		out = append(out, corev1.ContainerStatus{})
+		s := &out[len(out)-1]
 		s.Name, s.Ready, s.Started, s.RestartCount = c.Name.String(), c.Ready, ptrBool(c.Started), c.RestartCount
 		if c.Running != 0 {
 			s.State.Running = &corev1.ContainerStateRunning{StartedAt: c.Running.Meta()}
@@ -145,7 +161,14 @@ func FromPod(p *corev1.Pod) *Pod {
 		Containers:   containersOf(st.ContainerStatuses),
 	}
 	for i := range st.InitContainerStatuses {
-		out.InitRestarts = satAdd(out.InitRestarts, st.InitContainerStatuses[i].RestartCount)
+		cs := &st.InitContainerStatuses[i]
+		if membership.IsSidecarInit(p, cs.Name) {
+			c := containersOf(st.InitContainerStatuses[i : i+1])
+			c[0].Sidecar = true
+			out.Containers = append(out.Containers, c[0])
+			continue
+		}
+		out.InitRestarts = satAdd(out.InitRestarts, cs.RestartCount)
 	}
 	out.packNet()
 	if same := len(st.PodIPs) == 1 && st.PodIPs[0].IP == st.PodIP; !same && (len(st.PodIPs) > 0 || st.PodIP != "") {
@@ -190,9 +213,16 @@ func (p *Pod) ToPod() *corev1.Pod {
 			}
 		}
 	}
-	st.ContainerStatuses = containerStatuses(p.Containers)
+	st.ContainerStatuses = containerStatuses(p.Containers, false)
 	if p.InitRestarts > 0 {
 		st.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", RestartCount: p.InitRestarts}}
+	}
+	if side := containerStatuses(p.Containers, true); side != nil {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, side...)
+		always := corev1.ContainerRestartPolicyAlways
+		for i := range side {
+			out.Spec.InitContainers = append(out.Spec.InitContainers, corev1.Container{Name: side[i].Name, RestartPolicy: &always})
+		}
 	}
 	return out
 }

@@ -113,6 +113,9 @@ func (e *engine) controlPlane() {
 	case lcRunning:
 		e.cpRunning(l)
 	}
+	e.stuckDeletion(l)
+	e.targetPodFailed(l)
+	e.phaseBehindLauncher(l)
 	e.cpAcrossPhases(l)
 }
 
@@ -134,15 +137,6 @@ func (e *engine) cpAcrossPhases(l *layer) {
 	}
 	if f.vm != nil {
 		e.vmFailure(l)
-	}
-	if f.lc == lcRunning && f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil && l.severest() <= v1alpha1.VerdictHealthy.Severity() {
-		// virt-controller writes Ready on every sync of every VMI
-		// (kv:pkg/virt-controller/watch/vmi/lifecycle.go updateStatus →
-		// syncReadyConditionFromPod): without it the status is partial, and
-		// a layer with nothing else to say is not Healthy on it.
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonReadyConditionMissing,
-			"the VMI says Running but has no Ready condition, which virt-controller writes on every sync: its status is partial", time.Time{})
-		l.cite(kindVMI, f.vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
 	}
 	if f.vmi != nil && (f.future(f.phaseSince) || f.future(f.created)) {
 		t := f.phaseSince
@@ -250,7 +244,16 @@ func (e *engine) cpPreRunning(l *layer) {
 	e.syncFailure(l)
 	defer e.vmPrintableCause(l)
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled)); c != nil &&
-		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && f.active != nil && podPastScheduling(f.active) {
+		// virt-controller copies PodScheduled from the pod on its next
+		// sync (kv:pkg/virt-controller/watch/vmi/lifecycle.go): a pod
+		// bound to a node makes the copy stale, not the start blocked.
+		field, value := "spec.nodeName", f.active.Spec.NodeName
+		if value == "" {
+			field, value = "status.containerStatuses", "reported by a kubelet"
+		}
+		l.context(kindPod, f.active.Name, field, value+" (the VMI's PodScheduled=False is stale)", time.Time{})
+	} else if c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 		msg := withDetail("the launcher pod cannot be scheduled", c.Message)
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions[PodScheduled].reason", c.Reason, mt(c.LastTransitionTime))
@@ -381,26 +384,239 @@ func (e *engine) cpRunning(l *layer) {
 	l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, "the VMI runs on "+orUnknown(vmi.Status.NodeName), f.phaseSince)
 }
 
+// stopGrace is a termination grace period as KubeVirt applies it:
+// KubeVirt's default when unset (or negative, which the API rejects).
+func stopGrace(g *int64) time.Duration {
+	if g != nil && *g >= 0 {
+		return time.Duration(*g) * time.Second
+	}
+	return defaultStopGrace
+}
+
 // stopping is a deletion in progress, stuck once it outlives the
 // termination grace period plus stopMargin.
 func (e *engine) stopping(l *layer, kind, name, msg string, since time.Time) {
 	f := &e.f
-	grace := defaultStopGrace
-	if g := f.vmi.Spec.TerminationGracePeriodSeconds; g != nil && *g >= 0 {
-		grace = time.Duration(*g) * time.Second
-	}
+	grace := stopGrace(f.vmi.Spec.TerminationGracePeriodSeconds)
 	deadline := ceilSec(since.Add(grace + stopMargin))
 	if !since.IsZero() && crossed(f.now, deadline) {
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckStopping,
-			msg+" since "+rfc(since)+", longer than its grace period "+grace.String()+" plus "+stopMargin.String(), deadline)
-	} else {
-		if !since.IsZero() {
-			e.deadline(deadline)
-			l.stale(deadline)
+		holders := ""
+		if kind == kindVMI {
+			holders = e.deletionHolders()
 		}
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, msg, since)
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckStopping,
+			msg+" since "+rfc(since)+", longer than its grace period "+grace.String()+" plus "+stopMargin.String()+holders, deadline)
+		l.cite(kind, name, "metadata.deletionTimestamp", rfc(since), since)
+		if kind == kindVMI {
+			e.citeDeletionHolders(l)
+		}
+		return
 	}
+	if !since.IsZero() {
+		e.deadline(deadline)
+		l.stale(deadline)
+	}
+	l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, msg, since)
 	l.cite(kind, name, "metadata.deletionTimestamp", rfc(since), since)
+}
+
+// stuckDeletion judges the deletion of a VMI that is not Running (cpRunning
+// judges that one): a final VMI, or one whose phase is absent, keeps its
+// deletionTimestamp for as long as virt-controller's finalizer holds it, and
+// virt-controller removes the finalizer only once every launcher pod is
+// deleted (kv:pkg/virt-controller/watch/vmi/lifecycle.go:459-475,
+// allPodsDeleted). A launcher pod on an unreachable node never is: the VM
+// is stuck terminating and cannot get a new VMI. Until the deadline the
+// lifecycle's own verdict stands.
+func (e *engine) stuckDeletion(l *layer) {
+	f := &e.f
+	if f.vmi == nil || f.vmi.DeletionTimestamp == nil || f.lc == lcRunning {
+		return
+	}
+	since := mt(*f.vmi.DeletionTimestamp)
+	if since.IsZero() {
+		return
+	}
+	grace := stopGrace(f.vmi.Spec.TerminationGracePeriodSeconds)
+	deadline := ceilSec(since.Add(grace + stopMargin))
+	if !crossed(f.now, deadline) {
+		e.deadline(deadline)
+		l.stale(deadline)
+		return
+	}
+	phase := string(f.phase)
+	if f.vmi.Status.Phase == kubevirtv1.VmPhaseUnset {
+		phase = "without a phase"
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckStopping,
+		"the VMI ("+phase+") is being deleted since "+rfc(since)+", longer than its grace period "+grace.String()+
+			" plus "+stopMargin.String()+e.deletionHolders(), deadline)
+	l.cite(kindVMI, f.vmi.Name, "metadata.deletionTimestamp", rfc(since), since)
+	e.citeDeletionHolders(l)
+}
+
+// targetPodFailed judges a failed launcher pod labelled
+// kubevirt.io/migrationJobUID: virt-controller creates such a pod only as a
+// migration's target (kv:pkg/virt-controller/watch/migration/migration.go),
+// so its failure is the migration's, which KubeVirt then fails, never the
+// VM's own launcher failing. It speaks when the migration's own objects do
+// not say so yet: the VMIM and the VMI's migrationState lag the pod, or the
+// input has neither. Only the newest migration's target counts (an older
+// one is history), and like a failed migration only for
+// MigrationFailureTTL.
+func (e *engine) targetPodFailed(l *layer) {
+	f := &e.f
+	m := &f.mig
+	if f.vmi == nil || (m.present && !m.inProgress) {
+		return
+	}
+	for _, p := range f.pods {
+		uid := p.Labels[kubevirtv1.MigrationJobLabel]
+		if uid == "" || p == f.active || (m.present && m.uid != "" && uid != string(m.uid)) {
+			continue
+		}
+		term := computeTermination(p)
+		failed := p.Status.Phase == corev1.PodFailed ||
+			(term != nil && (term.ExitCode != 0 || term.Reason == "OOMKilled" || term.Reason == "Error"))
+		if !failed {
+			continue
+		}
+		end := podEnd(p, term)
+		if ttl := ceilSec(end.Add(f.pol.MigrationFailureTTL)); !end.IsZero() {
+			if crossed(f.now, ttl) {
+				continue
+			}
+			e.deadline(ttl)
+		}
+		label := "the migration"
+		if m.name != "" {
+			label = "migration " + m.name
+		}
+		msg := label + " failed: its target pod " + p.Name + " on " + orUnknown(p.Spec.NodeName) + " is Failed"
+		switch {
+		case p.Status.Reason != "":
+			msg += " (" + p.Status.Reason + ")"
+		case term != nil && term.Reason != "":
+			msg += " (compute " + term.Reason + ")"
+		}
+		if f.vmi.Status.NodeName != "" {
+			msg += "; the VM still runs on " + f.vmi.Status.NodeName
+		}
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed, msg, end)
+		l.cite(kindPod, p.Name, "metadata.labels["+kubevirtv1.MigrationJobLabel+"]", uid, time.Time{})
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), end)
+		return
+	}
+}
+
+// phaseBehindLauncher judges a VMI whose phase says it is still starting
+// while its launcher has ended: virt-controller fails such a VMI on its next
+// sync (kv:pkg/virt-controller/watch/vmi/lifecycle.go:370-457), so a phase
+// that stays is a lifecycle that no longer matches the pod. The node layer
+// names the launcher's end; this is the status that trails it, judged past
+// the lag grace from the pod's end.
+func (e *engine) phaseBehindLauncher(l *layer) {
+	f := &e.f
+	p := f.active
+	if f.lc != lcPreRunning || f.vmi.Status.Phase == kubevirtv1.VmPhaseUnset || p == nil ||
+		p.Labels[kubevirtv1.MigrationJobLabel] != "" || p.Status.Phase == corev1.PodSucceeded {
+		return
+	}
+	term := computeTermination(p)
+	if term == nil && p.Status.Phase != corev1.PodFailed {
+		return
+	}
+	t := podEnd(p, term)
+	// Within the lag grace the phase's own verdict stands: the layer
+	// already says the VMI is on its way.
+	if end := ceilSec(t.Add(f.pol.LagGrace)); !t.IsZero() && !f.future(t) && !crossed(f.now, end) {
+		e.deadline(end)
+		l.stale(end)
+		return
+	}
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStatusLagging,
+		"the VMI is still "+string(f.phase)+" but its launcher pod "+p.Name+" has ended: the VMI's phase trails the pod", t)
+	if term != nil {
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	} else {
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
+	}
+}
+
+// deletionHolders says what keeps a VMI that is being deleted: the launcher
+// pods that still exist, which virt-controller waits for before it removes
+// its finalizer.
+func (e *engine) deletionHolders() string {
+	f := &e.f
+	if len(f.pods) == 0 {
+		if len(f.vmi.Finalizers) == 0 {
+			return ""
+		}
+		return "; finalizers " + joinReasons(f.vmi.Finalizers) + " remain"
+	}
+	msg := "; virt-controller removes its finalizer only once every launcher pod is deleted, and " +
+		strconv.Itoa(len(f.pods)) + " still exist:"
+	for i, p := range f.pods {
+		if i == maxHolders {
+			msg += " …"
+			break
+		}
+		if i > 0 {
+			msg += ","
+		}
+		msg += " " + p.Name + " on " + orUnknown(p.Spec.NodeName) + " (" + f.nodeReadiness(p.Spec.NodeName) + ")"
+	}
+	return msg
+}
+
+// maxHolders bounds the pods a stuck deletion names and cites.
+const maxHolders = 3
+
+// citeDeletionHolders cites the VMI's finalizers and its launcher pods that
+// still exist, with their node's readiness.
+func (e *engine) citeDeletionHolders(l *layer) {
+	f := &e.f
+	if len(f.vmi.Finalizers) > 0 {
+		l.cite(kindVMI, f.vmi.Name, "metadata.finalizers", joinReasons(f.vmi.Finalizers), time.Time{})
+	}
+	for i, p := range f.pods {
+		if i == maxHolders {
+			break
+		}
+		if p.DeletionTimestamp != nil {
+			l.cite(kindPod, p.Name, "metadata.deletionTimestamp", rfc(mt(*p.DeletionTimestamp)), mt(*p.DeletionTimestamp))
+		} else {
+			l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), time.Time{})
+		}
+		if n := f.in.Nodes[p.Spec.NodeName]; n != nil {
+			if c := nodeCond(n, corev1.NodeReady); c != nil {
+				l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
+			}
+		}
+	}
+}
+
+// nodeReadiness words a node's Ready condition as far as the input tells.
+func (f *facts) nodeReadiness(name string) string {
+	n := f.in.Nodes[name]
+	switch {
+	case name == "":
+		return "not scheduled"
+	case n == nil && f.in.Uncaptured.Nodes:
+		return "node not in the input"
+	case n == nil:
+		return "node not found"
+	}
+	c := nodeCond(n, corev1.NodeReady)
+	switch {
+	case c == nil:
+		return "node without a Ready condition"
+	case c.Status == corev1.ConditionTrue:
+		return "node Ready"
+	case c.Status == corev1.ConditionFalse:
+		return "node not Ready"
+	}
+	return "node readiness " + string(c.Status)
 }
 
 // vmiRuntimeRules reads the VMI's conditions about changes applied to a
@@ -524,8 +740,7 @@ func (e *engine) cpVMIUnseen(l *layer) {
 	since := vmConditionSince(vm)
 	l.context(kindVM, vm.Name, "status.created", strconv.FormatBool(vm.Status.Created), time.Time{})
 	if f.runStratOK && f.runStrat == kubevirtv1.RunStrategyHalted && !isVMErrorStatus(ps) {
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping,
-			"the VM is Halted and its VMI, not in the input, is shutting down", since)
+		e.unseenStopping(l, "the VM is Halted and its VMI, not in the input, is shutting down")
 		l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), time.Time{})
 		return
 	}
@@ -540,7 +755,7 @@ func (e *engine) cpVMIUnseen(l *layer) {
 	case kubevirtv1.VirtualMachineStatusStarting:
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStarting, "the VM is starting (printableStatus Starting)", since)
 	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStopping, "the VM is stopping (printableStatus "+string(ps)+")", since)
+		e.unseenStopping(l, "the VM is stopping (printableStatus "+string(ps)+")")
 	case kubevirtv1.VirtualMachineStatusStopped:
 		if f.runStrat != kubevirtv1.RunStrategyAlways {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMINotObserved,
@@ -566,6 +781,26 @@ func (e *engine) cpVMIUnseen(l *layer) {
 			"the VM says its VMI exists (status.created) but the VMI is not in the input; printableStatus is "+orUnknown(string(ps)), since)
 	}
 	l.cite(kindVM, vm.Name, "status.printableStatus", string(ps), since)
+}
+
+// unseenStopping times the stop of a VMI the input lacks. The VM's clock is
+// its own deletionTimestamp, else its last condition change (virt-controller
+// turns the VM's Ready False when the stop begins); the grace is the
+// template's, which virt-controller copies into the VMI. Without a clock it
+// stays Progressing.
+func (e *engine) unseenStopping(l *layer, msg string) {
+	f := &e.f
+	vm := f.vm
+	since := vmConditionSince(vm)
+	if vm.DeletionTimestamp != nil {
+		since = mt(*vm.DeletionTimestamp)
+	}
+	var g *int64
+	if t := vm.Spec.Template; t != nil {
+		g = t.Spec.TerminationGracePeriodSeconds
+	}
+	e.timedProgress(l, since, stopGrace(g)+stopMargin,
+		v1alpha1.ReasonStopping, msg, v1alpha1.ReasonStuckStopping, "the VM has been stopping")
 }
 
 func isVMErrorStatus(ps kubevirtv1.VirtualMachinePrintableStatus) bool {

@@ -119,6 +119,9 @@ func (f *facts) init(in *Input) {
 		rs, err := f.vm.RunStrategy()
 		f.runStrat, f.runStratOK = rs, err == nil
 	}
+	// The pods come first: a migration's target pod tells the phase of a
+	// VMI that carries none.
+	f.collectPods()
 	if f.vmi != nil {
 		f.phase = f.vmi.Status.Phase
 		if f.phase == kubevirtv1.VmPhaseUnset {
@@ -132,7 +135,6 @@ func (f *facts) init(in *Input) {
 		f.nodeName = f.vmi.Status.NodeName
 	}
 	f.lc = f.lifecycle()
-	f.collectPods()
 	f.selectMigration()
 	f.selectActive()
 	f.assignRoles()
@@ -226,8 +228,13 @@ func (f *facts) unsetPhaseDeadline() time.Time {
 //     interfaces it reported, need a running domain; a migration is admitted
 //     and runs only for a Running VMI (migration-create-admitter.go,
 //     kv:pkg/virt-controller/watch/migration/migration.go);
-//   - virt-handler's Synchronized=False needs a VMI that is Scheduled or later;
-//   - PodScheduled and Provisioning are mirrored while it is Pending or Scheduling.
+//   - so do fsFreezeStatus (the agent's) and two activePods (a migration's
+//     target);
+//   - virt-handler's Synchronized=False, LiveMigratable and
+//     StorageLiveMigratable need a VMI that is Scheduled or later (it writes
+//     them all in the update that records a failed start);
+//   - PodScheduled and Provisioning are mirrored while it is Pending or Scheduling;
+//   - a migration's target pod exists only for a running VMI.
 func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 	vmi := f.vmi
 	var newest time.Time
@@ -249,21 +256,32 @@ func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 			return kubevirtv1.Running, "status.conditions[" + string(t) + "]"
 		}
 	}
-	// virt-handler computes LiveMigratable and StorageLiveMigratable from
-	// the running domain (kv:pkg/virt-handler/vm.go).
-	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
-		kubevirtv1.VirtualMachineInstanceIsMigratable, kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable,
-	} {
-		if f.vmiCond(t) != nil {
-			return kubevirtv1.Running, "status.conditions[" + string(t) + "]"
-		}
-	}
 	if vmi.Status.MigrationState != nil {
 		return kubevirtv1.Running, "status.migrationState"
+	}
+	// virt-handler copies fsFreezeStatus from the running domain
+	// (kv:pkg/virt-handler/vm.go:931-941 updateFSFreezeStatus).
+	// activePods lists every pod the VMI owns
+	// (kv:pkg/virt-controller/watch/vmi/lifecycle.go:1030-1049), and a VMI
+	// only ever gets a second launcher pod as a migration's target, which
+	// needs a running domain.
+	if vmi.Status.FSFreezeStatus != "" {
+		return kubevirtv1.Running, "status.fsFreezeStatus"
+	}
+	if len(vmi.Status.ActivePods) >= 2 {
+		return kubevirtv1.Running, "status.activePods"
 	}
 	for _, m := range f.in.Migrations {
 		if m != nil && f.migrationOfVMI(m) {
 			return kubevirtv1.Running, "VirtualMachineInstanceMigration " + m.Name
+		}
+	}
+	// virt-controller creates a migration's target pod only for a running
+	// VMI, and labels it with the migration (kv:pkg/virt-controller/watch/
+	// migration/migration.go).
+	for _, p := range f.pods {
+		if p.Labels[kubevirtv1.MigrationJobLabel] != "" {
+			return kubevirtv1.Running, "Pod " + p.Name + " metadata.labels[" + kubevirtv1.MigrationJobLabel + "]"
 		}
 	}
 	for i := range vmi.Status.Interfaces {
@@ -281,6 +299,19 @@ func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceSynchronized); c != nil && c.Status == corev1.ConditionFalse && c.Reason == syncDomainFailed {
 		return kubevirtv1.Scheduled, "status.conditions[Synchronized].reason"
 	}
+	// virt-handler adds LiveMigratable (and StorageLiveMigratable) in every
+	// updateVMIStatus, for a Scheduled VMI whose domain is not up yet too,
+	// in the same update that records a failed start
+	// (kv:pkg/virt-handler/vm.go:747-765, 1084-1088, 1586-1592), and they
+	// stay on a VMI that went final: Scheduled or later, never proof of a
+	// running domain.
+	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
+		kubevirtv1.VirtualMachineInstanceIsMigratable, kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable,
+	} {
+		if f.vmiCond(t) != nil {
+			return kubevirtv1.Scheduled, "status.conditions[" + string(t) + "]"
+		}
+	}
 	for _, t := range [...]kubevirtv1.VirtualMachineInstanceConditionType{
 		kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), kubevirtv1.VirtualMachineInstanceProvisioning,
 	} {
@@ -288,6 +319,9 @@ func (f *facts) inferPhase() (kubevirtv1.VirtualMachineInstancePhase, string) {
 			return kubevirtv1.Scheduling, "status.conditions[" + string(t) + "]"
 		}
 	}
+	// A live launcher pod is not read as a phase: with the VMI's status
+	// gone its phase is not known (Running for hours, or still starting);
+	// the node layer judges the pod itself (launcherDied).
 	return kubevirtv1.VmPhaseUnset, ""
 }
 
@@ -433,6 +467,21 @@ func podFinished(p *corev1.Pod) bool {
 	return true
 }
 
+// podPastScheduling says the pod was bound to a node: it names one, the
+// scheduler's PodScheduled is True, or a kubelet reports its containers
+// (only the kubelet of the node it is bound to does).
+func podPastScheduling(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || len(p.Status.ContainerStatuses) > 0 || len(p.Status.InitContainerStatuses) > 0 {
+		return true
+	}
+	switch p.Status.Phase {
+	case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+		return true
+	}
+	c := podCond(p, corev1.PodScheduled)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
 // isTarget says whether p is the target pod of the migration in progress.
 // The kubevirt.io/migrationJobUID label stays on the pod after the migration
 // (kv:pkg/virt-controller/watch/migration/migration.go sets it, nothing
@@ -455,7 +504,7 @@ func (f *facts) isTarget(p *corev1.Pod) bool {
 // and the target of a running migration is never the active pod.
 func (f *facts) selectActive() {
 	var best *corev1.Pod
-	bestLive := false
+	bestLive, bestTarget := false, false
 	for _, p := range f.pods {
 		// The target of a migration in progress is not the active pod,
 		// until the handoff: once the VMI names the target's node, the
@@ -464,13 +513,27 @@ func (f *facts) selectActive() {
 		if f.isTarget(p) && (f.nodeName == "" || p.Spec.NodeName != f.nodeName) {
 			continue
 		}
-		if f.nodeName != "" && p.Spec.NodeName != f.nodeName {
+		// A pod that was bound but shows no node lost spec.nodeName in a
+		// paste: it stands for the VMI's node, unless it is some
+		// migration's target.
+		cut := p.Spec.NodeName == "" && podPastScheduling(p) && p.Labels[kubevirtv1.MigrationJobLabel] == ""
+		if f.nodeName != "" && p.Spec.NodeName != f.nodeName && !cut {
 			continue
 		}
 		live := !podFinished(p)
-		if best == nil || (live && !bestLive) || (live == bestLive && newerPod(p, best)) {
-			best, bestLive = p, live
+		// Without a node to go by (a VMI whose status is absent or cut), a
+		// pod labelled as some migration's target comes last: the VM's own
+		// launcher is the one that was not created for a migration.
+		target := f.nodeName == "" && p.Labels[kubevirtv1.MigrationJobLabel] != ""
+		switch {
+		case best == nil, target != bestTarget && !target:
+		case target != bestTarget:
+			continue
+		case live != bestLive && live:
+		case live != bestLive, !newerPod(p, best):
+			continue
 		}
+		best, bestLive, bestTarget = p, live, target
 	}
 	f.active = best
 }

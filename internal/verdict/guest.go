@@ -40,7 +40,9 @@ func (e *engine) guestLayer() {
 		// (DomainSyncFailed, LauncherContainerError) means the guest is not
 		// on its way.
 		if n := &e.node; f.vmi != nil && n.nf > 0 {
-			if w := n.winner(); n.findings[w].verdict.Severity() >= v1alpha1.VerdictDegraded.Severity() {
+			// A sidecar that exited leaves the domain to start or run.
+			if w := n.winner(); n.findings[w].verdict.Severity() >= v1alpha1.VerdictDegraded.Severity() &&
+				n.findings[w].reason != v1alpha1.ReasonLauncherSidecarExited {
 				nf := &n.findings[w]
 				l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the guest cannot start: node: "+nf.message, nf.since)
 				return

@@ -71,7 +71,7 @@ func (f *facts) selectMigration() {
 			m.state = vmiState
 		}
 	}
-	if vmiState != nil && vmiState.MigrationUID != "" && !f.hasVMIM(vmiState.MigrationUID) {
+	if f.stateStandsAlone(vmiState, newest) {
 		t := mtp(vmiState.StartTimestamp)
 		if t.IsZero() {
 			t = mtp(vmiState.EndTimestamp)
@@ -101,6 +101,19 @@ func (f *facts) selectMigration() {
 	m.succeeded = !m.failed && m.phase == kubevirtv1.MigrationSucceeded
 	m.aborted = m.state != nil && m.state.AbortStatus == kubevirtv1.MigrationAbortSucceeded
 	m.inProgress = m.known && !m.failed && !m.succeeded
+}
+
+// stateStandsAlone says the VMI's migrationState is a migration of its own:
+// one no given VMIM is, or, without a UID (a cut paste), the VMI's only
+// migration when no VMIM is given, whose failed flag and reason stand.
+func (f *facts) stateStandsAlone(st *kubevirtv1.VirtualMachineInstanceMigrationState, newest *kubevirtv1.VirtualMachineInstanceMigration) bool {
+	if st == nil {
+		return false
+	}
+	if st.MigrationUID == "" {
+		return newest == nil
+	}
+	return !f.hasVMIM(st.MigrationUID)
 }
 
 func (f *facts) migrationOfVMI(m *kubevirtv1.VirtualMachineInstanceMigration) bool {

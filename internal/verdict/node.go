@@ -2,12 +2,14 @@ package verdict
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/membership"
 )
 
 // nodeLayer judges the virt-launcher pods, the Node and virt-handler's
@@ -35,10 +37,14 @@ func (e *engine) nodeLayer() {
 	case lcUnknown:
 		e.domainSync(l)
 		e.launcherContainerError(l)
+		e.launcherDied(l)
+		e.launcherSidecarExited(l)
 		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VMI's phase does not say whether anything runs on a node", time.Time{})
 	case lcPreRunning:
 		e.domainSync(l)
 		e.launcherContainerError(l)
+		e.launcherDied(l)
+		e.launcherSidecarExited(l)
 		if f.vmi.Status.NodeName == "" {
 			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonNotScheduled, "the VMI is not scheduled to a node yet", f.phaseSince)
 			if f.active != nil {
@@ -78,6 +84,7 @@ func (e *engine) nodeLayer() {
 	case lcRunning:
 		e.judgeNode(l)
 		e.judgeRunningPod(l)
+		e.launcherSidecarExited(l)
 		e.judgeTargetPod(l)
 		if c := f.paused(); c != nil && c.Reason == pausedIOError {
 			since := mt(c.LastTransitionTime)
@@ -330,7 +337,7 @@ func (e *engine) freshHeartbeat(l *layer, node string) {
 // VMI that is not running (or not yet).
 func (e *engine) judgeFinishedPod(l *layer) {
 	p := e.f.active
-	if p == nil || !podFinished(p) {
+	if p == nil || !podFinished(p) || l.has(v1alpha1.ReasonComputeContainerOOMKilled) {
 		return
 	}
 	term := computeTermination(p)
@@ -462,6 +469,23 @@ func (e *engine) launcherFromReady(l *layer) {
 			l.context(kindVMI, vmi.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
 			return
 		}
+		if f.vmiCond(kubevirtv1.VirtualMachineInstanceReady) == nil {
+			// virt-controller writes Ready on every sync of every VMI
+			// (kv:pkg/virt-controller/watch/vmi/lifecycle.go updateStatus →
+			// syncReadyConditionFromPod): a paste without it lost the one
+			// word on the launcher. That is missing evidence about the
+			// launcher, not about the VMI's lifecycle, which the control
+			// plane judges on its own fields.
+			msg := "the VMI says Running but has no Ready condition, virt-controller's copy of the launcher pod's readiness, and the pod is not in the input: whether a launcher runs cannot be told"
+			if f.node == nil {
+				// Nor is the Node there: the layer has no basis at all.
+				l.nothingToJudge(msg)
+			} else {
+				l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonReadyConditionMissing, msg, time.Time{})
+			}
+			l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
+			return
+		}
 		if f.node == nil {
 			l.nothingToJudge("the input holds neither the launcher pod nor the Node, and the VMI has no Ready condition to say whether a launcher runs")
 		}
@@ -523,4 +547,105 @@ func (f *facts) nodeNotReady() bool {
 	}
 	c := nodeCond(f.node, corev1.NodeReady)
 	return c == nil || c.Status != corev1.ConditionTrue
+}
+
+// launcherSidecarExited names a container of the live launcher other than
+// compute that exited: the guest-console-log tail (a native sidecar, so an
+// init container whose spec restartPolicy is Always) or a hook sidecar (a
+// plain container). The pod then turns not ready while compute, and the
+// domain in it, may still run; virt-controller inspects only compute
+// (kv:pkg/controller/controller.go). The container is the cause, so the
+// pod's readiness is its consequence, and the guest keeps what the VMI
+// says of it.
+func (e *engine) launcherSidecarExited(l *layer) {
+	f := &e.f
+	p := f.active
+	if p == nil || podFinished(p) || p.DeletionTimestamp != nil {
+		return
+	}
+	if cs := computeStatus(p); cs == nil || cs.State.Running == nil {
+		return
+	}
+	added := false
+	check := func(cs *corev1.ContainerStatus, field string) {
+		var what, value string
+		switch {
+		case cs.State.Terminated != nil:
+			what, value = "exited", cs.State.Terminated.Reason
+			if value == "" {
+				value = "exit code " + strconv.Itoa(int(cs.State.Terminated.ExitCode))
+			}
+			field += ".state.terminated.reason"
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff":
+			what, value = "keeps exiting", cs.State.Waiting.Reason
+			field += ".state.waiting.reason"
+		default:
+			return
+		}
+		msg := "container " + cs.Name + " of launcher pod " + p.Name + " " + what + " (" + value +
+			"), so the pod is not ready; the compute container, and the domain, still run"
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherSidecarExited, msg, time.Time{})
+		l.cite(kindPod, p.Name, field, value, time.Time{})
+		added = true
+	}
+	for i := range p.Status.ContainerStatuses {
+		if cs := &p.Status.ContainerStatuses[i]; cs.Name != "compute" {
+			check(cs, "status.containerStatuses["+cs.Name+"]")
+		}
+	}
+	for i := range p.Status.InitContainerStatuses {
+		if cs := &p.Status.InitContainerStatuses[i]; membership.IsSidecarInit(p, cs.Name) {
+			check(cs, "status.initContainerStatuses["+cs.Name+"]")
+		}
+	}
+	if added {
+		l.explainedBy(v1alpha1.ReasonLauncherPodNotReady)
+	}
+}
+
+// launcherDied judges the launcher of a VMI whose status has not reached
+// Running, or is absent: the pod proves virt-controller processed the VMI,
+// and its end is the VM's, whatever the VMI still says. virt-controller
+// fails a Scheduling VMI whose pod is down only on its next sync
+// (kv:pkg/virt-controller/watch/vmi/lifecycle.go:370-457), and a paste or a
+// lagging status may show the pod first. A migration's target is not the
+// VM's launcher: its end is the migration's (targetPodFailed).
+func (e *engine) launcherDied(l *layer) {
+	f := &e.f
+	p := f.active
+	if p == nil || p.Labels[kubevirtv1.MigrationJobLabel] != "" {
+		return
+	}
+	term := computeTermination(p)
+	if term == nil && p.Status.Phase != corev1.PodFailed {
+		return
+	}
+	status := "the VMI is " + string(f.phase)
+	if f.vmi.Status.Phase == kubevirtv1.VmPhaseUnset {
+		status = "the VMI has no phase yet"
+	}
+	t := podEnd(p, term)
+	switch {
+	case term != nil && term.Reason == "OOMKilled":
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
+			"the compute container of "+p.Name+" was OOM-killed while "+status, t)
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	case p.Status.Phase == corev1.PodFailed:
+		msg := "launcher pod " + p.Name + " is Failed"
+		if p.Status.Reason != "" {
+			msg += " (" + p.Status.Reason + ")"
+		}
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonLauncherPodFailed, msg+" while "+status+": the VM did not start", t)
+		l.cite(kindPod, p.Name, "status.phase", string(p.Status.Phase), t)
+	case p.Status.Phase == corev1.PodSucceeded:
+		// A launcher that ended cleanly before Running is a stop, not a
+		// fault of the node.
+	default:
+		msg := "the compute container of " + p.Name + " terminated"
+		if term.Reason != "" {
+			msg += " (" + term.Reason + ")"
+		}
+		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerTerminated, msg+" while "+status, t)
+		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	}
 }

@@ -256,9 +256,9 @@ func evidenceSituations() []situation {
 			node: "Progressing/LauncherPodNotReady", guest: "Unknown/NoGuestAgent",
 		},
 		{
-			name:    "Running without a Ready condition: partial status",
+			name:    "Running without a Ready condition, the launcher pod in the input: the pod speaks for itself",
 			in:      input(func(in *Input) { in.VMI = runningVMI(withoutCondition(kubevirtv1.VirtualMachineInstanceReady)) }),
-			overall: "Unknown/ReadyConditionMissing", cp: "Unknown/ReadyConditionMissing",
+			overall: "Healthy/Running", cp: "Healthy/Running", node: "Healthy/LauncherRunning",
 		},
 		{
 			name: "Ready=False PodNotExists, pod not in the input: the VMI says the launcher is gone",

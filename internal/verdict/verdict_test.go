@@ -1335,5 +1335,6 @@ func allSituations() []situation {
 		domainSituations, runtimeSituations, probeSituations} {
 		all = append(all, f()...)
 	}
+	all = append(all, review3PartialSituations()...)
 	return all
 }
