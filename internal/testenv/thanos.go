@@ -66,12 +66,14 @@ func StartThanosSidecar(prom *Prometheus) (*Thanos, error) {
 // ThanosReplicaLabel, and returns once it is ready: its first look at the
 // endpoints is done, whether or not they answered.
 func StartThanosQuery(endpoints ...string) (*Thanos, error) {
+	// The endpoints go in --endpoint.sd-config: Thanos v0.42 deprecates
+	// --endpoint (and --store before it), which older releases take.
+	cfg := "endpoints:\n"
+	for _, e := range endpoints {
+		cfg += fmt.Sprintf("- address: %q\n", e)
+	}
 	return startThanos("query", func(string) []string {
-		args := []string{"--query.replica-label=" + ThanosReplicaLabel}
-		for _, e := range endpoints {
-			args = append(args, "--endpoint="+e)
-		}
-		return args
+		return []string{"--query.replica-label=" + ThanosReplicaLabel, "--endpoint.sd-config=" + cfg}
 	})
 }
 
