@@ -62,16 +62,18 @@ const (
 // "PromQL info" warning.
 //
 // Thanos is not part of `make test`: built from the Go module proxy from a
-// cold Go build cache it takes far longer than the test (figures in
-// docs/domain-stats.md, "Thanos Querier"). `make test-thanos` builds
+// cold Go build cache it took 35 minutes (11 CPU-minutes, 2.5 GB of
+// module and build cache) on the shared 2-core machine, 32 s warm, where
+// the test takes about 20 s (docs/domain-stats.md, "Thanos Querier"). `make test-thanos` builds
 // bin/thanos (hack/build-thanos.sh), sets THANOS and runs this test; CI
 // (.ci/run) runs it after `make test`. Without THANOS and without
 // bin/thanos the test skips; with THANOS naming a missing file it fails.
 func TestDomainStatsThroughThanos(t *testing.T) {
-	if os.Getenv("THANOS") == "" {
-		if _, err := os.Stat(testenv.ThanosBinary()); err != nil {
+	if _, err := os.Stat(testenv.ThanosBinary()); err != nil {
+		if os.Getenv("THANOS") == "" {
 			t.Skipf("no Thanos at %s: `make test-thanos` builds it and runs this test", testenv.ThanosBinary())
 		}
+		t.Fatalf("THANOS: %v", err)
 	}
 	start := time.Now()
 	_, admin := startControlPlane(t)
