@@ -166,10 +166,21 @@ promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tes
 prometheus: ## Build the Prometheus server into bin/prometheus for the domain-stats tests and the demo, from the Go module proxy (skipped when up to date).
 	hack/build-prometheus.sh prometheus
 
+.PHONY: thanos
+thanos: ## Build Thanos into bin/thanos for `make test-thanos`, from the Go module proxy (skipped when up to date).
+	hack/build-thanos.sh
+
 .PHONY: test-integrations
 test-integrations: promtool prometheus envtest-bin krew helm ## Run test/integrations (kustomize manifests and RBAC on a real API server, the Helm chart, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
+
+# test-thanos is not part of `make test`: Thanos takes far longer to build
+# from a cold Go build cache than the test takes to run (docs/domain-stats.md,
+# "Thanos Querier"). CI (.ci/run) runs it after `make test`.
+.PHONY: test-thanos
+test-thanos: envtest-bin prometheus thanos ## Run the domain-stats source against a real Thanos Querier (thanos sidecar and thanos query in front of the test Prometheus, as OpenShift's thanos-querier); apart from `make test` for Thanos' build time. CI runs both.
+	THANOS=$(CURDIR)/bin/thanos go test -race -count=1 $(GOTEST_FLAGS) -run '^TestDomainStatsThroughThanos$$' ./test/integrations/
 
 .PHONY: demo
 demo: envtest-bin prometheus ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").

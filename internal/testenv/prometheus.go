@@ -64,6 +64,10 @@ type PrometheusOptions struct {
 	// RuleFiles are Prometheus rule files (recording and alerting rules)
 	// the server evaluates at the scrape interval.
 	RuleFiles []string
+	// ExternalLabels are the server's external labels, which a Thanos
+	// sidecar in front of it requires and attaches to every series it
+	// serves.
+	ExternalLabels map[string]string
 }
 
 // Prometheus is a real Prometheus server started by StartPrometheus, with
@@ -77,6 +81,7 @@ type Prometheus struct {
 	dir      string
 	interval time.Duration
 	rules    []string
+	external map[string]string
 	log      LockedBuffer
 	exited   chan struct{}
 	waitErr  error
@@ -96,7 +101,7 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{dir: dir, interval: opts.ScrapeInterval, rules: opts.RuleFiles, exited: make(chan struct{})}
+	p := &Prometheus{dir: dir, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels, exited: make(chan struct{})}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
@@ -163,9 +168,10 @@ type promConfig struct {
 }
 
 type promGlobal struct {
-	ScrapeInterval     string `json:"scrape_interval"`
-	ScrapeTimeout      string `json:"scrape_timeout"`
-	EvaluationInterval string `json:"evaluation_interval"`
+	ScrapeInterval     string            `json:"scrape_interval"`
+	ScrapeTimeout      string            `json:"scrape_timeout"`
+	EvaluationInterval string            `json:"evaluation_interval"`
+	ExternalLabels     map[string]string `json:"external_labels,omitempty"`
 }
 
 type promScrapeConfig struct {
@@ -184,7 +190,7 @@ type promStaticConfig struct {
 // different paths (one listener serving several nodes' endpoints).
 func (p *Prometheus) writeConfig(jobs []ScrapeJob) error {
 	iv := p.interval.String()
-	cfg := promConfig{Global: promGlobal{ScrapeInterval: iv, ScrapeTimeout: iv, EvaluationInterval: iv}, RuleFiles: p.rules}
+	cfg := promConfig{Global: promGlobal{ScrapeInterval: iv, ScrapeTimeout: iv, EvaluationInterval: iv, ExternalLabels: p.external}, RuleFiles: p.rules}
 	for _, j := range jobs {
 		sc := promScrapeConfig{JobName: j.Name, HonorLabels: j.HonorLabels, StaticConfigs: []promStaticConfig{}}
 		for _, t := range j.Targets {

@@ -1,0 +1,173 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// ThanosBinary is the Thanos binary `make thanos` builds into bin/thanos
+// (hack/build-thanos.sh, from the Go module proxy), or the one $THANOS
+// names.
+func ThanosBinary() string {
+	if p := os.Getenv("THANOS"); p != "" {
+		return p
+	}
+	return filepath.Join(RepoRoot(), "bin", "thanos")
+}
+
+// ThanosReplicaLabel is the external label that tells Prometheus replicas
+// apart, and the one StartThanosQuery deduplicates along: OpenShift's
+// cluster monitoring runs thanos-querier with
+// --query.replica-label=prometheus_replica in front of two Prometheus
+// replicas.
+const ThanosReplicaLabel = "prometheus_replica"
+
+// Thanos is one Thanos component (`thanos sidecar` or `thanos query`)
+// started by StartThanosSidecar or StartThanosQuery, listening on free
+// local ports.
+type Thanos struct {
+	// URL is the component's HTTP base URL, http://127.0.0.1:<port>: the
+	// query API (/api/v1/query) for the querier, /-/ready for both.
+	URL string
+	// GRPCAddress is host:port of its gRPC server (the StoreAPI).
+	GRPCAddress string
+
+	name    string
+	cmd     *exec.Cmd
+	dir     string
+	log     LockedBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// StartThanosSidecar starts `thanos sidecar` in front of prom, which must
+// carry external labels (PrometheusOptions.ExternalLabels): the sidecar
+// refuses a Prometheus without them. It serves prom's samples over the
+// StoreAPI and uploads nothing (no object storage). It returns once the
+// sidecar is ready, that is once it has read prom's external labels.
+func StartThanosSidecar(prom *Prometheus) (*Thanos, error) {
+	return startThanos("sidecar", func(dir string) []string {
+		return []string{
+			"--prometheus.url=" + prom.URL,
+			// Read only to upload blocks, which it does not do here.
+			"--tsdb.path=" + filepath.Join(dir, "tsdb"),
+		}
+	})
+}
+
+// StartThanosQuery starts `thanos query` with the StoreAPIs at endpoints
+// (gRPC host:port, such as a sidecar's GRPCAddress), deduplicating along
+// ThanosReplicaLabel, and returns once it is ready: its first look at the
+// endpoints is done, whether or not they answered.
+func StartThanosQuery(endpoints ...string) (*Thanos, error) {
+	// The endpoints go in --endpoint.sd-config: Thanos v0.42 deprecates
+	// --endpoint (and --store before it), which older releases take.
+	cfg := "endpoints:\n"
+	for _, e := range endpoints {
+		cfg += fmt.Sprintf("- address: %q\n", e)
+	}
+	return startThanos("query", func(string) []string {
+		return []string{"--query.replica-label=" + ThanosReplicaLabel, "--endpoint.sd-config=" + cfg}
+	})
+}
+
+// startThanos starts one component with its listen addresses, its log
+// level and the arguments args returns for its temporary directory.
+func startThanos(component string, args func(dir string) []string) (*Thanos, error) {
+	bin := ThanosBinary()
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("thanos not found at %s: run `make thanos` (hack/build-thanos.sh builds it from the Go module proxy) or set THANOS", bin)
+	}
+	dir, err := os.MkdirTemp("", "vmobs-thanos-"+component+"-")
+	if err != nil {
+		return nil, err
+	}
+	httpAddr, err := freeLocalAddress()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	grpcAddr, err := freeLocalAddress()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	th := &Thanos{URL: "http://" + httpAddr, GRPCAddress: grpcAddr, name: "thanos " + component, dir: dir, exited: make(chan struct{})}
+	argv := append([]string{component,
+		"--http-address=" + httpAddr,
+		"--grpc-address=" + grpcAddr,
+		"--log.level=warn",
+	}, args(dir)...)
+	th.cmd = exec.Command(bin, argv...)
+	th.cmd.Stdout, th.cmd.Stderr = &th.log, &th.log
+	if err := th.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", th.name, err)
+	}
+	go func() {
+		th.waitErr = th.cmd.Wait()
+		close(th.exited)
+	}()
+	if err := th.waitReady(time.Minute); err != nil {
+		_ = th.Stop()
+		return nil, err
+	}
+	return th, nil
+}
+
+func (th *Thanos) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	c := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		select {
+		case <-th.exited:
+			return fmt.Errorf("%s exited before it was ready (%w):\n%s", th.name, th.waitErr, th.Log())
+		default:
+		}
+		resp, err := c.Get(th.URL + "/-/ready")
+		if err != nil {
+			last = err.Error()
+		} else {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s at %s not ready after %s (last: %s):\n%s", th.name, th.URL, timeout, last, th.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log is what the component has written (warnings and errors).
+func (th *Thanos) Log() string { return th.log.String() }
+
+// Stop stops the component (SIGTERM, then SIGKILL after 10 s) and removes
+// its temporary directory.
+func (th *Thanos) Stop() error {
+	defer os.RemoveAll(th.dir)
+	select {
+	case <-th.exited:
+		return nil
+	default:
+	}
+	if err := th.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stopping %s: %w", th.name, err)
+	}
+	select {
+	case <-th.exited:
+	case <-time.After(10 * time.Second):
+		_ = th.cmd.Process.Kill()
+		<-th.exited
+	}
+	return nil
+}
