@@ -184,6 +184,10 @@ func (p Pace) waitScale() float64 {
 	return r
 }
 
+// factor is how much faster than real time the pace runs: the inverse of
+// waitScale, the speed at which the healthy fleet's everyday life plays.
+func (p Pace) factor() float64 { return 1 / p.waitScale() }
+
 // Thresholds says the pace's thresholds in one line.
 func (p Pace) Thresholds() string {
 	return fmt.Sprintf("scheduling timeout %s · migration phase timeout %s · heartbeat timeout %s · agent grace %s · hotplug timeout %s · frozen filesystems %s · guest agents probed every %s",

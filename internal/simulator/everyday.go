@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -81,6 +83,10 @@ var EverydayOperations = []string{
 // of domainstats.go.
 const DomainSwapWithHeadroom DomainFault = 1 << 15
 
+// EverydayLife is the life's length in simulated time: every operation
+// has ended by about 10 minutes; 12 leave a margin.
+const EverydayLife = 12 * time.Minute
+
 // KubeVirt's defaults that the fleet's life depends on.
 const (
 	// ParallelMigrationsPerCluster and ParallelOutboundMigrationsPerNode
@@ -107,13 +113,14 @@ const (
 // factor.
 type Everyday struct {
 	Sim *Simulator
-	// Namespace the fleet lives in.
+	// Fleet are the VMs, created by Play; when nil, VMs VMs named
+	// vm-000, vm-001, … in Namespace. From 24 VMs on, every operation has
+	// VMs of its own.
+	Fleet     []types.NamespacedName
 	Namespace string
-	// VMs is the size of the fleet (at least 24, so that every operation
-	// has VMs of its own); Names are the VMs' names, generated when nil.
-	VMs   int
-	Names []string
-	// Nodes the fleet runs on (at least 3); the last one is drained.
+	VMs       int
+	// Nodes the fleet runs on (at least 2); from 3 on, the last one is
+	// drained.
 	Nodes []string
 	// Factor is how many simulated seconds pass in a second of the wall
 	// clock (1 or more).
@@ -139,7 +146,7 @@ type Everyday struct {
 	running int
 	out     map[string]int // node → outbound migrations running
 	slot    *sync.Cond
-	node    map[string]string // VM → node
+	node    map[types.NamespacedName]string // VM → node
 }
 
 // EverydayReport is what Play did.
@@ -207,16 +214,14 @@ func (e *Everyday) Validate() error {
 	switch {
 	case e.Sim == nil:
 		return errors.New("everyday: no simulator")
-	case e.VMs < 24:
-		return fmt.Errorf("everyday: %d VMs, want at least 24 so that every operation has VMs of its own", e.VMs)
-	case len(e.Nodes) < 3:
-		return fmt.Errorf("everyday: %d nodes, want at least 3 (one is drained)", len(e.Nodes))
+	case len(e.Fleet) == 0 && e.VMs < 1:
+		return errors.New("everyday: no VMs")
+	case len(e.Nodes) < 2:
+		return fmt.Errorf("everyday: %d nodes, want at least 2 (for migrations)", len(e.Nodes))
 	case e.Factor < 1:
 		return fmt.Errorf("everyday: factor %v, want 1 or more", e.Factor)
 	case e.Duration < 10*time.Minute:
 		return fmt.Errorf("everyday: %s of life, want at least 10m", e.Duration)
-	case e.Names != nil && len(e.Names) != e.VMs:
-		return fmt.Errorf("everyday: %d names for %d VMs", len(e.Names), e.VMs)
 	}
 	return nil
 }
@@ -269,15 +274,21 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	e.rnd = rand.New(rand.NewPCG(uint64(e.Seed), 0xda7))
 	e.ops = map[string]int{}
 	e.out = map[string]int{}
-	e.node = map[string]string{}
+	e.node = map[types.NamespacedName]string{}
 	e.slot = sync.NewCond(&e.mu)
-	if e.Names == nil {
+	if e.Fleet == nil {
 		for i := range e.VMs {
-			e.Names = append(e.Names, fmt.Sprintf("vm-%03d", i))
+			e.Fleet = append(e.Fleet, types.NamespacedName{Namespace: e.Namespace, Name: fmt.Sprintf("vm-%03d", i)})
 		}
 	}
-	if err := e.Sim.EnsureNamespace(ctx, e.Namespace); err != nil {
-		return nil, err
+	namespaces := map[string]bool{}
+	for _, v := range e.Fleet {
+		if !namespaces[v.Namespace] {
+			namespaces[v.Namespace] = true
+			if err := e.Sim.EnsureNamespace(ctx, v.Namespace); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, n := range e.Nodes {
 		if err := e.Sim.EnsureNode(ctx, n); err != nil {
@@ -295,26 +306,28 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	defer stop()
 	e.start = time.Now()
 
-	drained := e.Nodes[len(e.Nodes)-1]
+	drained := e.drained()
 	var wg sync.WaitGroup
 	wg.Go(func() { e.heartbeats(ctx) })
 	wg.Go(func() { e.skipScrape(ctx) })
-	var drainVMs []string
+	var drainVMs []types.NamespacedName
 	k := 0
-	for i, name := range e.Names {
+	for i, v := range e.Fleet {
 		node := e.Nodes[i%len(e.Nodes)]
-		e.node[name] = node
+		e.node[v] = node
 		r := roleIdle
 		if node == drained {
-			drainVMs = append(drainVMs, name)
+			drainVMs = append(drainVMs, v)
 		} else {
 			r = roleOf(k)
 			k++
 		}
 		nics := 1 + i%3/2
-		wg.Go(func() { e.live(ctx, name, node, nics, i, r) })
+		wg.Go(func() { e.live(ctx, v, node, nics, i, r) })
 	}
-	wg.Go(func() { e.drain(ctx, drained, drainVMs) })
+	if drained != "" {
+		wg.Go(func() { e.drain(ctx, drained, drainVMs) })
+	}
 	wg.Wait()
 
 	rep := &EverydayReport{Operations: map[string]int{}, Wall: time.Since(e.start)}
@@ -331,8 +344,8 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 }
 
 // live is one VM's life: its filesystems, its boot, then its role.
-func (e *Everyday) live(ctx context.Context, name, node string, nics, i int, r role) {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) live(ctx context.Context, v types.NamespacedName, node string, nics, i int, r role) {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	// Filesystems full by design, in the agent from the first answer:
 	// snaps (squashfs) on every third guest, a mounted ISO on every
 	// fifth, a Windows "System Reserved" volume on every seventh.
@@ -350,10 +363,10 @@ func (e *Everyday) live(ctx context.Context, name, node string, nics, i int, r r
 		s.AddGuestFilesystems(ns, name, full...)
 		e.count(OpFullByDesign)
 	}
-	if !e.until(ctx, time.Duration(i)*bootSpread/time.Duration(e.VMs)) {
+	if !e.until(ctx, time.Duration(i)*bootSpread/time.Duration(len(e.Fleet))) {
 		return
 	}
-	if err := e.boot(ctx, name, node, nics); err != nil {
+	if err := e.boot(ctx, v, node, nics); err != nil {
 		e.fail(ctx, fmt.Errorf("boot %s: %w", name, err))
 		return
 	}
@@ -367,21 +380,21 @@ func (e *Everyday) live(ctx context.Context, name, node string, nics, i int, r r
 	var err error
 	switch r {
 	case roleReboot:
-		err = e.reboot(ctx, name)
+		err = e.reboot(ctx, v)
 	case rolePause:
-		err = e.pause(ctx, name)
+		err = e.pause(ctx, v)
 	case roleFreeze:
-		err = e.freezeThaw(ctx, name)
+		err = e.freezeThaw(ctx, v)
 	case roleMemoryDump:
-		err = e.memoryDump(ctx, name)
+		err = e.memoryDump(ctx, v)
 	case roleCPUHotplug, roleMemoryHotplug:
-		err = e.hotplug(ctx, name, r == roleCPUHotplug)
+		err = e.hotplug(ctx, v, r == roleCPUHotplug)
 	case roleMigrate:
-		err = e.migrate(ctx, name, migrateOpts{slowTarget: i%2 == 0})
+		err = e.migrate(ctx, v, migrateOpts{slowTarget: i%2 == 0})
 	case rolePostCopy:
-		err = e.migrate(ctx, name, migrateOpts{postCopy: true})
+		err = e.migrate(ctx, v, migrateOpts{postCopy: true})
 	case roleSwap:
-		err = e.swap(ctx, name)
+		err = e.swap(ctx, v)
 	}
 	e.fail(ctx, err)
 }
@@ -389,8 +402,8 @@ func (e *Everyday) live(ctx context.Context, name, node string, nics, i int, r r
 // boot creates the VM and boots it as KubeVirt does, a step at a time
 // with the lags between the components, and the guest agent connecting
 // before DHCP.
-func (e *Everyday) boot(ctx context.Context, name, node string, nics int) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) boot(ctx context.Context, v types.NamespacedName, node string, nics int) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	if err := s.CreateVM(ctx, VMSpec{Namespace: ns, Name: name, GuestAgent: true, Interfaces: nics}); err != nil {
 		return err
 	}
@@ -410,7 +423,7 @@ func (e *Everyday) boot(ctx context.Context, name, node string, nics int) error 
 			return err
 		}
 	}
-	if !e.agentBeforeDHCP(ctx, name) {
+	if !e.agentBeforeDHCP(ctx, v) {
 		return nil
 	}
 	e.count(OpBoot)
@@ -424,19 +437,19 @@ func (e *Everyday) boot(ctx context.Context, name, node string, nics int) error 
 // (kv:pkg/network/netstat: "in case GA does not include IP data, it will
 // clear IP status data"); DHCP answers 20 to 150 seconds later and the
 // next poll reports the address. It says whether ctx is still live.
-func (e *Everyday) agentBeforeDHCP(ctx context.Context, name string) bool {
+func (e *Everyday) agentBeforeDHCP(ctx context.Context, v types.NamespacedName) bool {
 	if !e.sleep(ctx, e.between(10*time.Second, 30*time.Second)) {
 		return false
 	}
-	if err := e.Sim.ConnectAgentWithoutIP(ctx, e.Namespace, name); err != nil {
-		e.fail(ctx, fmt.Errorf("agent of %s: %w", name, err))
+	if err := e.Sim.ConnectAgentWithoutIP(ctx, v.Namespace, v.Name); err != nil {
+		e.fail(ctx, fmt.Errorf("agent of %s: %w", v, err))
 		return false
 	}
 	if !e.sleep(ctx, e.between(20*time.Second, 150*time.Second)) {
 		return false
 	}
-	if err := e.Sim.ReportGuestIPs(ctx, e.Namespace, name); err != nil {
-		e.fail(ctx, fmt.Errorf("DHCP of %s: %w", name, err))
+	if err := e.Sim.ReportGuestIPs(ctx, v.Namespace, v.Name); err != nil {
+		e.fail(ctx, fmt.Errorf("DHCP of %s: %w", v, err))
 		return false
 	}
 	return true
@@ -446,12 +459,12 @@ func (e *Everyday) agentBeforeDHCP(ctx context.Context, name string) bool {
 // virt-handler removes AgentConnected (kv:pkg/virt-handler/vm.go, the
 // agent channel's state), guestOSInfo stays; the guest is back after 20 to
 // 60 seconds and its agent connects before DHCP again.
-func (e *Everyday) reboot(ctx context.Context, name string) error {
-	e.note("%s: guest reboot", name)
-	if err := e.Sim.DisconnectAgent(ctx, e.Namespace, name); err != nil {
-		return fmt.Errorf("reboot %s: %w", name, err)
+func (e *Everyday) reboot(ctx context.Context, v types.NamespacedName) error {
+	e.note("%s: guest reboot", v)
+	if err := e.Sim.DisconnectAgent(ctx, v.Namespace, v.Name); err != nil {
+		return fmt.Errorf("reboot %s: %w", v, err)
 	}
-	if e.agentBeforeDHCP(ctx, name) {
+	if e.agentBeforeDHCP(ctx, v) {
 		e.count(OpReboot)
 	}
 	return nil
@@ -464,8 +477,8 @@ func (e *Everyday) reboot(ctx context.Context, name string) error {
 // syncPausedConditionToPod); then the kubelet re-evaluates the pod's Ready
 // on its next status sync and virt-controller copies it into the VMI. A
 // paused domain's vCPUs use no time.
-func (e *Everyday) pause(ctx context.Context, name string) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) pause(ctx context.Context, v types.NamespacedName) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	e.note("%s: user pause", name)
 	if err := s.Pause(ctx, ns, name, PausedByUser); err != nil {
 		return fmt.Errorf("pause %s: %w", name, err)
@@ -516,8 +529,8 @@ func (e *Everyday) pause(ctx context.Context, name string) error {
 
 // freezeThaw is a VMSnapshot's freeze: the agent freezes the filesystems
 // for 3 to 15 seconds, then thaws them.
-func (e *Everyday) freezeThaw(ctx context.Context, name string) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) freezeThaw(ctx context.Context, v types.NamespacedName) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	e.note("%s: snapshot freeze", name)
 	if err := s.FreezeFilesystems(ctx, ns, name); err != nil {
 		return fmt.Errorf("freeze %s: %w", name, err)
@@ -534,9 +547,9 @@ func (e *Everyday) freezeThaw(ctx context.Context, name string) error {
 
 // swap is a guest that swaps a little for the rest of its life while most
 // of its memory is free.
-func (e *Everyday) swap(_ context.Context, name string) error {
-	e.note("%s: swap with headroom", name)
-	e.Sim.SetDomainFault(e.Namespace, name, DomainSwapWithHeadroom, true)
+func (e *Everyday) swap(_ context.Context, v types.NamespacedName) error {
+	e.note("%s: swap with headroom", v)
+	e.Sim.SetDomainFault(v.Namespace, v.Name, DomainSwapWithHeadroom, true)
 	e.count(OpSwap)
 	return nil
 }
@@ -550,8 +563,8 @@ func (e *Everyday) swap(_ context.Context, name string) error {
 // Paused condition is written); then MemoryDumpCompleted, and
 // virt-controller moves the request to Unmounting, then Completed once the
 // volume is gone from the VMI.
-func (e *Everyday) memoryDump(ctx context.Context, name string) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) memoryDump(ctx context.Context, v types.NamespacedName) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	claim := name + "-dump"
 	e.note("%s: memory dump", name)
 	setReq := func(manager string, fn func(*kubevirtv1.VirtualMachineMemoryDumpRequest)) error {
@@ -641,8 +654,8 @@ func (e *Everyday) memoryDump(ctx context.Context, name string) error {
 // (kv:pkg/virt-controller/watch/workload-updater/workload-updater.go:534-545),
 // and once the migration succeeds the target's virt-handler reports the new
 // topology or memory and virt-controller drops the condition.
-func (e *Everyday) hotplug(ctx context.Context, name string, cpu bool) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) hotplug(ctx context.Context, v types.NamespacedName, cpu bool) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	op := OpMemoryHotplug
 	if cpu {
 		op = OpCPUHotplug
@@ -665,7 +678,7 @@ func (e *Everyday) hotplug(ctx context.Context, name string, cpu bool) error {
 		return nil
 	}
 	e.release("")
-	if err := e.migrate(ctx, name, migrateOpts{workloadUpdate: true}); err != nil {
+	if err := e.migrate(ctx, v, migrateOpts{workloadUpdate: true}); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -750,22 +763,14 @@ func (e *Everyday) busy(node string) bool {
 // minutes in Scheduling); the copy takes 20 to 90 seconds (a post-copy
 // migration switches after 20 seconds: migrationState.mode PostCopy, the
 // source domain paused until the handoff 30 to 60 seconds later).
-func (e *Everyday) migrate(ctx context.Context, name string, o migrateOpts) error {
-	ns, s := e.Namespace, e.Sim
+func (e *Everyday) migrate(ctx context.Context, v types.NamespacedName, o migrateOpts) error {
+	ns, name, s := v.Namespace, v.Name, e.Sim
 	e.mu.Lock()
-	src := e.node[name]
+	src := e.node[v]
 	e.mu.Unlock()
 	target := o.target
 	if target == "" {
-		// The next node that is not drained, after the source.
-		for i, n := range e.Nodes[:len(e.Nodes)-1] {
-			if n == src {
-				target = e.Nodes[(i+1)%(len(e.Nodes)-1)]
-			}
-		}
-		if target == "" {
-			target = e.Nodes[0]
-		}
+		target = e.targetFor(src)
 	}
 	m, err := s.StartMigration(ctx, ns, name, MigrationOptions{TargetNode: target, Evacuation: o.evacuation})
 	if err != nil {
@@ -793,7 +798,7 @@ func (e *Everyday) migrate(ctx context.Context, name string, o migrateOpts) erro
 				if !e.sleep(ctx, 20*time.Second) {
 					return nil
 				}
-				if err := e.postCopy(ctx, name, m); err != nil {
+				if err := e.postCopy(ctx, v, m); err != nil {
 					return err
 				}
 				lag = e.between(30*time.Second, 60*time.Second)
@@ -811,7 +816,7 @@ func (e *Everyday) migrate(ctx context.Context, name string, o migrateOpts) erro
 		e.count(OpPostCopy)
 	}
 	e.mu.Lock()
-	e.node[name] = target
+	e.node[v] = target
 	e.mu.Unlock()
 	if queued {
 		e.count(OpMigrationQueued)
@@ -833,19 +838,19 @@ func (e *Everyday) migrate(ctx context.Context, name string, o migrateOpts) erro
 // domain (reason Postcopy, for which virt-handler writes no Paused
 // condition, kv:pkg/virt-handler/vm.go calculatePausedCondition) and its
 // vCPUs use no time until the handoff.
-func (e *Everyday) postCopy(ctx context.Context, name string, m *Migration) error {
-	e.note("%s: migration switched to post-copy", name)
-	if _, err := e.Sim.updateVMI(ctx, e.Namespace, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
+func (e *Everyday) postCopy(ctx context.Context, v types.NamespacedName, m *Migration) error {
+	e.note("%s: migration switched to post-copy", v)
+	if _, err := e.Sim.updateVMI(ctx, v.Namespace, v.Name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		ms := vmi.Status.MigrationState
 		if ms == nil || ms.MigrationUID != m.UID {
-			return fmt.Errorf("VMI %s/%s is not handed off to migration %s", e.Namespace, name, m.Name)
+			return fmt.Errorf("VMI %s is not handed off to migration %s", v, m.Name)
 		}
 		ms.Mode = kubevirtv1.MigrationPostCopy
 		return nil
 	}); err != nil {
 		return err
 	}
-	e.Sim.SetDomainFault(e.Namespace, name, DomainVCPUFrozen, true)
+	e.Sim.SetDomainFault(v.Namespace, v.Name, DomainVCPUFrozen, true)
 	return nil
 }
 
@@ -854,7 +859,7 @@ func (e *Everyday) postCopy(ctx context.Context, name string, m *Migration) erro
 // for evacuation (Evict), and the evacuation controller creates a
 // migration for each (Evacuation), queued behind KubeVirt's limits; the
 // node is uncordoned once they have all succeeded.
-func (e *Everyday) drain(ctx context.Context, node string, vms []string) {
+func (e *Everyday) drain(ctx context.Context, node string, vms []types.NamespacedName) {
 	s := e.Sim
 	if !e.until(ctx, drainAt) {
 		return
@@ -872,17 +877,17 @@ func (e *Everyday) drain(ctx context.Context, node string, vms []string) {
 		return
 	}
 	var wg sync.WaitGroup
-	for i, name := range vms {
+	for i, v := range vms {
 		target := e.Nodes[i%(len(e.Nodes)-1)]
 		wg.Go(func() {
-			if err := s.Evict(ctx, e.Namespace, name); err != nil {
-				e.fail(ctx, fmt.Errorf("evict %s: %w", name, err))
+			if err := s.Evict(ctx, v.Namespace, v.Name); err != nil {
+				e.fail(ctx, fmt.Errorf("evict %s: %w", v, err))
 				return
 			}
 			if !e.sleep(ctx, e.between(time.Second, 5*time.Second)) {
 				return
 			}
-			e.fail(ctx, e.migrate(ctx, name, migrateOpts{evacuation: true, target: target}))
+			e.fail(ctx, e.migrate(ctx, v, migrateOpts{evacuation: true, target: target}))
 		})
 	}
 	wg.Wait()
@@ -894,6 +899,35 @@ func (e *Everyday) drain(ctx context.Context, node string, vms []string) {
 		return
 	}
 	e.count(OpDrain)
+}
+
+// Node is where the VM v runs at the end of the life (after its
+// migrations).
+func (e *Everyday) Node(v types.NamespacedName) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.node[v]
+}
+
+// drained is the node the life drains: the last, when there are 3 or
+// more, so that two remain for the other migrations.
+func (e *Everyday) drained() string {
+	if len(e.Nodes) < 3 {
+		return ""
+	}
+	return e.Nodes[len(e.Nodes)-1]
+}
+
+// targetFor is where a migration from src goes: the next node after it
+// that is not drained.
+func (e *Everyday) targetFor(src string) string {
+	i := max(slices.Index(e.Nodes, src), 0)
+	for k := 1; k < len(e.Nodes); k++ {
+		if n := e.Nodes[(i+k)%len(e.Nodes)]; n != e.drained() {
+			return n
+		}
+	}
+	return e.Nodes[(i+1)%len(e.Nodes)]
 }
 
 // heartbeats is virt-handler's heartbeat on every node, every minute.
