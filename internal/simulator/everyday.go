@@ -125,9 +125,9 @@ type Everyday struct {
 	// Factor is how many simulated seconds pass in a second of the wall
 	// clock (1 or more).
 	Factor float64
-	// Duration is how long the life plays, in simulated time (at least
-	// 10 minutes; every operation has ended by about 10 minutes, 12 leave a
-	// margin).
+	// Duration is how long the life plays at least, in simulated time
+	// (at least 10 minutes); Play returns once it has passed and every
+	// operation has ended.
 	Duration time.Duration
 	// Seed seeds the random timings.
 	Seed int64
@@ -146,7 +146,18 @@ type Everyday struct {
 	running int
 	out     map[string]int // node → outbound migrations running
 	slot    *sync.Cond
-	node    map[types.NamespacedName]string // VM → node
+	node    map[types.NamespacedName]string        // VM → node
+	booted  map[types.NamespacedName]chan struct{} // closed once the VM's boot has ended
+}
+
+// goDone runs f in a goroutine; the channel closes when f returns.
+func goDone(f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	return done
 }
 
 // EverydayReport is what Play did.
@@ -275,6 +286,7 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	e.ops = map[string]int{}
 	e.out = map[string]int{}
 	e.node = map[types.NamespacedName]string{}
+	e.booted = map[types.NamespacedName]chan struct{}{}
 	e.slot = sync.NewCond(&e.mu)
 	if e.Fleet == nil {
 		for i := range e.VMs {
@@ -295,9 +307,7 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.wall(e.Duration))
-	defer cancel()
-	// Wake the migrations waiting for a slot when the life ends.
+	// Wake the migrations waiting for a slot when the caller gives up.
 	stop := context.AfterFunc(ctx, func() {
 		e.mu.Lock()
 		e.slot.Broadcast()
@@ -306,15 +316,18 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	defer stop()
 	e.start = time.Now()
 
+	// Every operation starts within the first minutes and runs to its
+	// end, however slow the API server; the heartbeats go on until the
+	// operations have ended and Duration has passed.
 	drained := e.drained()
-	var wg sync.WaitGroup
-	wg.Go(func() { e.heartbeats(ctx) })
-	wg.Go(func() { e.skipScrape(ctx) })
+	var ops sync.WaitGroup
+	ops.Go(func() { e.skipScrape(ctx) })
 	var drainVMs []types.NamespacedName
 	k := 0
 	for i, v := range e.Fleet {
 		node := e.Nodes[i%len(e.Nodes)]
 		e.node[v] = node
+		e.booted[v] = make(chan struct{})
 		r := roleIdle
 		if node == drained {
 			drainVMs = append(drainVMs, v)
@@ -323,12 +336,17 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 			k++
 		}
 		nics := 1 + i%3/2
-		wg.Go(func() { e.live(ctx, v, node, nics, i, r) })
+		ops.Go(func() { e.live(ctx, v, node, nics, i, r) })
 	}
 	if drained != "" {
-		wg.Go(func() { e.drain(ctx, drained, drainVMs) })
+		ops.Go(func() { e.drain(ctx, drained, drainVMs) })
 	}
-	wg.Wait()
+	beat, stopBeats := context.WithCancel(ctx)
+	beats := goDone(func() { e.heartbeats(beat) })
+	ops.Wait()
+	e.until(ctx, e.Duration)
+	stopBeats()
+	<-beats
 
 	rep := &EverydayReport{Operations: map[string]int{}, Wall: time.Since(e.start)}
 	e.mu.Lock()
@@ -366,7 +384,9 @@ func (e *Everyday) live(ctx context.Context, v types.NamespacedName, node string
 	if !e.until(ctx, time.Duration(i)*bootSpread/time.Duration(len(e.Fleet))) {
 		return
 	}
-	if err := e.boot(ctx, v, node, nics); err != nil {
+	err := e.boot(ctx, v, node, nics)
+	close(e.booted[v])
+	if err != nil {
 		e.fail(ctx, fmt.Errorf("boot %s: %w", name, err))
 		return
 	}
@@ -377,7 +397,6 @@ func (e *Everyday) live(ctx context.Context, v types.NamespacedName, node string
 	if !e.until(ctx, start) {
 		return
 	}
-	var err error
 	switch r {
 	case roleReboot:
 		err = e.reboot(ctx, v)
@@ -880,6 +899,13 @@ func (e *Everyday) drain(ctx context.Context, node string, vms []types.Namespace
 	for i, v := range vms {
 		target := e.Nodes[i%(len(e.Nodes)-1)]
 		wg.Go(func() {
+			// A drain evicts running VMs; one still booting is evicted
+			// once it runs.
+			select {
+			case <-ctx.Done():
+				return
+			case <-e.booted[v]:
+			}
 			if err := s.Evict(ctx, v.Namespace, v.Name); err != nil {
 				e.fail(ctx, fmt.Errorf("evict %s: %w", v, err))
 				return
