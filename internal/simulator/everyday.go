@@ -498,7 +498,7 @@ func (e *Everyday) reboot(ctx context.Context, v types.NamespacedName) error {
 // paused domain's vCPUs use no time.
 func (e *Everyday) pause(ctx context.Context, v types.NamespacedName) error {
 	ns, name, s := v.Namespace, v.Name, e.Sim
-	e.note("%s: user pause", name)
+	e.note("%s: user pause", v)
 	if err := s.Pause(ctx, ns, name, PausedByUser); err != nil {
 		return fmt.Errorf("pause %s: %w", name, err)
 	}
@@ -550,7 +550,7 @@ func (e *Everyday) pause(ctx context.Context, v types.NamespacedName) error {
 // for 3 to 15 seconds, then thaws them.
 func (e *Everyday) freezeThaw(ctx context.Context, v types.NamespacedName) error {
 	ns, name, s := v.Namespace, v.Name, e.Sim
-	e.note("%s: snapshot freeze", name)
+	e.note("%s: snapshot freeze", v)
 	if err := s.FreezeFilesystems(ctx, ns, name); err != nil {
 		return fmt.Errorf("freeze %s: %w", name, err)
 	}
@@ -585,7 +585,7 @@ func (e *Everyday) swap(_ context.Context, v types.NamespacedName) error {
 func (e *Everyday) memoryDump(ctx context.Context, v types.NamespacedName) error {
 	ns, name, s := v.Namespace, v.Name, e.Sim
 	claim := name + "-dump"
-	e.note("%s: memory dump", name)
+	e.note("%s: memory dump", v)
 	setReq := func(manager string, fn func(*kubevirtv1.VirtualMachineMemoryDumpRequest)) error {
 		_, err := s.updateVMStatus(ctx, ns, name, manager, func(vm *kubevirtv1.VirtualMachine) error {
 			if vm.Status.MemoryDumpRequest == nil {
@@ -678,12 +678,12 @@ func (e *Everyday) hotplug(ctx context.Context, v types.NamespacedName, cpu bool
 	op := OpMemoryHotplug
 	if cpu {
 		op = OpCPUHotplug
-		e.note("%s: CPU hotplug", name)
+		e.note("%s: CPU hotplug", v)
 		if err := s.RequestCPUHotplug(ctx, ns, name, 2); err != nil {
 			return fmt.Errorf("CPU hotplug %s: %w", name, err)
 		}
 	} else {
-		e.note("%s: memory hotplug", name)
+		e.note("%s: memory hotplug", v)
 		if err := s.RequestMemoryHotplug(ctx, ns, name, resource.MustParse("4Gi")); err != nil {
 			return fmt.Errorf("memory hotplug %s: %w", name, err)
 		}

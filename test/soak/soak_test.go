@@ -59,6 +59,9 @@ type alarm struct {
 	Message string  `json:"message"`
 	At      string  `json:"time"`
 	AtSec   float64 `json:"at_seconds"` // simulated seconds since the life began
+	// LastedSec is how long (simulated seconds) the layer stayed in the
+	// alarm's verdict and reason; -1 when it still was at the end.
+	LastedSec float64 `json:"lasted_seconds"`
 }
 
 // results is bin/soak-results.json.
@@ -223,7 +226,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	for _, a := range res.FalseAlarms {
-		t.Errorf("false alarm at +%.0fs: %s %s %s/%s: %s", a.AtSec, a.VM, a.Layer, a.Verdict, a.Reason, a.Message)
+		t.Errorf("false alarm at +%.0fs (lasted %.0fs): %s %s %s/%s: %s", a.AtSec, a.LastedSec, a.VM, a.Layer, a.Verdict, a.Reason, a.Message)
 	}
 }
 
@@ -234,6 +237,7 @@ type recorder struct {
 	start       time.Time
 	factor      float64
 	last        map[string]map[string]string // VM → layer → verdict/reason
+	open        map[string]int               // VM/layer → its alarm in alarms, while it lasts
 	transitions int
 	alarms      []alarm
 	stopWatch   func()
@@ -249,7 +253,7 @@ func record(ctx context.Context, env *testenv.Env) (*recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &recorder{start: time.Now(), factor: 1, last: map[string]map[string]string{}, stopWatch: w.Stop, done: make(chan struct{})}
+	r := &recorder{start: time.Now(), factor: 1, last: map[string]map[string]string{}, open: map[string]int{}, stopWatch: w.Stop, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for ev := range w.ResultChan() {
@@ -278,8 +282,9 @@ func (r *recorder) since() time.Duration {
 	return time.Duration(r.at(time.Now()) * float64(time.Second)).Round(time.Second)
 }
 
-// observe counts the layers that changed verdict or reason, and keeps
-// those that turned Degraded, Failed or Unknown.
+// observe counts the layers that changed verdict or reason (a layer's
+// first verdict is not a transition), and keeps those that turned, or
+// started, Degraded, Failed or Unknown.
 func (r *recorder) observe(o *v1alpha1.VMObservation) {
 	if o.Status.Layers == nil {
 		return
@@ -298,16 +303,25 @@ func (r *recorder) observe(o *v1alpha1.VMObservation) {
 			continue
 		}
 		cur := string(l.Verdict) + "/" + l.Reason
-		if prev[name] == cur {
+		was, seen := prev[name]
+		if was == cur {
 			continue
 		}
 		prev[name] = cur
-		r.transitions++
+		if seen {
+			r.transitions++
+		}
+		k := o.Name + "/" + name
+		if i, ok := r.open[k]; ok {
+			r.alarms[i].LastedSec = at - r.alarms[i].AtSec
+			delete(r.open, k)
+		}
 		switch l.Verdict {
 		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
+			r.open[k] = len(r.alarms)
 			r.alarms = append(r.alarms, alarm{
 				VM: o.Name, Layer: name, Verdict: string(l.Verdict), Reason: l.Reason, Message: l.Message,
-				At: now.UTC().Format(time.RFC3339), AtSec: at,
+				At: now.UTC().Format(time.RFC3339), AtSec: at, LastedSec: -1,
 			})
 		}
 	}
@@ -342,7 +356,7 @@ func warningEvents(ctx context.Context, c client.Client, r *recorder) ([]alarm, 
 		}
 		out = append(out, alarm{
 			VM: e.InvolvedObject.Name, Layer: "event", Verdict: "Warning", Reason: e.Reason, Message: e.Message,
-			At: t.UTC().Format(time.RFC3339), AtSec: r.at(t),
+			At: t.UTC().Format(time.RFC3339), AtSec: r.at(t), LastedSec: 0,
 		})
 	}
 	return out, nil
