@@ -153,7 +153,9 @@ func TestSoak(t *testing.T) {
 	opts := app.InProcessOptions()
 	opts.Policy = scaledPolicy(factor)
 	opts.PrometheusURL = prom.URL
-	opts.DomainStats = domainstats.Config{Interval: scale(domainstats.DefaultInterval), Timeout: scale(domainstats.DefaultTimeout)}
+	// The rate window's default (twice the interval, at least 2 minutes)
+	// is scaled too.
+	opts.DomainStats = domainstats.Config{Interval: scale(domainstats.DefaultInterval), Window: scale(2 * time.Minute), Timeout: scale(domainstats.DefaultTimeout)}
 	opts.GuestProbe = guestprobe.Config{Interval: scale(guestprobe.DefaultInterval), QPS: guestprobe.DefaultQPS * factor, Workers: guestprobe.DefaultWorkers, Timeout: scale(guestprobe.DefaultTimeout)}
 	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
 	if err != nil {
