@@ -733,7 +733,7 @@ func (e *Everyday) hotplug(ctx context.Context, v types.NamespacedName, cpu bool
 // migrateOpts shape one of the fleet's migrations.
 type migrateOpts struct {
 	evacuation, workloadUpdate, postCopy, slowTarget bool
-	target                                          string
+	target                                           string
 }
 
 // waitSlot waits, holding nothing, until a migration from node may run
