@@ -736,10 +736,10 @@ type migrateOpts struct {
 	target                                           string
 }
 
-// waitSlot waits, holding nothing, until a migration from node may run
-// under KubeVirt's limits, and takes the slot; it says whether it waited.
-// With node "" only the cluster-wide limit counts. It returns false when
-// ctx ends first.
+// waitSlot waits until a migration from node may run under KubeVirt's
+// limits and takes the slot (release gives it back). With node "" only the
+// cluster-wide limit counts. It returns false, holding nothing, when ctx
+// ends first.
 func (e *Everyday) waitSlot(ctx context.Context, node string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
