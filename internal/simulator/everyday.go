@@ -521,8 +521,11 @@ func (e *Everyday) pause(ctx context.Context, v types.NamespacedName) error {
 		return nil
 	}
 	pod, err := s.currentLauncher(ctx, vmi)
-	if err != nil || pod == nil {
-		return fmt.Errorf("unpause %s: no launcher pod (%v)", name, err)
+	if err != nil {
+		return fmt.Errorf("unpause %s: %w", name, err)
+	}
+	if pod == nil {
+		return fmt.Errorf("unpause %s: no launcher pod on %s", name, vmi.Status.NodeName)
 	}
 	if _, err := s.updatePodStatus(ctx, pod.Namespace, pod.Name, managerVirtController, func(p *corev1.Pod) error {
 		setPodCond(p, corev1.PodCondition{Type: kubevirtv1.VirtualMachineUnpaused, Status: corev1.ConditionTrue, Reason: "NotPaused"}, s.now())
