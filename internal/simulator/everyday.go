@@ -262,6 +262,7 @@ const (
 	roleCPUHotplug
 	roleMemoryHotplug
 	roleMigrate
+	roleMigrateSlowTarget
 	rolePostCopy
 	roleSwap
 )
@@ -271,7 +272,7 @@ const (
 // that its six minutes end within ten.
 func roleOf(i int) role {
 	return [...]role{
-		roleReboot, rolePause, roleFreeze, roleMemoryDump, roleCPUHotplug, roleMemoryHotplug, roleMigrate, roleSwap,
+		roleReboot, rolePause, roleFreeze, roleMemoryDump, roleCPUHotplug, roleMemoryHotplug, roleMigrateSlowTarget, roleSwap,
 		roleReboot, rolePostCopy, roleMigrate, roleCPUHotplug, roleMemoryHotplug, roleFreeze, rolePause, roleReboot,
 	}[i%16]
 }
@@ -408,8 +409,8 @@ func (e *Everyday) live(ctx context.Context, v types.NamespacedName, node string
 		err = e.memoryDump(ctx, v)
 	case roleCPUHotplug, roleMemoryHotplug:
 		err = e.hotplug(ctx, v, r == roleCPUHotplug)
-	case roleMigrate:
-		err = e.migrate(ctx, v, migrateOpts{slowTarget: i%2 == 0})
+	case roleMigrate, roleMigrateSlowTarget:
+		err = e.migrate(ctx, v, migrateOpts{slowTarget: r == roleMigrateSlowTarget})
 	case rolePostCopy:
 		err = e.migrate(ctx, v, migrateOpts{postCopy: true})
 	case roleSwap:
