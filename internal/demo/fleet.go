@@ -27,7 +27,6 @@ var fleetRoles = []string{"web", "api", "db", "cache", "queue", "batch", "auth",
 type fleetVM struct {
 	ns, name string
 	node     string
-	nics     int
 	ready    bool // booted, not migrating
 }
 
@@ -38,9 +37,9 @@ type plannedScenario struct {
 	at     time.Duration // since the fleet started playing
 }
 
-// director plays the fleet through the simulator: boots the healthy VMs,
-// plays the scenarios at staggered times, beats on live nodes and migrates
-// a healthy VM now and then.
+// director plays the fleet through the simulator: the healthy VMs' everyday
+// life (live), the scenarios at staggered times, the beats on live nodes,
+// and then a healthy VM's migration now and then.
 type director struct {
 	sim  *simulator.Simulator
 	tr   *tracker
@@ -68,7 +67,6 @@ func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options,
 			ns:   fleetNamespaces[i%len(fleetNamespaces)],
 			name: fmt.Sprintf("%s-%d", fleetRoles[i%len(fleetRoles)], i/len(fleetRoles)+1),
 			node: d.workers[i%len(d.workers)],
-			nics: 1 + i%3/2, // a third of them with a Multus interface
 		})
 	}
 	at := pace.ScenarioStart
