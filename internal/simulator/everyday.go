@@ -995,31 +995,7 @@ func (e *Everyday) skipScrape(ctx context.Context) {
 // an address: as ConnectAgent, but the agent reports no IPv4, so
 // virt-handler clears the primary interface's address.
 func (s *Simulator) ConnectAgentWithoutIP(ctx context.Context, ns, name string) error {
-	_, pod, err := s.vmiAndLauncher(ctx, ns, name, "ConnectAgentWithoutIP", kubevirtv1.Running)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	if _, err := s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-			Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue,
-			LastProbeTime: now, LastTransitionTime: now,
-		}, now)
-		if vmi.Status.GuestOSInfo.Name != GuestOSInfo.Name {
-			vmi.Status.GuestOSInfo = GuestOSInfo
-		}
-		ifaces := mergeInterfaces(vmi, pod, true, true)
-		for i := range ifaces {
-			if i == 0 {
-				ifaces[i].IP, ifaces[i].IPs = "", nil
-			}
-		}
-		vmi.Status.Interfaces = ifaces
-		return nil
-	}); err != nil {
-		return err
-	}
-	return s.syncVM(ctx, ns, name)
+	return s.connectAgent(ctx, ns, name, "ConnectAgentWithoutIP", false)
 }
 
 // ReportGuestIPs is the agent poller's next run once DHCP has answered:
