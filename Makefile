@@ -205,6 +205,22 @@ bench-scale: envtest-bin ## Run the scale harness with N VMs (default 1000) on t
 bench-guest-probe: envtest-bin ## Measure the guest probes at N VMs (default 1000): guest_probe_qps and guest_probe_latency_p99_ms in bin/scale-results.json. See docs/scale.md.
 	go test -count=1 -timeout 0 -run '^TestScaleGuestProbe$$' -v ./test/scale/ -args -scale.guest-probe-n=$(N) -scale.out=$(CURDIR)/bin/scale-results.json $(SCALE_ARGS)
 
+##@ Soak
+
+# soak: the everyday life of a fleet (internal/simulator/everyday.go) for
+# SOAK_DURATION of simulated time over SOAK_VMS VMs on SOAK_NODES nodes,
+# SOAK_FACTOR times faster than the wall clock (every policy duration and
+# every simulator timer divided alike; 1 plays in real time).
+SOAK_DURATION ?= 12m
+SOAK_VMS ?= 50
+SOAK_NODES ?= 6
+SOAK_FACTOR ?= 1
+SOAK_ARGS ?=
+
+.PHONY: soak
+soak: envtest-bin prometheus ## Play a fleet's normal operations (boots, reboots, pauses, queued migrations, post-copy, hotplugs, memory dump, freezes, a drain, ...) on the test control plane with the real controller and Prometheus; fails on any false alarm; writes bin/soak-results.json. See docs/soak.md.
+	go test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/soak/ -args -soak.duration=$(SOAK_DURATION) -soak.vms=$(SOAK_VMS) -soak.nodes=$(SOAK_NODES) -soak.factor=$(SOAK_FACTOR) -soak.out=$(CURDIR)/bin/soak-results.json $(SOAK_ARGS)
+
 ##@ kubectl plugin
 
 .PHONY: plugin

@@ -73,11 +73,9 @@ type Pace struct {
 	Policy verdict.Policy
 	// HeartbeatEvery is how often virt-handler beats on live nodes.
 	HeartbeatEvery time.Duration
-	// StepPause separates the steps of a boot or of a background
-	// migration, so that they can be seen.
+	// StepPause separates the steps of a background migration, so that
+	// they can be seen.
 	StepPause time.Duration
-	// BootStagger separates the starts of the healthy VMs' boots.
-	BootStagger time.Duration
 	// ScenarioStart is when the first scenario plays; ScenarioEvery
 	// separates the next ones.
 	ScenarioStart, ScenarioEvery time.Duration
@@ -118,7 +116,6 @@ func DemoPace() Pace {
 		Policy:         p,
 		HeartbeatEvery: 3 * time.Second,
 		StepPause:      700 * time.Millisecond,
-		BootStagger:    400 * time.Millisecond,
 		ScenarioStart:  5 * time.Second,
 		ScenarioEvery:  4 * time.Second,
 		ChurnMin:       5 * time.Second,
@@ -151,7 +148,6 @@ func FastPace() Pace {
 		Policy:         p,
 		HeartbeatEvery: time.Second,
 		StepPause:      150 * time.Millisecond,
-		BootStagger:    250 * time.Millisecond,
 		ScenarioStart:  500 * time.Millisecond,
 		ScenarioEvery:  300 * time.Millisecond,
 		ChurnMin:       time.Second,
@@ -186,6 +182,10 @@ func (p Pace) waitScale() float64 {
 	}
 	return r
 }
+
+// factor is how much faster than real time the pace runs: the inverse of
+// waitScale, the speed at which the healthy fleet's everyday life plays.
+func (p Pace) factor() float64 { return 1 / p.waitScale() }
 
 // Thresholds says the pace's thresholds in one line.
 func (p Pace) Thresholds() string {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/vmobs/vmobs/internal/simulator"
 )
 
@@ -25,7 +27,6 @@ var fleetRoles = []string{"web", "api", "db", "cache", "queue", "batch", "auth",
 type fleetVM struct {
 	ns, name string
 	node     string
-	nics     int
 	ready    bool // booted, not migrating
 }
 
@@ -36,9 +37,9 @@ type plannedScenario struct {
 	at     time.Duration // since the fleet started playing
 }
 
-// director plays the fleet through the simulator: boots the healthy VMs,
-// plays the scenarios at staggered times, beats on live nodes and migrates
-// a healthy VM now and then.
+// director plays the fleet through the simulator: the healthy VMs' everyday
+// life (live), the scenarios at staggered times, the beats on live nodes,
+// and then a healthy VM's migration now and then.
 type director struct {
 	sim  *simulator.Simulator
 	tr   *tracker
@@ -66,7 +67,6 @@ func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options,
 			ns:   fleetNamespaces[i%len(fleetNamespaces)],
 			name: fmt.Sprintf("%s-%d", fleetRoles[i%len(fleetRoles)], i/len(fleetRoles)+1),
 			node: d.workers[i%len(d.workers)],
-			nics: 1 + i%3/2, // a third of them with a Multus interface
 		})
 	}
 	at := pace.ScenarioStart
@@ -135,19 +135,8 @@ func (d *director) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { d.heartbeats(ctx) })
 	wg.Go(func() { d.playScenarios(ctx, playStart) })
-	var boots sync.WaitGroup
-	for i, vm := range d.fleet {
-		boots.Go(func() {
-			if !sleep(ctx, time.Duration(i)*d.pace.BootStagger) {
-				return
-			}
-			if err := d.boot(ctx, vm); err != nil {
-				d.fail(ctx, "booting %s/%s: %v", vm.ns, vm.name, err)
-			}
-		})
-	}
 	wg.Go(func() {
-		boots.Wait()
+		d.live(ctx)
 		d.churn(ctx)
 	})
 	wg.Wait()
@@ -169,30 +158,36 @@ func (d *director) heartbeats(ctx context.Context) {
 	}
 }
 
-// boot creates a healthy VM and boots it one visible step at a time.
-func (d *director) boot(ctx context.Context, vm *fleetVM) error {
-	spec := simulator.VMSpec{Namespace: vm.ns, Name: vm.name, GuestAgent: true, Interfaces: vm.nics}
-	if err := d.sim.CreateVM(ctx, spec); err != nil {
-		return err
+// live plays the healthy fleet's everyday life (simulator.Everyday, the
+// life `make soak` plays): boots with the guest agent before DHCP,
+// reboots, pauses, queued migrations, hotplugs, a memory dump, snapshot
+// freezes, a drain and the rest, at the pace's speed; then the VMs are
+// ready for the background migrations.
+func (d *director) live(ctx context.Context) {
+	if len(d.fleet) == 0 {
+		return
 	}
-	steps := []func() error{
-		func() error { return d.sim.CreateLauncherPod(ctx, vm.ns, vm.name) },
-		func() error { return d.sim.StartLauncherPod(ctx, vm.ns, vm.name, vm.node) },
-		func() error { return d.sim.StartDomain(ctx, vm.ns, vm.name) },
-		func() error { return d.sim.ConnectAgent(ctx, vm.ns, vm.name) },
+	life := &simulator.Everyday{
+		Sim: d.sim, Nodes: d.workers, Factor: d.pace.factor(), Duration: simulator.EverydayLife, Seed: int64(d.rnd.Uint64() >> 1),
+		Note: func(format string, a ...any) { d.tr.note("· everyday: " + fmt.Sprintf(format, a...)) },
 	}
-	for _, step := range steps {
-		if !sleep(ctx, d.pace.StepPause) {
-			return nil
-		}
-		if err := step(); err != nil {
-			return err
-		}
+	for _, vm := range d.fleet {
+		life.Fleet = append(life.Fleet, types.NamespacedName{Namespace: vm.ns, Name: vm.name})
+	}
+	rep, err := life.Play(ctx)
+	if err != nil {
+		d.fail(ctx, "the fleet's everyday life: %v", err)
+		return
+	}
+	for _, e := range rep.Errors {
+		d.fail(ctx, "the fleet's everyday life: %s", e)
 	}
 	d.mu.Lock()
-	vm.ready = true
-	d.mu.Unlock()
-	return nil
+	defer d.mu.Unlock()
+	for _, vm := range d.fleet {
+		vm.node = life.Node(types.NamespacedName{Namespace: vm.ns, Name: vm.name})
+		vm.ready = ctx.Err() == nil
+	}
 }
 
 // playScenarios plays each scripted scenario at its time, each on its own

@@ -212,7 +212,14 @@ func domainStarted(vmi *kubevirtv1.VirtualMachineInstance, now metav1.Time) {
 // masquerade interface keeps the pod IP, as KubeVirt keeps an address
 // family the status already has.
 func (s *Simulator) ConnectAgent(ctx context.Context, ns, name string) error {
-	_, pod, err := s.vmiAndLauncher(ctx, ns, name, "ConnectAgent", kubevirtv1.Running)
+	return s.connectAgent(ctx, ns, name, "ConnectAgent", true)
+}
+
+// connectAgent is ConnectAgent; without ips the agent reports no IPv4 and
+// virt-handler clears the primary interface's address
+// (ConnectAgentWithoutIP).
+func (s *Simulator) connectAgent(ctx context.Context, ns, name, step string, ips bool) error {
+	_, pod, err := s.vmiAndLauncher(ctx, ns, name, step, kubevirtv1.Running)
 	if err != nil {
 		return err
 	}
@@ -226,6 +233,9 @@ func (s *Simulator) ConnectAgent(ctx context.Context, ns, name string) error {
 			vmi.Status.GuestOSInfo = GuestOSInfo
 		}
 		vmi.Status.Interfaces = mergeInterfaces(vmi, pod, true, true)
+		if !ips && len(vmi.Status.Interfaces) > 0 {
+			vmi.Status.Interfaces[0].IP, vmi.Status.Interfaces[0].IPs = "", nil
+		}
 		return nil
 	}); err != nil {
 		return err

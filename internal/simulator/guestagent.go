@@ -123,6 +123,7 @@ type guestAgent struct {
 	delay  time.Duration
 	users  []kubevirtv1.VirtualMachineInstanceGuestOSUser
 	usage  map[string]float64 // mount point → used percent
+	extra  []GuestFilesystem  // AddGuestFilesystems
 }
 
 // virtAPIFailure makes virt-api answer every guest call with code until
@@ -165,6 +166,7 @@ func (g *guestState) snapshot(ns, name string) guestAgent {
 	}
 	out := *a
 	out.users = slices.Clone(a.users)
+	out.extra = slices.Clone(a.extra)
 	out.usage = make(map[string]float64, len(a.usage))
 	for k, v := range a.usage {
 		out.usage[k] = v
@@ -234,6 +236,18 @@ func (s *Simulator) SetGuestFilesystemUsage(ns, name, mountPoint string, usedPer
 	a.usage[mountPoint] = usedPercent
 }
 
+// AddGuestFilesystems adds filesystems to those the guest agent of the VMI
+// ns/name reports, after the defaults, as they are (type and sizes), such
+// as the squashfs, iso9660 and "System Reserved" filesystems that are full
+// by design.
+func (s *Simulator) AddGuestFilesystems(ns, name string, fs ...GuestFilesystem) {
+	g := &s.guests
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a := g.agent(ns, name)
+	a.extra = append(a.extra, fs...)
+}
+
 // ResetGuestAgent clears every guest agent knob of the VMI ns/name: the
 // agent answers the defaults again.
 func (s *Simulator) ResetGuestAgent(ns, name string) {
@@ -284,6 +298,9 @@ func guestFilesystems(a guestAgent) []kubevirtv1.VirtualMachineInstanceFileSyste
 		known[fs.MountPoint] = true
 	}
 	for _, fs := range GuestFilesystems {
+		add(fs)
+	}
+	for _, fs := range a.extra {
 		add(fs)
 	}
 	var extra []string
