@@ -96,6 +96,23 @@ type Policy struct {
 	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
 	// the VMI calls connected is AgentUnresponsive.
 	AgentUnresponsiveProbes int32
+
+	// MigrationPendingPodTimeout: a migration in Scheduling (its target
+	// pod pending) longer than this is MigrationStuck, unless the VMIM's
+	// kubevirt.io/migrationPendingPodTimeoutSeconds annotation says
+	// otherwise. KubeVirt's catch-all for a pending target pod is 15
+	// minutes (kv:pkg/virt-controller/watch/migration/migration.go
+	// defaultCatchAllPendingTimeoutSeconds).
+	MigrationPendingPodTimeout time.Duration
+	// UnhealthyStateTimeout: a VM that waits for its volumes (Provisioning,
+	// WaitingForVolumeBinding) or, with its VMI not in the input, for a
+	// start longer than this is stuck. KubeVirt's
+	// VirtualMachineStuckInUnhealthyState alert waits 10 minutes
+	// (kv:pkg/monitoring/rules/alerts/vms.go).
+	UnhealthyStateTimeout time.Duration
+	// HotplugVolumeTimeout: a hotplugged volume that is not Ready for
+	// longer than this (since vmobs first saw it so) is HotplugVolumeStuck.
+	HotplugVolumeTimeout time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -125,6 +142,10 @@ func DefaultPolicy() Policy {
 		MigrationNotConvergingSamples: 3,
 		FilesystemUsedPercent:         90,
 		AgentUnresponsiveProbes:       3,
+
+		MigrationPendingPodTimeout: 15 * time.Minute,
+		UnhealthyStateTimeout:      10 * time.Minute,
+		HotplugVolumeTimeout:       10 * time.Minute,
 	}
 }
 
@@ -146,6 +167,9 @@ func (p Policy) withDefaults() Policy {
 		{&p.DomainStatsGrace, &d.DomainStatsGrace},
 		{&p.GuestCPUStalledAfter, &d.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, &d.StorageSlowLatency},
+		{&p.MigrationPendingPodTimeout, &d.MigrationPendingPodTimeout},
+		{&p.UnhealthyStateTimeout, &d.UnhealthyStateTimeout},
+		{&p.HotplugVolumeTimeout, &d.HotplugVolumeTimeout},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
