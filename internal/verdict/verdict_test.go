@@ -1333,7 +1333,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations} {
+		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations} {
 		all = append(all, f()...)
 	}
 	return all
