@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -100,6 +101,75 @@ func kubevirtWaitSituations() []situation {
 		Reason: "VMI was removed or was final during the volume migration",
 	})
 	return []situation{
+		// C4: the hotplug's clock stops while KubeVirt works through it.
+		{
+			name: "C4: a hotplug queued for 20 minutes behind other migrations: Progressing, no deadline",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotCPU(2))
+				in.Previous = seen(vmiUID, atp(-20*time.Minute), nil)
+			}),
+			overall: "Progressing/MemoryHotplugPending", cp: "Progressing/MemoryHotplugPending",
+			check: all(wantNoStaleAt(layerCP), wantLayerMessage(layerCP, "workload-updater queue")),
+		},
+		{
+			name: "C4: the hotplug's own migration has run for minutes after the hotplug timeout: Migrating outranks it",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"), migrationState(), func(v *kubevirtv1.VirtualMachineInstance) { v.Status.ActivePods[pod2UID] = nodeB })
+				in.Pods = []*corev1.Pod{targetPod(), launcherPod()}
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim()}
+				in.Previous = seen(vmiUID, atp(-12*time.Minute), nil)
+			}),
+			overall: "Progressing/Migrating", cp: "Progressing/Migrating",
+			check: all(wantMessageLacks(layerCP, v1alpha1.ReasonHotplugStuck), wantSince("hotplug", -12*time.Minute)),
+		},
+		{
+			name: "C4: the attempt failed 2 minutes ago: MigrationFailed, the hotplug's clock runs from its end",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"), migrationState(func(st *kubevirtv1.VirtualMachineInstanceMigrationState) {
+					st.Failed, st.EndTimestamp, st.FailureReason = true, atp(-2*time.Minute), "target pod shutdown"
+				}))
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimFinal(kubevirtv1.MigrationFailed, in.VMI.Status.MigrationState))}
+				in.Previous = seen(vmiUID, atp(-30*time.Minute), nil)
+			}),
+			overall: "Degraded/MigrationFailed", cp: "Degraded/MigrationFailed",
+			check: all(wantMessageLacks(layerCP, v1alpha1.ReasonHotplugStuck), func(t *testing.T, r Result) {
+				if r.FixedDeadline != 3*time.Minute {
+					t.Errorf("FixedDeadline %v, want 3m (the hotplug timeout from the failed attempt's end)", r.FixedDeadline)
+				}
+			}),
+		},
+		{
+			name: "C4: the attempt failed 6 minutes ago and none followed: HotplugStuck as well",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotMemory("8Gi"), migrationState(func(st *kubevirtv1.VirtualMachineInstanceMigrationState) {
+					st.Failed, st.EndTimestamp, st.FailureReason = true, atp(-6*time.Minute), "target pod shutdown"
+				}))
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimFinal(kubevirtv1.MigrationFailed, in.VMI.Status.MigrationState))}
+				in.Previous = seen(vmiUID, atp(-30*time.Minute), nil)
+			}),
+			overall: "Degraded/MigrationFailed",
+			check:   wantLayerMessage(layerCP, v1alpha1.ReasonHotplugStuck),
+		},
+		{
+			name: "C4: memory in the spec above the domain's without maxGuest: no hotplug (KubeVirt needs maxGuest)",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Spec.Domain.Memory.Guest, v.Spec.Domain.Memory.MaxGuest = ptr(resource.MustParse("8Gi")), nil
+				})
+				in.Previous = seen(vmiUID, atp(-30*time.Minute), nil)
+			}),
+			overall: "Healthy/Running", cp: "Healthy/Running",
+		},
+		{
+			name: "C4: more sockets in the spec with maxSockets 0: no hotplug (KubeVirt needs maxSockets)",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Spec.Domain.CPU.Sockets, v.Spec.Domain.CPU.MaxSockets = 2, 0
+				})
+				in.Previous = seen(vmiUID, atp(-30*time.Minute), nil)
+			}),
+			overall: "Healthy/Running", cp: "Healthy/Running",
+		},
 		// C7: KubeVirt's catch-all for a pending target pod is 15 minutes.
 		{
 			name:    "C7: a migration in Scheduling for 6 minutes, its target pod pending: still migrating",
@@ -328,5 +398,15 @@ func kubevirtWaitSituations() []situation {
 			overall: "Healthy/Running",
 			check:   all(wantNote(layerCP, v1alpha1.ReasonBackup), evidenceIs(layerCP, "status.changedBlockTracking.backupStatus.backupName", "nightly-vm1")),
 		},
+	}
+}
+
+func wantNoStaleAt(layer int) func(*testing.T, Result) {
+	return func(t *testing.T, r Result) {
+		t.Helper()
+		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		if l.StaleAt != nil {
+			t.Errorf("staleAt %v, want none", l.StaleAt)
+		}
 	}
 }
