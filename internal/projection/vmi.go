@@ -66,7 +66,7 @@ type VMIRare struct {
 	// volumes and checkpoint: the name, times and outcome.
 	Backup      *kubevirtv1.VirtualMachineInstanceBackupStatus
 	HostDevices uint8 // saturates: the engine asks for > 0
-	GPUs            uint8 // saturates: the engine asks for > 1
+	GPUs        uint8 // saturates: the engine asks for > 1
 }
 
 // Resources is what the status shows of a VMI's memory and vCPUs: the
