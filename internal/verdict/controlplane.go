@@ -418,7 +418,8 @@ func (e *engine) stopping(l *layer, kind, name, msg string, since time.Time) {
 // vmiRuntimeRules reads the VMI's conditions about changes applied to a
 // live VMI: memory and CPU hotplug that failed (written by virt-handler) or
 // is still to be applied (hotplugRules), and hotplug volumes that failed
-// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go).
+// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go)
+// or are not Ready (HotplugVolumePending, HotplugVolumeStuck).
 func (e *engine) vmiRuntimeRules(l *layer) {
 	f := &e.f
 	vmi := f.vmi
@@ -441,14 +442,25 @@ func (e *engine) vmiRuntimeRules(l *layer) {
 	}
 	for i := range vmi.Status.VolumeStatus {
 		vs := &vmi.Status.VolumeStatus[i]
-		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady || !failureWord(vs.Reason+" "+vs.Message) {
+		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady {
 			continue
 		}
 		msg := "hotplug volume " + vs.Name + " is " + orUnknown(string(vs.Phase)) + ": " + vs.Reason
 		if vs.Message != "" {
 			msg += " (" + vs.Message + ")"
 		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
+		if failureWord(vs.Reason + " " + vs.Message) {
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
+		} else {
+			// Any other step (a claim Pending or Lost, KubeVirt's PVCNotReady,
+			// kv:pkg/virt-controller/watch/vmi/storage.go:359-372
+			// getVolumePhaseMessageReason; attaching, mounting) may last
+			// forever: past Policy.HotplugVolumeTimeout from the first
+			// sighting it is stuck.
+			e.timedProgress(l, f.hp.volumeSince, f.pol.HotplugVolumeTimeout,
+				v1alpha1.ReasonHotplugVolumePending, msg,
+				v1alpha1.ReasonHotplugVolumeStuck, msg+"; not Ready")
+		}
 		l.cite(kindVMI, vmi.Name, "status.volumeStatus["+vs.Name+"].reason", vs.Reason, time.Time{})
 	}
 	e.hotplugRules(l)

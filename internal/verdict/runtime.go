@@ -66,6 +66,9 @@ type hotplug struct {
 	// clock is when the hotplug's timeout starts: since, or the end of
 	// the last migration attempt when that is later.
 	clock time.Time
+	// volumeSince is when a hotplugged volume was first seen not Ready,
+	// zero while all are Ready (readRuntime).
+	volumeSince time.Time
 }
 
 // readRuntime reads what a running VMI's runtime details need beyond the
@@ -90,6 +93,12 @@ func (f *facts) readRuntime(in *Input) {
 	}
 	if f.lc == lcRunning {
 		f.readHotplug(prev)
+	}
+	for i := range vmi.Status.VolumeStatus {
+		if vs := &vmi.Status.VolumeStatus[i]; vs.HotplugVolume != nil && vs.Phase != kubevirtv1.VolumeReady {
+			f.hp.volumeSince = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.HotplugVolumeSince })
+			break
+		}
 	}
 }
 
@@ -322,6 +331,7 @@ func (e *engine) runtimeSummary(s *v1alpha1.VMISummary) {
 	s.FSFreezeStatus = bound(vmi.Status.FSFreezeStatus, maxPhase)
 	s.FSFrozenSince = e.a.time(f.frozenSince)
 	s.HotplugSince = e.a.time(f.hp.since)
+	s.HotplugVolumeSince = e.a.time(f.hp.volumeSince)
 	a := e.a
 	if m, g := vmi.Status.Memory, specGuest(vmi); m != nil || g != nil {
 		keep := func(i int, q *resource.Quantity) *resource.Quantity {
