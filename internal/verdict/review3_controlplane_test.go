@@ -49,6 +49,45 @@ func vmUnseen(ps kubevirtv1.VirtualMachinePrintableStatus, since time.Duration) 
 	}
 }
 
+// hotplugVolume is a hotplugged volume as virt-controller writes it while
+// its claim is not bound (kv:pkg/virt-controller/watch/vmi/storage.go
+// getVolumePhaseMessageReason).
+func hotplugVolume(name, msg string) vmiMod {
+	return func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Status.VolumeStatus = append(v.Status.VolumeStatus, kubevirtv1.VolumeStatus{
+			Name: name, Phase: kubevirtv1.VolumePending, Reason: "PVCNotReady", Message: msg,
+			HotplugVolume: &kubevirtv1.HotplugVolumeStatus{},
+		})
+	}
+}
+
+// pausedFor is a launcher pod not Ready since a pause at since.
+func pausedFor(since time.Duration) kvtest.PodMod {
+	return func(p *corev1.Pod) {
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady {
+				c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, "ReadinessGatesNotReady", at(since)
+			}
+		}
+	}
+}
+
+// unpauseGate is the pod's kubevirt.io/virtual-machine-unpaused condition
+// as virt-controller writes it (syncPausedConditionToPod).
+func unpauseGate(s corev1.ConditionStatus, since time.Duration) kvtest.PodMod {
+	return func(p *corev1.Pod) {
+		reason := "NotPaused"
+		if s != corev1.ConditionTrue {
+			reason = "Paused"
+		}
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == kubevirtv1.VirtualMachineUnpaused {
+				c.Status, c.Reason, c.LastTransitionTime = s, reason, at(since)
+			}
+		}
+	}
+}
+
 // vmWaitingToStart is a VM that should run and has no VMI yet.
 func vmWaitingToStart(mods ...vmMod) inputMod {
 	return func(in *Input) {
@@ -169,6 +208,76 @@ func kubevirtWaitSituations() []situation {
 				in.Previous = seen(vmiUID, atp(-30*time.Minute), nil)
 			}),
 			overall: "Healthy/Running", cp: "Healthy/Running",
+		},
+		// D6: a hotplugged volume that never becomes Ready.
+		{
+			name:    "D6: a hotplugged volume whose claim is Pending, first seen now: Progressing until a fixed deadline",
+			in:      input(func(in *Input) { in.VMI = runningVMI(hotplugVolume("data1", "PVC is in phase ClaimPending")) }),
+			overall: "Progressing/HotplugVolumePending", cp: "Progressing/HotplugVolumePending",
+			check: all(wantStaleAt(layerCP, 10*time.Minute), wantLayerMessage(layerCP, "hotplug volume data1 is Pending: PVCNotReady", "ClaimPending"),
+				evidenceIs(layerCP, "status.volumeStatus[data1].reason", "PVCNotReady"), func(t *testing.T, r Result) {
+					if s := r.Status.VMI.HotplugVolumeSince; s == nil || !s.Time.Equal(now) {
+						t.Errorf("hotplugVolumeSince %v, want now", s)
+					}
+				}),
+		},
+		{
+			name: "D6: a hotplugged volume whose claim is Lost, first seen 11 minutes ago: stuck",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotplugVolume("data1", "PVC is in phase Lost"))
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, HotplugVolumeSince: atp(-11 * time.Minute)}}
+			}),
+			overall: "Degraded/HotplugVolumeStuck", cp: "Degraded/HotplugVolumeStuck",
+			check: wantLayerMessage(layerCP, "PVC is in phase Lost", "longer than 10m0s"),
+		},
+		{
+			name: "D6: an --hotplug-volume-timeout of an hour",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotplugVolume("data1", "PVC is in phase Lost"))
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, HotplugVolumeSince: atp(-11 * time.Minute)}}
+				in.Policy.HotplugVolumeTimeout = time.Hour
+			}),
+			cp: "Progressing/HotplugVolumePending",
+		},
+		{
+			name: "D6: all hotplugged volumes Ready: the first sighting is dropped",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotplugVolume("data1", ""), func(v *kubevirtv1.VirtualMachineInstance) {
+					v.Status.VolumeStatus[len(v.Status.VolumeStatus)-1].Phase = kubevirtv1.VolumeReady
+					v.Status.VolumeStatus[len(v.Status.VolumeStatus)-1].Reason = "VolumeReady"
+				})
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, HotplugVolumeSince: atp(-11 * time.Minute)}}
+			}),
+			overall: "Healthy/Running",
+			check: func(t *testing.T, r Result) {
+				if r.Status.VMI.HotplugVolumeSince != nil {
+					t.Errorf("hotplugVolumeSince %v", r.Status.VMI.HotplugVolumeSince)
+				}
+			},
+		},
+		// C11: the launcher pod turns Ready some seconds after an unpause.
+		{
+			name: "C11: unpaused 3 s ago, the gate flipped, the kubelet not yet: no Degraded",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionTrue, -3*time.Second))}
+			}),
+			overall: "Progressing/LauncherPodNotReady", node: "Progressing/LauncherPodNotReady",
+			check: wantStaleAt(layerNode, 7*time.Second),
+		},
+		{
+			name: "C11: unpaused, virt-controller has not flipped the gate yet: Progressing",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionFalse, -time.Hour))}
+			}),
+			overall: "Progressing/LauncherPodNotReady", node: "Progressing/LauncherPodNotReady",
+			check: evidenceIs(layerNode, "status.conditions[kubevirt.io/virtual-machine-unpaused].status", "False"),
+		},
+		{
+			name: "C11: the gate flipped a minute ago and the pod is still not Ready: Degraded",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionTrue, -time.Minute))}
+			}),
+			overall: "Degraded/LauncherPodNotReady", node: "Degraded/LauncherPodNotReady",
 		},
 		// C7: KubeVirt's catch-all for a pending target pod is 15 minutes.
 		{
