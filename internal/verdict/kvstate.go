@@ -136,7 +136,7 @@ func (e *engine) vmiStateNotes(l *layer) {
 	vmi := f.vmi
 	// VolumesChange: True while a storage migration of the VMI's volumes
 	// waits for or runs in the live migration the workload updater starts
-	// (kv:pkg/virt-controller/watch/vmi/storage.go:395-405 syncVolumesUpdate,
+	// (kv:pkg/virt-controller/watch/vmi/storage.go:396-405 syncVolumesUpdate,
 	// kv:pkg/virt-controller/watch/workload-updater/workload-updater.go:
 	// 327-330); virt-handler removes it on the target when it is done
 	// (kv:pkg/virt-handler/migration-target.go:1212). False with
