@@ -160,16 +160,23 @@ func (f *facts) readHotplug(prev *v1alpha1.VMISummary) {
 			hp.since = earliest(hp.since, end)
 		}
 	}
-	// KubeVirt carries a hotplug out by a live migration that the workload
-	// updater starts for a VMI with HotVCPUChange or HotMemoryChange=True
-	// (kv:pkg/virt-controller/watch/workload-updater/workload-updater.go:
-	// 320-325 isHotplugInProgress), at most parallelMigrationsPerCluster
-	// minus the active migrations at a time (:534-545): a change applied to
-	// many VMs queues them, and a large VM's migration takes minutes. So
-	// the clock stops while a migration of the VMI runs and while the
-	// condition asks for one that has not failed; it runs from the end of
-	// the last attempt. A failed attempt is MigrationFailed meanwhile; a
-	// completed one that left the guest short is the real "stuck".
+	f.hotplugClock()
+}
+
+// hotplugClock says whether the hotplug's clock runs, and from when.
+//
+// KubeVirt carries a hotplug out by a live migration that the workload
+// updater starts for a VMI with HotVCPUChange or HotMemoryChange=True
+// (kv:pkg/virt-controller/watch/workload-updater/workload-updater.go:
+// 320-325 isHotplugInProgress), at most parallelMigrationsPerCluster
+// minus the active migrations at a time (:534-545): a change applied to
+// many VMs queues them, and a large VM's migration takes minutes. So
+// the clock stops while a migration of the VMI runs and while the
+// condition asks for one that has not failed; it runs from the end of
+// the last attempt. A failed attempt is MigrationFailed meanwhile; a
+// completed one that left the guest short is the real "stuck".
+func (f *facts) hotplugClock() {
+	hp := &f.hp
 	m := &f.mig
 	hp.migrating = m.inProgress
 	hp.queued = !hp.migrating && (hp.memCond != nil || hp.cpuCond != nil) && !m.failed
