@@ -151,6 +151,17 @@ func kubevirtWaitSituations() []situation {
 			check: all(wantNoStaleAt(layerCP), wantLayerMessage(layerCP, "workload-updater queue")),
 		},
 		{
+			name: "C4: a hotplug on a VMI that is not live-migratable: the workload updater never queues it, the clock runs",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(hotCPU(2), withCondition(kubevirtv1.VirtualMachineInstanceCondition{
+					Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionFalse,
+					Reason: kubevirtv1.VirtualMachineInstanceReasonHostDeviceNotMigratable,
+				}))
+				in.Previous = seen(vmiUID, atp(-6*time.Minute), nil)
+			}),
+			overall: "Degraded/HotplugStuck", cp: "Degraded/HotplugStuck",
+		},
+		{
 			name: "C4: the hotplug's own migration has run for minutes after the hotplug timeout: Migrating outranks it",
 			in: input(func(in *Input) {
 				in.VMI = runningVMI(hotMemory("8Gi"), migrationState(), func(v *kubevirtv1.VirtualMachineInstance) { v.Status.ActivePods[pod2UID] = nodeB })

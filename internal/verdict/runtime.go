@@ -174,12 +174,15 @@ func (f *facts) readHotplug(prev *v1alpha1.VMISummary) {
 // the clock stops while a migration of the VMI runs and while the
 // condition asks for one that has not failed; it runs from the end of
 // the last attempt. A failed attempt is MigrationFailed meanwhile; a
-// completed one that left the guest short is the real "stuck".
+// completed one that left the guest short is the real "stuck". The
+// updater queues only a VMI whose LiveMigratable is True (:421
+// getUpdateData, vmi.IsMigratable): another one's clock runs.
 func (f *facts) hotplugClock() {
 	hp := &f.hp
 	m := &f.mig
 	hp.migrating = m.inProgress
-	hp.queued = !hp.migrating && (hp.memCond != nil || hp.cpuCond != nil) && !m.failed
+	hp.queued = !hp.migrating && (hp.memCond != nil || hp.cpuCond != nil) && !m.failed &&
+		f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceIsMigratable) != nil
 	hp.clock = hp.since
 	if m.present && !m.inProgress {
 		if end := m.endTime(); end.After(hp.clock) && !f.future(end) && !(hp.memInGuest && !hp.memSpec) {
