@@ -332,6 +332,54 @@ const (
 	// by utility volumes or a decentralized migration).
 	ReasonMigrationBlocked = "MigrationBlocked"
 
+	// ReasonMigrationWaitingForBackup: the migration waits for a backup of
+	// the VMI to complete, or aborts it for a system-critical migration
+	// (the VMIM's migrationBlockedByBackup condition).
+	ReasonMigrationWaitingForBackup = "MigrationWaitingForBackup"
+
+	// ReasonStuckProvisioning: the VM has waited for its volumes
+	// (Provisioning, WaitingForVolumeBinding) longer than
+	// UnhealthyStateTimeout.
+	ReasonStuckProvisioning = "StuckProvisioning"
+
+	// ReasonManualRecoveryRequired: the VM's ManualRecoveryRequired
+	// condition, set after a volume migration failed: virt-controller does
+	// not start the VM until its volumes are fixed by hand.
+	ReasonManualRecoveryRequired = "ManualRecoveryRequired"
+
+	// ReasonHotplugVolumePending: a hotplugged volume is not Ready yet,
+	// within HotplugVolumeTimeout.
+	ReasonHotplugVolumePending = "HotplugVolumePending"
+
+	// ReasonHotplugVolumeStuck: a hotplugged volume has not been Ready for
+	// longer than HotplugVolumeTimeout.
+	ReasonHotplugVolumeStuck = "HotplugVolumeStuck"
+
+	// ReasonVolumeMigration: a note: a storage migration of the VMI's
+	// volumes is under way or was cancelled (VolumesChange, the VM's
+	// status.volumeUpdateState).
+	ReasonVolumeMigration = "VolumeMigration"
+
+	// ReasonDecentralizedMigrationFailure: a note: the VMI's
+	// DecentralizedLiveMigrationFailure condition.
+	ReasonDecentralizedMigrationFailure = "DecentralizedMigrationFailure"
+
+	// ReasonRestartRequired: a note: changes to the VM wait for a restart
+	// (the VM's RestartRequired condition).
+	ReasonRestartRequired = "RestartRequired"
+
+	// ReasonSoftwareEmulation: a note: the VM runs with software emulation
+	// of another architecture (the VMI's SoftwareEmulation condition).
+	ReasonSoftwareEmulation = "SoftwareEmulation"
+
+	// ReasonMemoryDump: a note: a memory dump of the VM is in progress or
+	// failed (the VM's status.memoryDumpRequest).
+	ReasonMemoryDump = "MemoryDump"
+
+	// ReasonBackup: a note: a backup of the VMI is in progress or failed
+	// (the VMI's status.changedBlockTracking.backupStatus).
+	ReasonBackup = "Backup"
+
 	// ReasonNotEvictable: a note: evictionStrategy LiveMigrate on a VMI that
 	// cannot be live-migrated, so a drain of its node will be refused
 	// (KubeVirt's VMCannotBeEvicted alert).
@@ -492,6 +540,17 @@ var AllReasons = []string{
 	ReasonEvictionExternal,
 	ReasonNotEvictable,
 	ReasonMigrationBlocked,
+	ReasonMigrationWaitingForBackup,
+	ReasonStuckProvisioning,
+	ReasonManualRecoveryRequired,
+	ReasonHotplugVolumePending,
+	ReasonHotplugVolumeStuck,
+	ReasonVolumeMigration,
+	ReasonDecentralizedMigrationFailure,
+	ReasonRestartRequired,
+	ReasonSoftwareEmulation,
+	ReasonMemoryDump,
+	ReasonBackup,
 	ReasonNotInInput,
 	ReasonLauncherContainerError,
 	ReasonLauncherSidecarExited,

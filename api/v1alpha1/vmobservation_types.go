@@ -328,6 +328,11 @@ type VMISummary struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	HotplugVolumes []HotplugVolume `json:"hotplugVolumes,omitempty"`
+	// HotplugVolumeSince is when vmobs first saw a hotplugged volume not
+	// Ready, kept from one status to the next while one stays so (KubeVirt's
+	// status.volumeStatus carries no time).
+	// +optional
+	HotplugVolumeSince *metav1.Time `json:"hotplugVolumeSince,omitempty"`
 }
 
 // VMIMemory is the VMI's spec.domain.memory.guest and status.memory.

@@ -15,11 +15,15 @@ type Migration struct {
 	Status  kubevirtv1.VirtualMachineInstanceMigrationStatus
 }
 
+// migrationAnnotations are the annotations the engine reads: the
+// per-migration pending-pod timeout KubeVirt honours.
+var migrationAnnotations = []string{kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation}
+
 // FromMigration projects a migration.
 func FromMigration(m *kubevirtv1.VirtualMachineInstanceMigration) *Migration {
 	st := &m.Status
 	return &Migration{
-		Meta:    metaOf(&m.ObjectMeta, nil, nil, nil),
+		Meta:    metaOf(&m.ObjectMeta, nil, migrationAnnotations, nil),
 		VMIName: m.Spec.VMIName,
 		Status: kubevirtv1.VirtualMachineInstanceMigrationStatus{
 			Phase:                     st.Phase,

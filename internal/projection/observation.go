@@ -63,6 +63,9 @@ type Observation struct {
 	// from one status to the next (fsFrozenSince, hotplugSince); nil when
 	// there are none, as for most VMs.
 	Since *[2]Time
+	// HotplugVolumeSince is status.vmi.hotplugVolumeSince, the engine's
+	// first sighting of a hotplugged volume not Ready.
+	HotplugVolumeSince Time
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -134,6 +137,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 		if since := [2]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)}; since != ([2]Time{}) {
 			out.Since = &since
 		}
+		out.HotplugVolumeSince = timePtr(st.VMI.HotplugVolumeSince)
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Layers != nil {
@@ -178,6 +182,7 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 		if o.Since != nil {
 			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
 		}
+		st.VMI.HotplugVolumeSince = o.HotplugVolumeSince.Ptr()
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}

@@ -77,7 +77,9 @@ func podConds(in []corev1.PodCondition) []Cond {
 		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
 			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 	}
-	out := condsOf(in, func(t string) bool { return t == string(corev1.PodReady) || t == string(corev1.PodScheduled) }, conv)
+	out := condsOf(in, func(t string) bool {
+		return t == string(corev1.PodReady) || t == string(corev1.PodScheduled) || t == string(kubevirtv1.VirtualMachineUnpaused)
+	}, conv)
 	if out == nil && len(in) > 0 {
 		out = []Cond{conv(&in[0])}
 	}

@@ -158,11 +158,11 @@ func TestVMIKeepsMemoryAndVCPUsShared(t *testing.T) {
 	}
 	got := a.ToVMI()
 	spec, st := got.Spec.Domain, got.Status
-	if spec.Memory.Guest.String() != "8Gi" || spec.Memory.MaxGuest != nil || st.Memory.GuestAtBoot.String() != "4Gi" ||
+	if spec.Memory.Guest.String() != "8Gi" || spec.Memory.MaxGuest.String() != "16Gi" || st.Memory.GuestAtBoot.String() != "4Gi" ||
 		st.Memory.GuestRequested.String() != "4Gi" || st.Memory.GuestCurrent.String() != "4Gi" || st.Memory.MemoryOverhead != nil {
 		t.Errorf("memory %+v %+v", spec.Memory, st.Memory)
 	}
-	if c := spec.CPU; c.Sockets != 2 || c.Cores != 2 || c.Threads != 1 || c.MaxSockets != 0 || c.Model != "" || *st.CurrentCPUTopology != (kubevirtv1.CPUTopology{Sockets: 1, Cores: 2, Threads: 1}) {
+	if c := spec.CPU; c.Sockets != 2 || c.Cores != 2 || c.Threads != 1 || c.MaxSockets != 8 || c.Model != "" || *st.CurrentCPUTopology != (kubevirtv1.CPUTopology{Sockets: 1, Cores: 2, Threads: 1}) {
 		t.Errorf("cpu %+v %+v", spec.CPU, st.CurrentCPUTopology)
 	}
 	if *st.QOSClass != corev1.PodQOSBurstable || st.SelinuxContext != "system_u:system_r:container_t:s0:c1,c2" || st.FSFreezeStatus != "frozen" {

@@ -20,9 +20,10 @@ type VM struct {
 	StartFailure    *kubevirtv1.VirtualMachineStartFailure
 	// StateChangeRequests keep their action only.
 	StateChangeRequests []kubevirtv1.VirtualMachineStateChangeRequest
-	// MemoryDumpPhase is status.memoryDumpRequest's phase, empty without
-	// one: libvirt pauses the domain while a dump is InProgress.
-	MemoryDumpPhase Sym
+	// MemoryDumpRequest and the volumes of VolumeUpdateState: few VMs
+	// have them, and the engine notes them.
+	MemoryDumpRequest *kubevirtv1.VirtualMachineMemoryDumpRequest
+	VolumeUpdateState *kubevirtv1.VolumeUpdateState
 }
 
 // FromVM projects a VM.
@@ -41,10 +42,9 @@ func fromVM(v *kubevirtv1.VirtualMachine, s Sharding) *VM {
 			return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
 				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
 		}),
-		StartFailure: st.StartFailure.DeepCopy(),
-	}
-	if st.MemoryDumpRequest != nil {
-		out.MemoryDumpPhase = Intern(string(st.MemoryDumpRequest.Phase))
+		StartFailure:      st.StartFailure.DeepCopy(),
+		MemoryDumpRequest: st.MemoryDumpRequest.DeepCopy(),
+		VolumeUpdateState: volumeUpdateStateOf(st.VolumeUpdateState),
 	}
 	if len(st.StateChangeRequests) > 0 {
 		out.StateChangeRequests = make([]kubevirtv1.VirtualMachineStateChangeRequest, len(st.StateChangeRequests))
@@ -74,9 +74,7 @@ func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
 	}
 	st.StartFailure = v.StartFailure
 	st.StateChangeRequests = v.StateChangeRequests
-	if p := v.MemoryDumpPhase.String(); p != "" {
-		st.MemoryDumpRequest = &kubevirtv1.VirtualMachineMemoryDumpRequest{Phase: kubevirtv1.MemoryDumpPhase(p)}
-	}
+	st.MemoryDumpRequest, st.VolumeUpdateState = v.MemoryDumpRequest, v.VolumeUpdateState
 	return out
 }
 
@@ -87,5 +85,19 @@ func (v *VM) DeepCopyObject() runtime.Object {
 	c.Conditions = clone(v.Conditions)
 	c.StartFailure = v.StartFailure.DeepCopy()
 	c.StateChangeRequests = clone(v.StateChangeRequests)
+	c.MemoryDumpRequest = v.MemoryDumpRequest.DeepCopy()
+	c.VolumeUpdateState = v.VolumeUpdateState.DeepCopy()
 	return &c
+}
+
+// volumeUpdateStateOf keeps the names of the volumes being migrated.
+func volumeUpdateStateOf(s *kubevirtv1.VolumeUpdateState) *kubevirtv1.VolumeUpdateState {
+	if s == nil || s.VolumeMigrationState == nil || len(s.VolumeMigrationState.MigratedVolumes) == 0 {
+		return nil
+	}
+	vs := make([]kubevirtv1.StorageMigratedVolumeInfo, len(s.VolumeMigrationState.MigratedVolumes))
+	for i := range vs {
+		vs[i].VolumeName = s.VolumeMigrationState.MigratedVolumes[i].VolumeName
+	}
+	return &kubevirtv1.VolumeUpdateState{VolumeMigrationState: &kubevirtv1.VolumeMigrationState{MigratedVolumes: vs}}
 }

@@ -62,8 +62,11 @@ type VMIRare struct {
 	// MigrationState: a VMI that never migrated has none.
 	MigrationState  *kubevirtv1.VirtualMachineInstanceMigrationState
 	MigratedVolumes []kubevirtv1.StorageMigratedVolumeInfo
-	HostDevices     uint8 // saturates: the engine asks for > 0
-	GPUs            uint8 // saturates: the engine asks for > 1
+	// Backup is status.changedBlockTracking.backupStatus without its
+	// volumes and checkpoint: the name, times and outcome.
+	Backup      *kubevirtv1.VirtualMachineInstanceBackupStatus
+	HostDevices uint8 // saturates: the engine asks for > 0
+	GPUs        uint8 // saturates: the engine asks for > 1
 	// Finalizers are kept while the VMI is being deleted: the engine
 	// cites what holds a deletion that outlives its grace.
 	Finalizers []string
@@ -76,6 +79,11 @@ type VMIRare struct {
 type Resources struct {
 	Guest, GuestAtBoot, GuestRequested, GuestCurrent Sym
 	CPU, CurrentCPU                                  Topology
+	// MaxGuest and MaxSockets say whether KubeVirt hotplugs memory and
+	// vCPUs into the VMI at all (the engine asks MaxGuest != nil and
+	// MaxSockets != 0).
+	MaxGuest   Sym
+	MaxSockets uint32
 }
 
 // Topology is a vCPU topology; Set tells a zero topology from none.
@@ -344,13 +352,14 @@ func resourcesOf(spec *kubevirtv1.VirtualMachineInstanceSpec, st *kubevirtv1.Vir
 		return Intern(q.String())
 	}
 	if m := spec.Domain.Memory; m != nil {
-		r.Guest = qty(m.Guest)
+		r.Guest, r.MaxGuest = qty(m.Guest), qty(m.MaxGuest)
 	}
 	if m := st.Memory; m != nil {
 		r.GuestAtBoot, r.GuestRequested, r.GuestCurrent = qty(m.GuestAtBoot), qty(m.GuestRequested), qty(m.GuestCurrent)
 	}
 	if c := spec.Domain.CPU; c != nil {
 		r.CPU = Topology{Set: true, Sockets: c.Sockets, Cores: c.Cores, Threads: c.Threads}
+		r.MaxSockets = c.MaxSockets
 	}
 	if c := st.CurrentCPUTopology; c != nil {
 		r.CurrentCPU = Topology{Set: true, Sockets: c.Sockets, Cores: c.Cores, Threads: c.Threads}
@@ -379,8 +388,8 @@ func (r *Resources) apply(spec *kubevirtv1.VirtualMachineInstanceSpec, st *kubev
 	if r == nil {
 		return
 	}
-	if g := quantity(r.Guest); g != nil {
-		spec.Domain.Memory = &kubevirtv1.Memory{Guest: g}
+	if g, mg := quantity(r.Guest), quantity(r.MaxGuest); g != nil || mg != nil {
+		spec.Domain.Memory = &kubevirtv1.Memory{Guest: g, MaxGuest: mg}
 	}
 	if r.GuestAtBoot.String() != "" || r.GuestRequested.String() != "" || r.GuestCurrent.String() != "" {
 		st.Memory = &kubevirtv1.MemoryStatus{
@@ -388,7 +397,7 @@ func (r *Resources) apply(spec *kubevirtv1.VirtualMachineInstanceSpec, st *kubev
 		}
 	}
 	if t := r.CPU; t.Set {
-		spec.Domain.CPU = &kubevirtv1.CPU{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads}
+		spec.Domain.CPU = &kubevirtv1.CPU{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads, MaxSockets: r.MaxSockets}
 	}
 	if t := r.CurrentCPU; t.Set {
 		st.CurrentCPUTopology = &kubevirtv1.CPUTopology{Sockets: t.Sockets, Cores: t.Cores, Threads: t.Threads}
@@ -423,6 +432,7 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 		EvacuationNodeName: Intern(st.EvacuationNodeName),
 		MigrationState:     migrationState(st.MigrationState),
 		MigratedVolumes:    migrated(st.MigratedVolumes),
+		Backup:             backupOf(st.ChangedBlockTracking),
 		HostDevices:        sat(len(spec.Domain.Devices.HostDevices)),
 		GPUs:               sat(len(spec.Domain.Devices.GPUs)),
 	}
@@ -433,7 +443,7 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 		rare.Finalizers = clone(v.Finalizers)
 	}
 	if rare.Owners != (Owners{}) || rare.EvacuationNodeName != (Sym{}) || rare.MigrationState != nil || rare.MigratedVolumes != nil ||
-		rare.HostDevices > 0 || rare.GPUs > 0 || rare.Finalizers != nil {
+		rare.Backup != nil || rare.HostDevices > 0 || rare.GPUs > 0 || rare.Finalizers != nil {
 		out.Rare = &rare
 	}
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
@@ -532,6 +542,9 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	st.MigrationState = rare.MigrationState
 	st.VolumeStatus = v.VolumeStatus
 	st.MigratedVolumes = rare.MigratedVolumes
+	if rare.Backup != nil {
+		st.ChangedBlockTracking = &kubevirtv1.ChangedBlockTrackingStatus{BackupStatus: rare.Backup}
+	}
 	if q := v.QOSClass.String(); q != "" {
 		c := corev1.PodQOSClass(q)
 		st.QOSClass = &c
@@ -551,6 +564,7 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 		r.MigrationState = r.MigrationState.DeepCopy()
 		r.MigratedVolumes = clone(r.MigratedVolumes)
 		r.Finalizers = clone(r.Finalizers)
+		r.Backup = r.Backup.DeepCopy()
 		c.Rare = &r
 	}
 	c.Interfaces = clone(v.Interfaces)
@@ -585,4 +599,16 @@ func (v *VMI) rare() *VMIRare {
 		return &noRare
 	}
 	return v.Rare
+}
+
+// backupOf keeps what the engine reads of a VMI's backup.
+func backupOf(cbt *kubevirtv1.ChangedBlockTrackingStatus) *kubevirtv1.VirtualMachineInstanceBackupStatus {
+	if cbt == nil || cbt.BackupStatus == nil {
+		return nil
+	}
+	b := cbt.BackupStatus
+	return &kubevirtv1.VirtualMachineInstanceBackupStatus{
+		BackupName: b.BackupName, StartTimestamp: b.StartTimestamp.DeepCopy(), EndTimestamp: b.EndTimestamp.DeepCopy(),
+		Completed: b.Completed, Failed: b.Failed, BackupMsg: b.BackupMsg,
+	}
 }

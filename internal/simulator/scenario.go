@@ -244,8 +244,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "memory-hotplug-stuck",
-		Description: "The VM's guest memory is raised from 2Gi to 4Gi; virt-controller sets HotMemoryChange, but no live migration ever applies it (the KubeVirt CR does not allow LiveMigrate workload updates).",
-		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonHotplugStuck,
+		Description: "The VM's guest memory is raised from 2Gi to 4Gi; virt-controller sets HotMemoryChange, but no live migration ever applies it (the KubeVirt CR does not allow LiveMigrate workload updates). The objects cannot tell that from a hotplug queued behind other migrations, so it stays Progressing, with no deadline.",
+		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictProgressing, Reason: v1alpha1.ReasonMemoryHotplugPending,
 		Wait: 6 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {

@@ -134,9 +134,11 @@ func (e *engine) cpAcrossPhases(l *layer) {
 			e.launcherCountRules(l)
 		}
 		e.vmiRuntimeRules(l)
+		e.vmiStateNotes(l)
 	}
 	if f.vm != nil {
 		e.vmFailure(l)
+		e.vmStateNotes(l)
 	}
 	if f.vmi != nil && (f.future(f.phaseSince) || f.future(f.created)) {
 		t := f.phaseSince
@@ -194,6 +196,9 @@ func (e *engine) cpStarting(l *layer) {
 		} else {
 			l.cite(kindVM, vm.Name, "status.printableStatus", string(vm.Status.PrintableStatus), time.Time{})
 		}
+		return
+	}
+	if e.cpManualRecovery(l) {
 		return
 	}
 	if f.runStrat == kubevirtv1.RunStrategyWaitAsReceiver {
@@ -271,17 +276,24 @@ func (e *engine) cpPreRunning(l *layer) {
 		l.cite(kindVMI, vmi.Name, "status.phase", "", f.created)
 		return
 	}
+	// DataVolume imports take as long as the data does, but KubeVirt's
+	// VirtualMachineStuckInUnhealthyState alert calls a VM Provisioning for
+	// 10 minutes stuck (kv:pkg/monitoring/rules/alerts/vms.go:136-152):
+	// past Policy.UnhealthyStateTimeout it is StuckProvisioning.
 	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceProvisioning); c != nil {
-		// DataVolume imports take as long as the data does: no timeout.
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning,
-			"the VMI waits for its DataVolumes to be provisioned", mt(c.LastTransitionTime))
-		l.cite(kindVMI, vmi.Name, "status.conditions[Provisioning].status", string(c.Status), mt(c.LastTransitionTime))
+		since := mt(c.LastTransitionTime)
+		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+			v1alpha1.ReasonProvisioning, "the VMI waits for its DataVolumes to be provisioned",
+			v1alpha1.ReasonStuckProvisioning, "the VMI has waited for its DataVolumes to be provisioned")
+		l.cite(kindVMI, vmi.Name, "status.conditions[Provisioning].status", string(c.Status), since)
 		return
 	}
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceDataVolumesReady); c != nil && c.Status == corev1.ConditionFalse {
-		msg := withDetail("the VMI waits for its DataVolumes", c.Message)
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning, msg, mt(c.LastTransitionTime))
-		l.cite(kindVMI, vmi.Name, "status.conditions[DataVolumesReady].reason", c.Reason, mt(c.LastTransitionTime))
+		since := mt(c.LastTransitionTime)
+		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+			v1alpha1.ReasonProvisioning, withDetail("the VMI waits for its DataVolumes", c.Message),
+			v1alpha1.ReasonStuckProvisioning, withDetail("the VMI has waited for its DataVolumes", c.Message))
+		l.cite(kindVMI, vmi.Name, "status.conditions[DataVolumesReady].reason", c.Reason, since)
 		return
 	}
 	// The timeout covers the whole road to Running, measured from the
@@ -622,7 +634,8 @@ func (f *facts) nodeReadiness(name string) string {
 // vmiRuntimeRules reads the VMI's conditions about changes applied to a
 // live VMI: memory and CPU hotplug that failed (written by virt-handler) or
 // is still to be applied (hotplugRules), and hotplug volumes that failed
-// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go).
+// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go)
+// or are not Ready (HotplugVolumePending, HotplugVolumeStuck).
 func (e *engine) vmiRuntimeRules(l *layer) {
 	f := &e.f
 	vmi := f.vmi
@@ -645,14 +658,25 @@ func (e *engine) vmiRuntimeRules(l *layer) {
 	}
 	for i := range vmi.Status.VolumeStatus {
 		vs := &vmi.Status.VolumeStatus[i]
-		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady || !failureWord(vs.Reason+" "+vs.Message) {
+		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady {
 			continue
 		}
 		msg := "hotplug volume " + vs.Name + " is " + orUnknown(string(vs.Phase)) + ": " + vs.Reason
 		if vs.Message != "" {
 			msg += " (" + vs.Message + ")"
 		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
+		if failureWord(vs.Reason + " " + vs.Message) {
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
+		} else {
+			// Any other step (a claim Pending or Lost, KubeVirt's PVCNotReady,
+			// kv:pkg/virt-controller/watch/vmi/storage.go:359-372
+			// getVolumePhaseMessageReason; attaching, mounting) may last
+			// forever: past Policy.HotplugVolumeTimeout from the first
+			// sighting it is stuck.
+			e.timedProgress(l, f.hp.volumeSince, f.pol.HotplugVolumeTimeout,
+				v1alpha1.ReasonHotplugVolumePending, msg,
+				v1alpha1.ReasonHotplugVolumeStuck, msg+"; not Ready")
+		}
 		l.cite(kindVMI, vmi.Name, "status.volumeStatus["+vs.Name+"].reason", vs.Reason, time.Time{})
 	}
 	e.hotplugRules(l)
@@ -750,10 +774,19 @@ func (e *engine) cpVMIUnseen(l *layer) {
 		return
 	}
 	switch ps {
+	// Waits with no VMI to time: past Policy.UnhealthyStateTimeout from the
+	// VM's last condition change they are stuck, as KubeVirt's
+	// VirtualMachineStuckInUnhealthyState alert says of a VM Provisioning
+	// or Starting with no VMI for 10 minutes
+	// (kv:pkg/monitoring/rules/alerts/vms.go:136-152).
 	case kubevirtv1.VirtualMachineStatusProvisioning, kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning, "the VM's volumes are being provisioned (printableStatus "+string(ps)+")", since)
+		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+			v1alpha1.ReasonProvisioning, "the VM's volumes are being provisioned (printableStatus "+string(ps)+")",
+			v1alpha1.ReasonStuckProvisioning, "the VM has waited for its volumes (printableStatus "+string(ps)+")")
 	case kubevirtv1.VirtualMachineStatusStarting:
-		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonStarting, "the VM is starting (printableStatus Starting)", since)
+		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+			v1alpha1.ReasonStarting, "the VM is starting (printableStatus Starting)",
+			v1alpha1.ReasonStuckStarting, "the VM has been starting (printableStatus Starting)")
 	case kubevirtv1.VirtualMachineStatusStopping, kubevirtv1.VirtualMachineStatusTerminating:
 		e.unseenStopping(l, "the VM is stopping (printableStatus "+string(ps)+")")
 	case kubevirtv1.VirtualMachineStatusStopped:
@@ -892,8 +925,15 @@ func (e *engine) evictionRules(l *layer) {
 	}
 }
 
-// evictionStrategy is the VMI's own; empty when it takes the cluster's
-// default, which lives in the KubeVirt CR the engine does not read.
+// evictionStrategy is the VMI's spec.evictionStrategy, which is the
+// effective one: the VMI mutating webhook copies the cluster's default from
+// the KubeVirt CR into it when the VMI is created
+// (kv:pkg/defaults/defaults.go:208-212 setDefaultEvictionStrategy, called
+// from kv:pkg/virt-api/webhooks/mutating-webhook/mutators/
+// vmi-mutator.go:57). It is empty only when no cluster default existed at
+// creation; KubeVirt then takes the cluster's current default
+// (kv:pkg/util/migrations/migrations.go:116-122 VMIEvictionStrategy), which
+// the engine does not read, so it judges no strategy.
 func evictionStrategy(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.EvictionStrategy {
 	if vmi.Spec.EvictionStrategy == nil {
 		return ""

@@ -30,6 +30,14 @@ var notMigratableReasons = [...]string{
 	kubevirtv1.VirtualMachineInstanceReasonTDXNotMigratable,
 	kubevirtv1.VirtualMachineInstanceReasonNoTSCFrequencyMigratable,
 	kubevirtv1.VirtualMachineInstanceReasonHypervPassthroughNotMigratable,
+}
+
+// storageOnlyReasons block a storage live migration and not a live
+// migration: in v1.9 calculateLiveStorageMigrationCondition checks SCSI
+// persistent reservations (kv:pkg/virt-handler/vm.go:1389-1390) and
+// calculateLiveMigrationCondition does not (vm.go:1247-1288), so they are
+// not copied from StorageLiveMigratable into the live-migration reasons.
+var storageOnlyReasons = [...]string{
 	kubevirtv1.VirtualMachineInstanceReasonPRNotMigratable,
 }
 
@@ -73,7 +81,7 @@ func (e *engine) liveMigratable() *v1alpha1.LiveMigratability {
 		addReason(c.Reason)
 	}
 	if s := f.vmiCond(kubevirtv1.VirtualMachineInstanceIsStorageLiveMigratable); s != nil && s.Status == corev1.ConditionFalse {
-		if s.Reason != kubevirtv1.VirtualMachineInstanceReasonNotMigratable {
+		if s.Reason != kubevirtv1.VirtualMachineInstanceReasonNotMigratable && !slices.Contains(storageOnlyReasons[:], s.Reason) {
 			addReason(s.Reason)
 		}
 		for _, r := range notMigratableReasons {

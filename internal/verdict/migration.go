@@ -2,6 +2,7 @@ package verdict
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -296,6 +297,33 @@ func (e *engine) migrationBlocked(l *layer, label string) bool {
 		l.cite(kindVMIM, m.name, "status.conditions["+string(c.Type)+"].status", string(c.Status), mt(c.LastTransitionTime))
 		return true
 	}
+	// A backup of the VMI holds its migration back: the migration
+	// controller requeues it until the backup completes, or, for a
+	// system-critical migration (an evacuation), aborts the backup
+	// (kv:pkg/virt-controller/watch/migration/migration.go:1581-1640
+	// handleVMBackup, messages at :78-79). A step, not a fault; the backup
+	// has its own progress, and a guest frozen too long for it is
+	// FilesystemsFrozen on the guest layer.
+	for i := range m.vmim.Status.Conditions {
+		c := &m.vmim.Status.Conditions[i]
+		if c.Type != kubevirtv1.VirtualMachineInstanceMigrationBlockedByBackup || c.Status != corev1.ConditionTrue {
+			continue
+		}
+		since := mt(c.LastProbeTime)
+		if t := mt(c.LastTransitionTime); !t.IsZero() {
+			since = t
+		}
+		msg := label + " waits for a backup of the VMI to complete"
+		if c.Message != "" {
+			msg = label + " waits: " + c.Message
+		}
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrationWaitingForBackup, msg, since)
+		l.cite(kindVMIM, m.name, "status.conditions["+string(c.Type)+"].message", c.Message, since)
+		if cbt := e.f.vmi.Status.ChangedBlockTracking; cbt != nil && cbt.BackupStatus != nil && cbt.BackupStatus.BackupName != "" {
+			l.cite(kindVMI, e.f.vmi.Name, "status.changedBlockTracking.backupStatus.backupName", cbt.BackupStatus.BackupName, mtp(cbt.BackupStatus.StartTimestamp))
+		}
+		return true
+	}
 	return false
 }
 
@@ -322,8 +350,12 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 	default:
 		since = m.since
 	}
+	timeout := f.pol.MigrationPhaseTimeout
+	if m.phase == kubevirtv1.MigrationScheduling {
+		timeout = pendingPodTimeout(m.vmim, f.pol.MigrationPendingPodTimeout)
+	}
 	if !since.IsZero() {
-		deadline = ceilSec(since.Add(f.pol.MigrationPhaseTimeout))
+		deadline = ceilSec(since.Add(timeout))
 		l.stale(deadline)
 	}
 	phase := bound(string(m.phase), maxPhase)
@@ -347,7 +379,7 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 	}
 	if !deadline.IsZero() && !f.now.Before(deadline) {
 		msg := label + " has been in phase " + phase + " since " + since.Format(time.RFC3339) +
-			", longer than " + f.pol.MigrationPhaseTimeout.String()
+			", longer than " + timeout.String()
 		if m.state != nil && m.state.TargetNode != "" {
 			msg += " (target node " + m.state.TargetNode + ")"
 		}
@@ -364,10 +396,48 @@ func (e *engine) migrationInProgress(l *layer, label string) {
 		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating, msg, m.since)
 	}
 	l.cite(kind, name, "status.phase", phase, m.since)
+	if v, ok := vmimAnnotation(m.vmim, kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation); ok && m.phase == kubevirtv1.MigrationScheduling {
+		l.cite(kindVMIM, m.name, "metadata.annotations["+kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation+"]", v, time.Time{})
+	}
 	if m.state != nil && m.state.TargetPod != "" {
 		e.citeMigrationState(l, "targetPod", m.state.TargetPod)
 	}
 }
+
+// pendingPodTimeout is how long a migration may stay in Scheduling, its
+// target pod pending. KubeVirt deletes a target pod that is pending for any
+// reason after its catch-all timeout, 15 minutes, or the migration's
+// kubevirt.io/migrationPendingPodTimeoutSeconds annotation; one that is
+// unschedulable after 5 minutes, which the node layer reports at once as
+// TargetPodUnschedulable (kv:pkg/virt-controller/watch/migration/
+// migration.go:92-99 defaultCatchAllPendingTimeoutSeconds, :1565-1579
+// getCatchAllPendingTimeoutSeconds, :1717-1759 handlePendingPodTimeout).
+// KubeVirt ignores an annotation that is not an integer; so does this, and
+// also one that is not positive, which would make the migration stuck at
+// once.
+func pendingPodTimeout(m *kubevirtv1.VirtualMachineInstanceMigration, def time.Duration) time.Duration {
+	v, ok := vmimAnnotation(m, kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > maxPendingPodTimeoutSeconds {
+		return def
+	}
+	return time.Duration(n) * time.Second
+}
+
+func vmimAnnotation(m *kubevirtv1.VirtualMachineInstanceMigration, key string) (string, bool) {
+	if m == nil {
+		return "", false
+	}
+	v, ok := m.Annotations[key]
+	return v, ok
+}
+
+// maxPendingPodTimeoutSeconds bounds the annotation's value (a year), so
+// that a huge one cannot overflow a time.Duration.
+const maxPendingPodTimeoutSeconds = 365 * 24 * 3600
 
 // citeMigrationState points at the field of whichever object carries the
 // live state.

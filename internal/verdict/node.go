@@ -415,7 +415,30 @@ func (e *engine) judgeRunningPod(l *layer) {
 			} else if field != "status.conditions[Ready].status" {
 				status = "false"
 			}
-			e.contradiction(l, readyT, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
+			// After an unpause the pod turns Ready in steps: virt-handler
+			// removes the VMI's Paused condition, virt-controller then
+			// flips the pod's kubevirt.io/virtual-machine-unpaused
+			// readiness gate (kv:pkg/virt-controller/watch/vmi/
+			// lifecycle.go:926-953 syncPausedConditionToPod), and the
+			// kubelet re-evaluates Ready after that. Ready's transition is
+			// the pause, long past; the gate's is the unpause, so the lag
+			// grace runs from the later of the two. A gate still False is
+			// virt-controller not caught up with the unpause yet.
+			since := readyT
+			if g := podCond(p, kubevirtv1.VirtualMachineUnpaused); g != nil {
+				gt := mt(g.LastTransitionTime)
+				if g.Status != corev1.ConditionTrue {
+					l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonLauncherPodNotReady,
+						"launcher pod "+p.Name+" is not Ready: its unpause readiness gate is still "+orUnknown(string(g.Status))+
+							" while the VMI is no longer paused; virt-controller flips it next", gt)
+					l.cite(kindPod, p.Name, "status.conditions["+string(kubevirtv1.VirtualMachineUnpaused)+"].status", string(g.Status), gt)
+					return
+				}
+				if gt.After(since) {
+					since = gt
+				}
+			}
+			e.contradiction(l, since, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
 				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready")
 			l.cite(kindPod, p.Name, field, status, readyT)
 			return

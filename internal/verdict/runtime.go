@@ -58,6 +58,17 @@ type hotplug struct {
 	// since is when the hotplug began as well as the objects tell (see
 	// readHotplug).
 	since time.Time
+	// migrating: a migration of the VMI is in progress, which carries the
+	// hotplug out or holds it back; queued: virt-controller's condition
+	// asks for that migration and no attempt has failed, so the hotplug
+	// waits in the workload updater's queue. Neither runs the clock.
+	migrating, queued bool
+	// clock is when the hotplug's timeout starts: since, or the end of
+	// the last migration attempt when that is later.
+	clock time.Time
+	// volumeSince is when a hotplugged volume was first seen not Ready,
+	// zero while all are Ready (readRuntime).
+	volumeSince time.Time
 }
 
 // readRuntime reads what a running VMI's runtime details need beyond the
@@ -82,6 +93,12 @@ func (f *facts) readRuntime(in *Input) {
 	}
 	if f.lc == lcRunning {
 		f.readHotplug(prev)
+	}
+	for i := range vmi.Status.VolumeStatus {
+		if vs := &vmi.Status.VolumeStatus[i]; vs.HotplugVolume != nil && vs.Phase != kubevirtv1.VolumeReady {
+			f.hp.volumeSince = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.HotplugVolumeSince })
+			break
+		}
 	}
 }
 
@@ -109,7 +126,11 @@ func (f *facts) readHotplug(prev *v1alpha1.VMISummary) {
 			hp.memCond = c
 		}
 		if m := vmi.Status.Memory; m != nil && m.GuestRequested != nil {
-			if g := specGuest(vmi); g != nil && g.Cmp(*m.GuestRequested) != 0 {
+			// virt-controller hotplugs memory only into a VMI with a
+			// maxGuest (kv:pkg/virt-controller/watch/vmi/lifecycle.go:1158-1163
+			// requireMemoryHotplug): without one a differing spec is a
+			// restart's business (the VM's RestartRequired), not a wait.
+			if g := specGuest(vmi); g != nil && vmi.Spec.Domain.Memory.MaxGuest != nil && g.Cmp(*m.GuestRequested) != 0 {
 				hp.memSpec = true
 			}
 			// Less memory than requested only: a hot-unplug need not
@@ -123,7 +144,9 @@ func (f *facts) readHotplug(prev *v1alpha1.VMISummary) {
 		hp.memory = hp.memCond != nil || hp.memSpec || hp.memInGuest
 	}
 	hp.cpuCond = f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceVCPUChange)
-	if cur, spec := vmi.Status.CurrentCPUTopology, vmi.Spec.Domain.CPU; cur != nil && spec != nil &&
+	// Likewise CPU hotplug needs maxSockets (lifecycle.go:1146-1156
+	// requireCPUHotplug).
+	if cur, spec := vmi.Status.CurrentCPUTopology, vmi.Spec.Domain.CPU; cur != nil && spec != nil && spec.MaxSockets != 0 &&
 		vcpus(spec.Sockets, spec.Cores, spec.Threads) != vcpus(cur.Sockets, cur.Cores, cur.Threads) {
 		hp.cpuSpec = true
 	}
@@ -135,6 +158,35 @@ func (f *facts) readHotplug(prev *v1alpha1.VMISummary) {
 	if st := vmi.Status.MigrationState; hp.memInGuest && !hp.memSpec && st != nil && st.Completed && !st.Failed {
 		if end := mtp(st.EndTimestamp); !end.IsZero() && !f.future(end) {
 			hp.since = earliest(hp.since, end)
+		}
+	}
+	f.hotplugClock()
+}
+
+// hotplugClock says whether the hotplug's clock runs, and from when.
+//
+// KubeVirt carries a hotplug out by a live migration that the workload
+// updater starts for a VMI with HotVCPUChange or HotMemoryChange=True
+// (kv:pkg/virt-controller/watch/workload-updater/workload-updater.go:
+// 320-325 isHotplugInProgress), at most parallelMigrationsPerCluster
+// minus the active migrations at a time (:534-545): a change applied to
+// many VMs queues them, and a large VM's migration takes minutes. So
+// the clock stops while a migration of the VMI runs and while the
+// condition asks for one that has not failed; it runs from the end of
+// the last attempt. A failed attempt is MigrationFailed meanwhile; a
+// completed one that left the guest short is the real "stuck". The
+// updater queues only a VMI whose LiveMigratable is True (:421
+// getUpdateData, vmi.IsMigratable): another one's clock runs.
+func (f *facts) hotplugClock() {
+	hp := &f.hp
+	m := &f.mig
+	hp.migrating = m.inProgress
+	hp.queued = !hp.migrating && (hp.memCond != nil || hp.cpuCond != nil) && !m.failed &&
+		f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceIsMigratable) != nil
+	hp.clock = hp.since
+	if m.present && !m.inProgress {
+		if end := m.endTime(); end.After(hp.clock) && !f.future(end) && !(hp.memInGuest && !hp.memSpec) {
+			hp.clock = end
 		}
 	}
 }
@@ -209,9 +261,21 @@ func (e *engine) hotplugRules(l *layer) {
 		why = append(why, r)
 	}
 	subject, detail := strings.Join(what, " and a "), strings.Join(why, "; ")
-	e.timedProgress(l, hp.since, f.pol.HotplugTimeout,
-		v1alpha1.ReasonMemoryHotplugPending, "a "+subject+" is requested and not applied yet: "+detail,
-		v1alpha1.ReasonHotplugStuck, "a "+subject+" has been requested and not applied ("+detail+")")
+	switch {
+	case hp.migrating:
+		// The migration's own rules judge it, and Migrating is the reason
+		// (it ran first: ties go to it).
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending,
+			"a "+subject+" is requested and not applied yet: "+detail+"; a migration of the VMI is in progress", hp.since)
+	case hp.queued:
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending,
+			"a "+subject+" is requested and not applied yet: "+detail+
+				"; the VMI waits in KubeVirt's workload-updater queue, which migrates a few VMIs at a time (parallelMigrationsPerCluster)", hp.since)
+	default:
+		e.timedProgress(l, hp.clock, f.pol.HotplugTimeout,
+			v1alpha1.ReasonMemoryHotplugPending, "a "+subject+" is requested and not applied yet: "+detail,
+			v1alpha1.ReasonHotplugStuck, "a "+subject+" has been requested and not applied ("+detail+")")
+	}
 	if hp.memory {
 		if hp.memCond != nil {
 			l.cite(kindVMI, vmi.Name, "status.conditions[HotMemoryChange].status", string(hp.memCond.Status), mt(hp.memCond.LastTransitionTime))
@@ -277,6 +341,7 @@ func (e *engine) runtimeSummary(s *v1alpha1.VMISummary) {
 	s.FSFreezeStatus = bound(vmi.Status.FSFreezeStatus, maxPhase)
 	s.FSFrozenSince = e.a.time(f.frozenSince)
 	s.HotplugSince = e.a.time(f.hp.since)
+	s.HotplugVolumeSince = e.a.time(f.hp.volumeSince)
 	a := e.a
 	if m, g := vmi.Status.Memory, specGuest(vmi); m != nil || g != nil {
 		keep := func(i int, q *resource.Quantity) *resource.Quantity {

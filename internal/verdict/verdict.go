@@ -106,6 +106,22 @@ type Policy struct {
 	// GuestMemoryPressureAfter: low headroom and thrashing must last this
 	// long to be GuestMemoryPressure (the alert's "for: 5m").
 	GuestMemoryPressureAfter time.Duration
+	// MigrationPendingPodTimeout: a migration in Scheduling (its target
+	// pod pending) longer than this is MigrationStuck, unless the VMIM's
+	// kubevirt.io/migrationPendingPodTimeoutSeconds annotation says
+	// otherwise. KubeVirt's catch-all for a pending target pod is 15
+	// minutes (kv:pkg/virt-controller/watch/migration/migration.go
+	// defaultCatchAllPendingTimeoutSeconds).
+	MigrationPendingPodTimeout time.Duration
+	// UnhealthyStateTimeout: a VM that waits for its volumes (Provisioning,
+	// WaitingForVolumeBinding) or, with its VMI not in the input, for a
+	// start longer than this is stuck. KubeVirt's
+	// VirtualMachineStuckInUnhealthyState alert waits 10 minutes
+	// (kv:pkg/monitoring/rules/alerts/vms.go).
+	UnhealthyStateTimeout time.Duration
+	// HotplugVolumeTimeout: a hotplugged volume that is not Ready for
+	// longer than this (since vmobs first saw it so) is HotplugVolumeStuck.
+	HotplugVolumeTimeout time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -137,6 +153,10 @@ func DefaultPolicy() Policy {
 		AgentUnresponsiveProbes:       3,
 		GuestMajorFaultRate:           5,
 		GuestMemoryPressureAfter:      5 * time.Minute,
+
+		MigrationPendingPodTimeout: 15 * time.Minute,
+		UnhealthyStateTimeout:      10 * time.Minute,
+		HotplugVolumeTimeout:       10 * time.Minute,
 	}
 }
 
@@ -159,6 +179,9 @@ func (p Policy) withDefaults() Policy {
 		{&p.GuestCPUStalledAfter, &d.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, &d.StorageSlowLatency},
 		{&p.GuestMemoryPressureAfter, &d.GuestMemoryPressureAfter},
+		{&p.MigrationPendingPodTimeout, &d.MigrationPendingPodTimeout},
+		{&p.UnhealthyStateTimeout, &d.UnhealthyStateTimeout},
+		{&p.HotplugVolumeTimeout, &d.HotplugVolumeTimeout},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def

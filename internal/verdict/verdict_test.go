@@ -445,11 +445,11 @@ func schedulingSituations() []situation {
 		{name: "FailedCreate", in: input(pre(kubevirtv1.Pending, 2*time.Minute, sync("FailedCreate"))), overall: "Degraded/LauncherCreateFailed"},
 		{name: "other sync error", in: input(pre(kubevirtv1.Pending, 2*time.Minute, sync("FailedGuaranteeResources"))), overall: "Degraded/SyncFailed"},
 		{
-			name: "Provisioning has no timeout",
+			name: "Provisioning for 40 minutes, past the unhealthy-state timeout",
 			in: input(pre(kubevirtv1.Pending, 40*time.Minute, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
 				Type: kubevirtv1.VirtualMachineInstanceProvisioning, Status: corev1.ConditionTrue, LastTransitionTime: at(-40 * time.Minute),
 			}))),
-			overall: "Progressing/Provisioning",
+			overall: "Degraded/StuckProvisioning",
 		},
 		{
 			name: "Scheduled, domain starting", in: input(pre(kubevirtv1.Scheduled, 30*time.Second), func(in *Input) { in.Pods = []*corev1.Pod{launcherPod()} }),
@@ -615,8 +615,8 @@ func migrationSituations() []situation {
 				if got := roles(r.Status); got != podName+"=MigrationSource,"+pod2Name+"=MigrationTarget" {
 					t.Errorf("roles %s", got)
 				}
-				if r.NextDeadline != 2*time.Minute {
-					t.Errorf("NextDeadline %v, want 2m (phase timeout)", r.NextDeadline)
+				if r.FixedDeadline != 12*time.Minute {
+					t.Errorf("FixedDeadline %v, want 12m (the pending-pod timeout)", r.FixedDeadline)
 				}
 			},
 		},
@@ -624,7 +624,7 @@ func migrationSituations() []situation {
 			name: "stuck in Scheduling",
 			in: input(func(in *Input) {
 				in.Pods = []*corev1.Pod{targetPod(podUnschedulable()), launcherPod()}
-				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimIn(kubevirtv1.MigrationScheduling, -5*time.Minute-time.Second))}
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim(vmimIn(kubevirtv1.MigrationScheduling, -15*time.Minute-time.Second))}
 			}),
 			overall: "Degraded/MigrationStuck", cp: "Degraded/MigrationStuck", node: "Degraded/TargetPodUnschedulable",
 		},
@@ -804,7 +804,8 @@ func evictionSituations() []situation {
 			overall: "Degraded/EvictionBlocked", cp: "Degraded/EvictionBlocked",
 			check: func(t *testing.T, r Result) {
 				lm := r.Status.LiveMigratable
-				want := "DisksNotLiveMigratable,HostDeviceNotLiveMigratable,PersistentReservationNotLiveMigratable"
+				// Persistent reservations block only a storage live migration.
+				want := "DisksNotLiveMigratable,HostDeviceNotLiveMigratable"
 				if lm == nil || lm.Status != metav1.ConditionFalse || strings.Join(lm.Reasons, ",") != want {
 					t.Errorf("liveMigratable %+v, want reasons %s", lm, want)
 				}
@@ -837,7 +838,7 @@ func evictionSituations() []situation {
 			in:      input(func(in *Input) { in.VMI = runningVMI(notMigratable) }),
 			overall: "Healthy/Running",
 			check: func(t *testing.T, r Result) {
-				if lm := r.Status.LiveMigratable; lm == nil || len(lm.Reasons) != 3 {
+				if lm := r.Status.LiveMigratable; lm == nil || len(lm.Reasons) != 2 {
 					t.Errorf("liveMigratable %+v", lm)
 				}
 			},
@@ -1332,7 +1333,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations} {
+		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations} {
 		all = append(all, f()...)
 	}
 	all = append(all, review3PartialSituations()...)
