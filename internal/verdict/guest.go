@@ -363,7 +363,13 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			// networks may carry none by design (L2 without IPAM).
 			noIP = append(noIP, i)
 		}
-		if f.ipMismatch(i) {
+		// While a migration runs, the VMI may already name the target
+		// (its virt-handler acknowledges the handoff and writes nodeName,
+		// kv:pkg/virt-handler/migration-target.go ackMigrationCompletion)
+		// before its next sync replaces the source pod's addresses: the
+		// comparison waits for the migration's end, then the lag grace
+		// (podIPsSince).
+		if !f.mig.inProgress && f.ipMismatch(i) {
 			mismatch = append(mismatch, i)
 		}
 	}

@@ -780,5 +780,19 @@ func lagSituations() []situation {
 			}),
 			guest: "Progressing/GuestIPMismatch",
 		},
+		{
+			// Seen in the soak at every handoff: the target's virt-handler
+			// wrote nodeName while the migration still ran, and the status
+			// still showed the source pod's addresses; the target pod was
+			// created and Ready minutes before, so the grace counted from
+			// it had long passed.
+			name: "the VMI names the target while the migration runs and still shows the source pod's IPs",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(migrationState(), func(v *kubevirtv1.VirtualMachineInstance) { v.Status.NodeName = nodeB })
+				in.Pods = []*corev1.Pod{launcherPod(), targetPod()}
+				in.Migrations = []*kubevirtv1.VirtualMachineInstanceMigration{vmim()}
+			}),
+			guest: "Healthy/GuestAgentConnected",
+		},
 	}
 }
