@@ -60,15 +60,6 @@ func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (ver
 		f.Failures, f.FailingSince, f.LastError = 0, time.Time{}, ""
 		f.Answered = true
 		f.Hostname, f.OSName, f.KernelRelease, f.Timezone = r.info.Hostname, r.info.OSName, r.info.KernelRelease, r.info.Timezone
-		f.FSFreezeStatus = ""
-		if r.info.Frozen {
-			f.FSFreezeStatus = "frozen"
-			if f.FrozenSince.IsZero() {
-				f.FrozenSince = at
-			}
-		} else {
-			f.FrozenSince = time.Time{}
-		}
 		f.Users, f.UsersKnown = r.users, r.usersKnown
 		if !r.usersKnown {
 			f.Users = 0
@@ -116,7 +107,6 @@ func same(a, b *verdict.GuestFacts) bool {
 		a.Failures == b.Failures && a.FailingSince.Equal(b.FailingSince) && a.LastError == b.LastError &&
 		a.Answered == b.Answered && a.Hostname == b.Hostname && a.OSName == b.OSName &&
 		a.KernelRelease == b.KernelRelease && a.Timezone == b.Timezone &&
-		a.FSFreezeStatus == b.FSFreezeStatus && a.FrozenSince.Equal(b.FrozenSince) &&
 		a.Users == b.Users && a.UsersKnown == b.UsersKnown &&
 		slices.EqualFunc(a.Filesystems, b.Filesystems, sameFilesystem)
 }

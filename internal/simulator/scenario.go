@@ -342,9 +342,9 @@ var Scenarios = []Scenario{
 		},
 	},
 	{
-		Name:        "agent-unresponsive",
-		Description: "The guest agent stops answering (every guestosinfo, userlist and filesystemlist call hangs) while the VMI still says AgentConnected=True: the condition lags, the probes time out.",
-		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonAgentUnresponsive,
+		Name:        "guest-info-unreachable",
+		Description: "virt-api's guest-information calls for the VM stop answering (every guestosinfo, userlist and filesystemlist call hangs, as when virt-handler or the launcher's command socket does not answer) while the VMI still says AgentConnected=True: the probes time out and the node layer names the path.",
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonGuestInfoUnreachable,
 		GuestProbe: true,
 		// Three probes an interval apart, each cut at its timeout.
 		Wait: 16 * time.Minute,

@@ -230,10 +230,27 @@ func (e *engine) agentAbsent(l *layer) {
 		l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
 		return
 	}
-	if hint, field, value := e.agentHint(); hint {
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected,
-			"the guest agent was connected before and is not now"+osSuffix(vmi), time.Time{})
-		l.cite(kindVMI, vmi.Name, acField, "absent", time.Time{})
+	if hint, field, value := f.agentHint(); hint {
+		// A guest reboot closes the agent's virtio-serial port and
+		// virt-handler removes the condition (kv:pkg/virt-handler/
+		// vm.go:785-798); the agent comes back after the boot. So a
+		// disconnection gets AgentGracePeriod from its first sighting
+		// (KubeVirt gives it no time) to heal, as a first connection does.
+		lost := f.agentLost
+		graceEnd := ceilSec(lost.Add(f.pol.AgentGracePeriod))
+		if !lost.IsZero() && !crossed(f.now, graceEnd) {
+			l.stale(graceEnd)
+			e.deadline(graceEnd)
+			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting,
+				"the guest agent disconnected (first seen at "+rfc(lost)+"; a guest reboot does that) and may reconnect until "+rfc(graceEnd)+osSuffix(vmi), lost)
+		} else {
+			msg := "the guest agent was connected before and is not now"
+			if !lost.IsZero() {
+				msg += ", " + f.pol.AgentGracePeriod.String() + " after its disconnection was first seen at " + rfc(lost)
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected, msg+osSuffix(vmi), graceEnd)
+		}
+		l.cite(kindVMI, vmi.Name, acField, "absent", lost)
 		if field != "" {
 			l.cite(kindVMI, vmi.Name, field, value, time.Time{})
 		}
@@ -301,8 +318,7 @@ func (f *facts) domainRunning() bool {
 
 // agentHint says whether an agent was connected to this VMI before, and
 // which field shows it.
-func (e *engine) agentHint() (bool, string, string) {
-	f := &e.f
+func (f *facts) agentHint() (bool, string, string) {
 	vmi := f.vmi
 	if n := vmi.Status.GuestOSInfo.Name; n != "" {
 		return true, "status.guestOSInfo.name", n
@@ -353,12 +369,21 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			if settled && ifc.LinkState != "down" && ifc.MAC != "" && hasInfoSource(ifc.InfoSource, infoSourceDomain) {
 				missing = append(missing, i)
 			}
-		} else if ifc.LinkState != "down" && ifc.IP == "" && len(ifc.IPs) == 0 && f.isPrimary(i) {
-			// The primary interface always has an address: virt-handler
-			// writes the pod's from its cache before the agent speaks
-			// (kv:pkg/network/setup/netstat.go), so an entry the agent
-			// reported with none lost it (kubevirt#7508). Secondary
-			// networks may carry none by design (L2 without IPAM).
+		} else if settled && ifc.LinkState != "down" && ifc.IP == "" && len(ifc.IPs) == 0 && f.isPrimary(i) {
+			// The primary interface has an address once the guest has one:
+			// virt-handler writes the pod's from its cache, but clears it
+			// while the agent reports the interface without an IPv4 ("in
+			// case GA does not include IP data, it will clear IP status
+			// data", kv:pkg/network/setup/netstat.go:371-398). qemu-ga
+			// usually connects before DHCP finishes, and the interface
+			// poller runs at once, then after 10, 20, 40, 80 and 120 s
+			// (kv:pkg/virt-launcher/virtwrap/agent-poller/
+			// agent_poller.go:239-272): every boot shows the primary
+			// interface without an IP for up to a few minutes. So it
+			// counts only after AgentGracePeriod from the agent's
+			// connection, as missing data does; past it the entry lost its
+			// address (kubevirt#7508). Secondary networks may carry none
+			// by design (L2 without IPAM).
 			noIP = append(noIP, i)
 		}
 		if f.ipMismatch(i) {
@@ -389,8 +414,9 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	}
 	if len(noIP) > 0 {
 		name := ifcs[noIP[0]].Name
-		e.contradiction(l, connected, v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
-			"the guest agent reported the primary interface "+name+" without any IP address")
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
+			"the guest agent reported the primary interface "+name+" without any IP address since it connected at "+rfc(connected)+
+				" (more than "+f.pol.AgentGracePeriod.String()+" ago)", graceEnd)
 		l.cite(kindVMI, vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
 	}
 	if len(missing) > 0 {

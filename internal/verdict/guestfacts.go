@@ -39,10 +39,6 @@ type GuestFacts struct {
 	// Hostname, OSName (os.prettyName, else os.name), KernelRelease and
 	// Timezone are guestosinfo's.
 	Hostname, OSName, KernelRelease, Timezone string
-	// FSFreezeStatus is guestosinfo's fsFreezeStatus ("frozen" or empty);
-	// FrozenSince the first probe that saw it frozen, while it is.
-	FSFreezeStatus string
-	FrozenSince    time.Time
 	// Users is userlist's number of logged-in users, at most
 	// MaxGuestUsers (which reads "that many or more"); UsersKnown is false
 	// when the call failed or the agent does not support it.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
@@ -14,7 +16,6 @@ import (
 // what in its answer the rule read.
 const (
 	probeOSInfo      = "guestosinfo"
-	probeFreeze      = "guestosinfo.fsFreezeStatus"
 	probeFilesystems = "filesystemlist"
 	// maxFullNamed is how many full filesystems a message names; the
 	// evidence cites as many as the layer has room for.
@@ -49,12 +50,19 @@ func (f *facts) guestAnswers() *GuestFacts {
 	return g
 }
 
-// probeGuest judges what the guest agent answered the controller's probes
-// of a VMI whose AgentConnected condition is True. virt-handler sets that
-// condition from its agent poller and removes it only when the poller
-// gives up (kv:pkg/virt-handler/vm.go), so it lags an agent that stopped
-// answering; the probe asks the agent now, through the same path as
-// virtctl guestosinfo.
+// probeGuest judges what the controller's probes of a VMI whose
+// AgentConnected condition is True returned, on the guest layer: what the
+// guest's filesystems hold. The probe reads the same data the VMI's
+// agent-derived fields come from: virt-launcher answers guestosinfo,
+// userlist and filesystemlist from its agent poller's store
+// (kv:pkg/virt-launcher/virtwrap/manager.go:2553-2650 GetGuestInfo, GetUsers,
+// GetFilesystems read l.agentData), never by asking the agent. A probe that
+// fails is therefore the path's failure (probePath, on the node layer), and
+// an agent that hangs while its channel stays open keeps answering with its
+// last data: the poller skips a failed command and keeps the old value
+// (kv:pkg/virt-launcher/virtwrap/agent-poller/agent_poller.go:412-446), and
+// AgentConnected is the virtio-serial channel's state, not a poll's result
+// (kv:pkg/virt-handler/vm.go:773-798). No KubeVirt API tells a hung agent.
 func (e *engine) probeGuest(l *layer) {
 	f := &e.f
 	g := f.guestFacts()
@@ -70,18 +78,43 @@ func (e *engine) probeGuest(l *layer) {
 		l.cite(kindProbe, name, probeOSInfo, why, time.Time{})
 		return
 	}
-	if n := f.pol.AgentUnresponsiveProbes; g.Failures >= n {
-		why := bound(g.LastError, maxValue)
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonAgentUnresponsive,
-			"the VMI says the guest agent is connected, but it has not answered the last "+strconv.Itoa(int(n))+
-				" probes (failing since "+rfc(g.FailingSince)+"): "+why+"; what the VMI says of the guest may be out of date", g.FailingSince)
-		l.cite(kindProbe, name, probeOSInfo, "failing since "+rfc(g.FailingSince)+": "+why, g.FailingSince)
-		return
-	}
-	if !g.Answered {
+	if !g.Answered || g.Failures >= f.pol.AgentUnresponsiveProbes {
+		// What the launcher answered before the path broke is not judged:
+		// nothing says it is still so (probePath says why).
 		return
 	}
 	e.filesystemsFull(l, g)
+}
+
+// probePath judges, on the node layer, probes of a VMI whose AgentConnected
+// condition is True that keep failing: virt-api could not get the guest
+// information from virt-launcher through virt-handler on the VMI's node.
+// Every step answers a failure as a 500 with text
+// (kv:pkg/virt-api/rest/subresource.go:183-205): virt-api finds no
+// virt-handler on the node ("No virt-handler on node %s found",
+// kv:staging/src/kubevirt.io/client-go/kubecli/handler.go:126) or cannot
+// reach it, or virt-handler cannot find or dial the launcher's command
+// socket (kv:pkg/virt-handler/rest/lifecycle.go:253-275), or the launcher's
+// call fails. None of them is the agent's (probeGuest), so the finding
+// names the path. Unknown, not Degraded: the VM may run well while only
+// this path is broken, and what the VMI says of the guest cannot be checked
+// through it. A node that is not Ready, or whose virt-handler stopped
+// beating, already explains it; a paused guest is not judged (the poller
+// stops on a suspend, agent_poller.go:369-400).
+func (e *engine) probePath(l *layer) {
+	f := &e.f
+	g := f.guestFacts()
+	if g == nil || g.Unavailable != "" || g.Failures < f.pol.AgentUnresponsiveProbes ||
+		f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected) == nil || f.paused() != nil || f.nodeNotReady() || f.hbStale() {
+		return
+	}
+	why := bound(g.LastError, maxValue)
+	l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable,
+		"virt-api could not read the guest information of this VMI from virt-launcher through virt-handler on "+orUnknown(f.nodeName)+
+			" in the last "+strconv.Itoa(int(g.Failures))+" probes (failing since "+rfc(g.FailingSince)+"): "+why+
+			"; virt-handler or the launcher's command socket does not answer for this VMI, so what the VMI says of the guest cannot be checked"+
+			" (the guest agent itself is not asked: the launcher answers from its cache)", g.FailingSince)
+	l.cite(kindProbe, f.vmi.Name, probeOSInfo, "failing since "+rfc(g.FailingSince)+": "+why, g.FailingSince)
 }
 
 // filesystemsFull judges the guest's filesystems by the share of each in
@@ -121,29 +154,6 @@ func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
 				strconv.Itoa(int(fs.UsedPercent))+"%", fs.Since)
 		}
 	}
-}
-
-// probeFrozen reads a freeze from the probe when the VMI does not carry
-// one: status.fsFreezeStatus is virt-handler's copy of the agent's answer,
-// written only when virt-handler syncs the VMI, while guestosinfo asks the
-// agent now (kv:pkg/virt-handler/rest/lifecycle.go GetGuestInfo). The
-// first sighting is the earlier of the previous status's and the fold's.
-func (f *facts) probeFrozen(prev *v1alpha1.VMISummary) {
-	g := f.guestAnswers()
-	if g == nil || g.FSFreezeStatus != fsFrozen {
-		return
-	}
-	f.frozenByProbe = true
-	t := g.FrozenSince
-	if t.IsZero() || t.After(f.now) {
-		t = f.now
-	}
-	if prev != nil {
-		if p := mtp(prev.FSFrozenSince); !p.IsZero() && p.Before(t) {
-			t = p
-		}
-	}
-	f.frozenSince = t
 }
 
 // probeSummary adds what the probe answered to the guest summary. The VMI's

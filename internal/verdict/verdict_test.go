@@ -1085,8 +1085,11 @@ func guestSituations() []situation {
 			overall: "Degraded/AgentNeverConnected", guest: "Degraded/AgentNeverConnected",
 		},
 		{
-			name:    "agent disconnected: guestOSInfo left behind",
-			in:      input(func(in *Input) { in.VMI = runningVMI(agentGone()) }),
+			name: "agent disconnected: guestOSInfo left behind",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(agentGone())
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, AgentDisconnectedSince: atp(-6 * time.Minute)}}
+			}),
 			overall: "Degraded/AgentDisconnected", guest: "Degraded/AgentDisconnected",
 			check: func(t *testing.T, r Result) {
 				if g := r.Status.Guest; g.AgentConnected || g.OSPrettyName == "" {
@@ -1103,7 +1106,8 @@ func guestSituations() []situation {
 					Guest: &v1alpha1.GuestSummary{AgentConnected: true},
 				}
 			}),
-			overall: "Degraded/AgentDisconnected",
+			// Just disconnected: it may reconnect (a guest reboot).
+			overall: "Progressing/AgentConnecting",
 		},
 		{
 			name: "previous status of another VMI is no hint",

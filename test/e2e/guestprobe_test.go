@@ -28,6 +28,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 
 	guestOf := func(o *v1alpha1.VMObservation) *v1alpha1.GuestSummary { return o.Status.Guest }
 	guestMessage := func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Guest.Message }
+	nodeMessage := func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message }
 
 	BeforeAll(func() {
 		var err error
@@ -105,7 +106,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		writesReport(ns, "filesystem-nearly-full")
 	})
 
-	It("agent-unresponsive: an agent that stops answering while AgentConnected stays True makes the guest Unknown, with the error", func() {
+	It("guest-info-unreachable: guest-information calls that stop answering while AgentConnected stays True make the node layer Unknown, with the error", func() {
 		ns, node := newWorld("gpunresp")
 		bootHealthy(ns, node)
 		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
@@ -113,20 +114,20 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		}, BeTrue()))
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, true)
 		Eventually(observation(ns, vm), time.Minute).Should(And(
-			layerIs("guest", v1alpha1.VerdictUnknown, v1alpha1.ReasonAgentUnresponsive),
-			WithTransform(guestMessage, And(ContainSubstring("connected"), ContainSubstring("has not answered the last"))),
+			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable),
+			WithTransform(nodeMessage, And(ContainSubstring("through virt-handler"), ContainSubstring("in the last"))),
 		))
 		o, err := observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
-		// KubeVirt still says connected: the condition lags the agent.
+		// KubeVirt still says connected: the agent's channel is open.
 		Expect(o.Status.Guest.AgentConnected).To(BeTrue())
-		GinkgoWriter.Printf("agent-unresponsive: %s\n", guestMessage(o))
+		GinkgoWriter.Printf("guest-info-unreachable: %s\n", nodeMessage(o))
 		// The error is the probe's: no answer within the call's timeout.
-		Expect(guestMessage(o)).To(ContainSubstring("did not answer within " + probeTimeout.String()))
+		Expect(nodeMessage(o)).To(ContainSubstring("did not answer within " + probeTimeout.String()))
 
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, false)
 		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
-		writesReport(ns, "agent-unresponsive")
+		writesReport(ns, "guest-info-unreachable")
 	})
 
 	It("notes a virt-api outage on every VM and pages none", func() {
@@ -158,7 +159,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 			), "VM %s", name)
 		}
 		Expect(gaugeValue("vmobs_guest_probe_available")).To(BeZero())
-		// Not one VM paged while it lasts: no AgentUnresponsive, no Warning.
+		// Not one VM paged while it lasts: no GuestInfoUnreachable, no Warning.
 		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 
