@@ -89,7 +89,10 @@ func decodeUserList(body []byte) (users int32, skipped int, err *Error) {
 // verdict.MaxGuestFilesystems, their use rounded down to 5 points. An
 // entry that is not a filesystem, has no mount point, or whose sizes do
 // not make sense (not integers of int64, negative, total 0, used over
-// total) is skipped and counted.
+// total) is skipped and counted. A filesystem KubeVirt's own space alerts
+// leave out (verdict.FilesystemIgnored: ISO, squashfs, pseudo filesystems,
+// "System Reserved") is dropped before the cap, uncounted: a guest with
+// dozens of snap loops, each 100% used, must not push its real disks out.
 func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped int, err *Error) {
 	var l list
 	if err := json.Unmarshal(body, &l); err != nil {
@@ -107,7 +110,11 @@ func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped in
 			skipped++
 			continue
 		}
-		all = append(all, verdict.GuestFilesystem{MountPoint: mp, Type: clean(f.FileSystemType), UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
+		typ := clean(f.FileSystemType)
+		if verdict.FilesystemIgnored(typ, mp) {
+			continue
+		}
+		all = append(all, verdict.GuestFilesystem{MountPoint: mp, Type: typ, UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
 	}
 	// The same mount point twice (a bind mount, btrfs subvolumes): the
 	// fullest stays.

@@ -118,7 +118,7 @@ func TestDecodeFilesystemList(t *testing.T) {
 				t.Fatalf("got %d filesystems %+v, want %+v", len(got), got, tc.want)
 			}
 			for i := range got {
-				if got[i] != tc.want[i] {
+				if !sameFilesystem(got[i], tc.want[i]) {
 					t.Errorf("[%d] = %+v, want %+v", i, got[i], tc.want[i])
 				}
 			}

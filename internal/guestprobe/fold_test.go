@@ -174,6 +174,8 @@ func TestSameFilesystemSeesEveryField(t *testing.T) {
 			v.SetInt(1)
 		case reflect.Struct:
 			v.Set(reflect.ValueOf(t0))
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]verdict.FilesystemStep{{Percent: 90, Since: t0}}))
 		default:
 			t.Fatalf("field %s of kind %s: teach this test", typ.Field(i).Name, v.Kind())
 		}

@@ -352,7 +352,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	if !settled {
 		e.deadline(graceEnd)
 	}
-	var missing, mismatch, noIP []int
+	var missing, mismatch, nat, noIP []int
 	var missingBuf, mismatchBuf [8]int
 	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
 	var order [8]int
@@ -386,8 +386,38 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			// by design (L2 without IPAM).
 			noIP = append(noIP, i)
 		}
-		if f.ipMismatch(i) {
+		switch {
+		case f.natMismatch(i):
+			nat = append(nat, i)
+		case f.ipMismatch(i):
 			mismatch = append(mismatch, i)
+		}
+	}
+	if len(nat) > 0 {
+		// KubeVirt's own reporting bug, not the guest's: virt-handler
+		// wrote the agent's NAT-internal address where the pod's belongs
+		// (kubevirt#18760; #16421 when the pod IP is missing). Kept on the
+		// guest layer under GuestIPMismatch, whose evidence it is (see
+		// docs/verdicts.md, Decisions).
+		var b strings.Builder
+		for k, i := range nat {
+			if k > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString("virt-handler reports the NAT-internal address " + joinSorted(ifcs[i].IPs) + " on " + ifcs[i].Name)
+			if f.active != nil {
+				if pod := podIPsValue(f.active); pod != "" {
+					b.WriteString(" instead of pod IP " + pod)
+				}
+			}
+		}
+		b.WriteString(" (kubevirt#18760)")
+		e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
+		for _, i := range nat {
+			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
+			if f.active != nil {
+				l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
+			}
 		}
 	}
 	if len(mismatch) > 0 {

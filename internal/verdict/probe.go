@@ -119,41 +119,97 @@ func (e *engine) probePath(l *layer) {
 
 // filesystemsFull judges the guest's filesystems by the share of each in
 // use, as the agent counts it (guest-get-fsinfo's used and total bytes,
-// kv:pkg/virt-launcher/virtwrap/agent-poller/agent_poller.go). The fold
-// keeps them fullest first.
+// kv:pkg/virt-launcher/virtwrap/agent-poller/agent_poller.go), with
+// KubeVirt's own thresholds (kv:pkg/monitoring/rules/alerts/vms.go:195-228,
+// GuestFilesystemAlmostOutOfSpace): at or above FilesystemCriticalPercent
+// (95%, KubeVirt's critical, no duration) it is Degraded at once; at or
+// above FilesystemUsedPercent (85%, KubeVirt's warning, for: 10m) for
+// FilesystemFullFor it is Degraded, and a note until then. Both of
+// KubeVirt's severities are Degraded: vmobs has no "warning" verdict, and
+// a filesystem filling for ten minutes is a fault to act on, not a passing
+// state. Filesystems KubeVirt's alerts leave out (FilesystemIgnored) are
+// not judged. The fold keeps them fullest first.
 func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
-	pol := &e.f.pol
-	var named []string
-	var since time.Time
+	f := &e.f
+	pol := &f.pol
+	var named, filling []string
+	var since, pending time.Time
 	full := 0
 	for i := range g.Filesystems {
 		fs := &g.Filesystems[i]
-		if fs.UsedPercent < pol.FilesystemUsedPercent {
+		if FilesystemIgnored(fs.Type, fs.MountPoint) {
+			continue
+		}
+		at, level, ok := e.filesystemFullAt(fs)
+		if !level {
+			continue
+		}
+		what := bound(fs.MountPoint, 64) + " " + strconv.Itoa(int(fs.UsedPercent)) + "%"
+		if !ok {
+			if len(filling) < maxFullNamed {
+				filling = append(filling, what)
+			}
+			if pending.IsZero() || at.Before(pending) {
+				pending = at
+			}
 			continue
 		}
 		full++
 		if len(named) < maxFullNamed {
-			named = append(named, bound(fs.MountPoint, 64)+" "+strconv.Itoa(int(fs.UsedPercent))+"%")
+			named = append(named, what)
 		}
-		if since.IsZero() || !fs.Since.IsZero() && fs.Since.Before(since) {
-			since = fs.Since
+		if full == 1 || at.Before(since) {
+			since = at
 		}
 	}
-	if full == 0 {
-		return
+	if full > 0 {
+		msg := "guest filesystems nearly full: " + strings.Join(named, ", ")
+		if more := full - len(named); more > 0 {
+			msg += " and " + strconv.Itoa(more) + " more"
+		}
+		msg += " used (" + strconv.Itoa(int(min(pol.FilesystemCriticalPercent, pol.FilesystemUsedPercent))) + "% or more"
+		if pol.FilesystemUsedPercent < pol.FilesystemCriticalPercent {
+			msg += " for " + pol.FilesystemFullFor.String() + ", or " + strconv.Itoa(int(pol.FilesystemCriticalPercent)) + "% or more"
+		}
+		msg += ")"
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull, msg, since)
+	} else if len(filling) > 0 {
+		e.deadline(pending)
+		l.stale(pending)
+		l.note(v1alpha1.ReasonFilesystemNearlyFull, "guest filesystems filling: "+strings.Join(filling, ", ")+
+			" used; at "+rfc(pending)+" that becomes a fault unless they drop under "+strconv.Itoa(int(pol.FilesystemUsedPercent))+"%", time.Time{})
 	}
-	msg := "guest filesystems nearly full: " + strings.Join(named, ", ")
-	if more := full - len(named); more > 0 {
-		msg += " and " + strconv.Itoa(more) + " more"
-	}
-	msg += " used (from " + strconv.Itoa(int(pol.FilesystemUsedPercent)) + "%)"
-	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull, msg, since)
 	for i := range g.Filesystems {
-		if fs := &g.Filesystems[i]; fs.UsedPercent >= pol.FilesystemUsedPercent {
-			l.cite(kindProbe, e.f.vmi.Name, probeFilesystems+"["+bound(fs.MountPoint, 64)+"].used",
-				strconv.Itoa(int(fs.UsedPercent))+"%", fs.Since)
+		fs := &g.Filesystems[i]
+		if FilesystemIgnored(fs.Type, fs.MountPoint) {
+			continue
+		}
+		if t, ok := fs.AtLeastSince(pol.FilesystemUsedPercent); ok {
+			l.cite(kindProbe, f.vmi.Name, probeFilesystems+"["+bound(fs.MountPoint, 64)+"].used",
+				strconv.Itoa(int(fs.UsedPercent))+"%", t)
 		}
 	}
+}
+
+// filesystemFullAt is when a filesystem is (or becomes) nearly full: since
+// it has been at the critical share, else FilesystemFullFor after it
+// reached the warning share; level says it is at the warning share or
+// more, full that its time has come. A level the facts do not date is
+// judged as if its time had come (no clock to wait by).
+func (e *engine) filesystemFullAt(fs *GuestFilesystem) (at time.Time, level, full bool) {
+	pol := &e.f.pol
+	if t, ok := fs.AtLeastSince(pol.FilesystemCriticalPercent); ok {
+		return t, true, true
+	}
+	t, ok := fs.AtLeastSince(pol.FilesystemUsedPercent)
+	if !ok {
+		return time.Time{}, false, false
+	}
+	if t.IsZero() || e.f.future(t) {
+		return time.Time{}, true, true
+	}
+	end := ceilSec(t.Add(pol.FilesystemFullFor))
+	return end, true, crossed(e.f.now, end)
 }
 
 // probeSummary adds what the probe answered to the guest summary. The VMI's

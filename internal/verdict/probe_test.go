@@ -117,7 +117,7 @@ func probeSituations() []situation {
 			name:    "two filesystems at or above 90%: Degraded, worst first",
 			in:      input(withGuest(full)),
 			overall: "Degraded/FilesystemNearlyFull", guest: "Degraded/FilesystemNearlyFull", node: "Healthy/LauncherRunning",
-			check: all(wantLayerMessage(layerGuest, "guest filesystems nearly full: /var 95%, / 90% used (from 90%)"),
+			check: all(wantLayerMessage(layerGuest, "guest filesystems nearly full: /var 95%, / 90% used (85% or more for 10m0s, or 95% or more)"),
 				wantGuestSince(-20*time.Minute),
 				func(t *testing.T, r Result) {
 					wantEvidence(t, r.Status.Layers.Guest, "filesystemlist[/var].used", "95%")
@@ -131,16 +131,16 @@ func probeSituations() []situation {
 			name:    "spec.policy.filesystemUsedPercent 95: only /var counts",
 			in:      input(withGuest(full), overrides(v1alpha1.PolicyOverrides{FilesystemUsedPercent: ptr(int32(95))})),
 			overall: "Degraded/FilesystemNearlyFull",
-			check:   wantLayerMessage(layerGuest, "nearly full: /var 95% used (from 95%)"),
+			check:   wantLayerMessage(layerGuest, "nearly full: /var 95% used (95% or more)"),
 		},
 		{
-			name:    "85% used is not nearly full",
-			in:      input(withGuest(usage(-time.Hour, GuestFilesystem{MountPoint: "/", UsedPercent: 85}))),
+			name:    "80% used is not nearly full",
+			in:      input(withGuest(usage(-time.Hour, GuestFilesystem{MountPoint: "/", UsedPercent: 80}))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 		{
 			name: "six full filesystems: four named, the rest counted",
-			in: input(withGuest(usage(-time.Minute,
+			in: input(withGuest(usage(-20*time.Minute,
 				GuestFilesystem{MountPoint: "/a", UsedPercent: 100}, GuestFilesystem{MountPoint: "/b", UsedPercent: 100},
 				GuestFilesystem{MountPoint: "/c", UsedPercent: 95}, GuestFilesystem{MountPoint: "/d", UsedPercent: 95},
 				GuestFilesystem{MountPoint: "/e", UsedPercent: 90}, GuestFilesystem{MountPoint: "/f", UsedPercent: 90}))),

@@ -91,11 +91,20 @@ type Policy struct {
 	MigrationNotConvergingSamples int32
 
 	// FilesystemUsedPercent: a guest filesystem used at or above this
-	// share is FilesystemNearlyFull.
+	// share for FilesystemFullFor is FilesystemNearlyFull (KubeVirt's
+	// GuestFilesystemAlmostOutOfSpace warning: 85% for 10m).
 	FilesystemUsedPercent int32
 	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
 	// the VMI calls connected is AgentUnresponsive.
 	AgentUnresponsiveProbes int32
+
+	// FilesystemCriticalPercent: a guest filesystem used at or above this
+	// share is FilesystemNearlyFull at once (KubeVirt's critical
+	// GuestFilesystemAlmostOutOfSpace: 95%, no duration). No spec override.
+	FilesystemCriticalPercent int32
+	// FilesystemFullFor: how long a guest filesystem must stay at or above
+	// FilesystemUsedPercent to be FilesystemNearlyFull. No spec override.
+	FilesystemFullFor time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -123,8 +132,10 @@ func DefaultPolicy() Policy {
 		StorageSlowLatency:            50 * time.Millisecond,
 		NetworkErrorRate:              1,
 		MigrationNotConvergingSamples: 3,
-		FilesystemUsedPercent:         90,
+		FilesystemUsedPercent:         85,
 		AgentUnresponsiveProbes:       3,
+		FilesystemCriticalPercent:     95,
+		FilesystemFullFor:             10 * time.Minute,
 	}
 }
 
@@ -146,6 +157,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.DomainStatsGrace, &d.DomainStatsGrace},
 		{&p.GuestCPUStalledAfter, &d.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, &d.StorageSlowLatency},
+		{&p.FilesystemFullFor, &d.FilesystemFullFor},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -157,6 +169,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.MigrationNotConvergingSamples, &d.MigrationNotConvergingSamples},
 		{&p.FilesystemUsedPercent, &d.FilesystemUsedPercent},
 		{&p.AgentUnresponsiveProbes, &d.AgentUnresponsiveProbes},
+		{&p.FilesystemCriticalPercent, &d.FilesystemCriticalPercent},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
