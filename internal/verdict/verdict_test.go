@@ -1336,7 +1336,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations} {
+		domainSituations, runtimeSituations, probeSituations, guestReviewSituations} {
 		all = append(all, f()...)
 	}
 	return all
