@@ -330,13 +330,13 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "filesystem-nearly-full",
-		Description: "The guest's root filesystem fills to 93% (its data disk stays at 41%): the guest agent reports it through virt-api's filesystemlist, and the guest layer names the mount point.",
+		Description: "The guest's root filesystem fills to 96% (its data disk stays at 41%), past KubeVirt's critical 95%: the guest agent reports it through virt-api's filesystemlist, and the guest layer names the mount point.",
 		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonFilesystemNearlyFull,
 		GuestProbe: true,
 		// The VM's next probe, at most an interval away.
 		Wait: 6 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
-			s.SetGuestFilesystemUsage(ns, vm, "/", 93)
+			s.SetGuestFilesystemUsage(ns, vm, "/", 96)
 			s.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0])
 		},

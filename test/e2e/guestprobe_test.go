@@ -76,28 +76,28 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(probes).To(BeNumerically(">=", float64(idle/probeEvery)/2))
 	})
 
-	It("filesystem-nearly-full: a guest filesystem at 93% degrades the guest, naming the mount point", func() {
+	It("filesystem-nearly-full: a guest filesystem at 96% (KubeVirt's critical 95%) degrades the guest at once, naming the mount point", func() {
 		ns, node := newWorld("gpfsfull")
 		bootHealthy(ns, node)
-		sim.SetGuestFilesystemUsage(ns, vm, "/", 93)
+		sim.SetGuestFilesystemUsage(ns, vm, "/", 96)
 		sim.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
 		Eventually(observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
-			WithTransform(guestMessage, ContainSubstring("/ 90%")),
+			WithTransform(guestMessage, ContainSubstring("/ 95%")),
 		))
 		o, err := observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		fs := o.Status.Guest.Filesystems
 		Expect(len(fs)).To(BeNumerically("<=", 16))
 		// Fullest first, in 5-point buckets.
-		Expect(fs[0]).To(Equal(v1alpha1.GuestFilesystem{MountPoint: "/", Type: fs[0].Type, UsedPercent: 90}))
+		Expect(fs[0]).To(Equal(v1alpha1.GuestFilesystem{MountPoint: "/", Type: fs[0].Type, UsedPercent: 95}))
 		Expect(fs).To(ContainElement(v1alpha1.GuestFilesystem{MountPoint: "/var/lib/data", Type: "ext4", UsedPercent: 40}))
 
 		// A change within the bucket is no change at all.
 		settle(ns)
 		before := statusWrites(ns, vm)
-		sim.SetGuestFilesystemUsage(ns, vm, "/", 94)
+		sim.SetGuestFilesystemUsage(ns, vm, "/", 97)
 		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull))
 		Expect(statusWrites(ns, vm) - before).To(BeZero())
 
