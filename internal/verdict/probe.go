@@ -108,10 +108,12 @@ func (e *engine) probePath(l *layer) {
 		f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected) == nil || f.paused() != nil || f.nodeNotReady() || f.hbStale() {
 		return
 	}
+	// The threshold, not the count, in the message: a count that grows
+	// with each failed probe would rewrite the status every interval.
 	why := bound(g.LastError, maxValue)
 	l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable,
 		"virt-api could not read the guest information of this VMI from virt-launcher through virt-handler on "+orUnknown(f.nodeName)+
-			" in the last "+strconv.Itoa(int(g.Failures))+" probes (failing since "+rfc(g.FailingSince)+"): "+why+
+			" in the last "+strconv.Itoa(int(f.pol.AgentUnresponsiveProbes))+" probes (failing since "+rfc(g.FailingSince)+"): "+why+
 			"; virt-handler or the launcher's command socket does not answer for this VMI, so what the VMI says of the guest cannot be checked"+
 			" (the guest agent itself is not asked: the launcher answers from its cache)", g.FailingSince)
 	l.cite(kindProbe, f.vmi.Name, probeOSInfo, "failing since "+rfc(g.FailingSince)+": "+why, g.FailingSince)

@@ -115,6 +115,10 @@ func guestReviewSituations() []situation {
 					if strings.Contains(r.Status.Layers.Guest.Message, "has not answered") {
 						t.Errorf("the guest layer blames the agent: %s", r.Status.Layers.Guest.Message)
 					}
+					// Each further failed probe must not rewrite the status.
+					if more := Evaluate(input(withGuest(failing(7, -10*time.Minute)))).Status.Layers.Node; more.Message != r.Status.Layers.Node.Message {
+						t.Errorf("the message moves with the count of failures:\n%s\n%s", r.Status.Layers.Node.Message, more.Message)
+					}
 				}),
 		},
 		{

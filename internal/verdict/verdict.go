@@ -94,8 +94,9 @@ type Policy struct {
 	// share for FilesystemFullFor is FilesystemNearlyFull (KubeVirt's
 	// GuestFilesystemAlmostOutOfSpace warning: 85% for 10m).
 	FilesystemUsedPercent int32
-	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
-	// the VMI calls connected is AgentUnresponsive.
+	// AgentUnresponsiveProbes: this many failed probes in a row of a VMI
+	// whose agent it calls connected is GuestInfoUnreachable (node layer;
+	// the name is kept from the AgentUnresponsive reason it replaced).
 	AgentUnresponsiveProbes int32
 
 	// FilesystemCriticalPercent: a guest filesystem used at or above this
