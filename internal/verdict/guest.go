@@ -393,33 +393,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			mismatch = append(mismatch, i)
 		}
 	}
-	if len(nat) > 0 {
-		// KubeVirt's own reporting bug, not the guest's: virt-handler
-		// wrote the agent's NAT-internal address where the pod's belongs
-		// (kubevirt#18760; #16421 when the pod IP is missing). Kept on the
-		// guest layer under GuestIPMismatch, whose evidence it is (see
-		// docs/verdicts.md, Decisions).
-		var b strings.Builder
-		for k, i := range nat {
-			if k > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString("virt-handler reports the NAT-internal address " + joinSorted(ifcs[i].IPs) + " on " + ifcs[i].Name)
-			if f.active != nil {
-				if pod := podIPsValue(f.active); pod != "" {
-					b.WriteString(" instead of pod IP " + pod)
-				}
-			}
-		}
-		b.WriteString(" (kubevirt#18760)")
-		e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
-		for _, i := range nat {
-			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
-			if f.active != nil {
-				l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
-			}
-		}
-	}
+	e.natRule(l, ifcs, nat)
 	if len(mismatch) > 0 {
 		var b strings.Builder
 		b.WriteString("the guest reports IPs that differ from the pod network's on ")
@@ -442,13 +416,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			}
 		}
 	}
-	if len(noIP) > 0 {
-		name := ifcs[noIP[0]].Name
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
-			"the guest agent reported the primary interface "+name+" without any IP address since it connected at "+rfc(connected)+
-				" (more than "+f.pol.AgentGracePeriod.String()+" ago)", graceEnd)
-		l.cite(kindVMI, vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
-	}
+	e.noIPRule(l, ifcs, noIP, connected, graceEnd)
 	if len(missing) > 0 {
 		var b strings.Builder
 		b.WriteString("the guest agent is connected but reports nothing for ")
@@ -461,6 +429,59 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing, b.String(), graceEnd)
 		for _, i := range missing {
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].infoSource", ifcs[i].InfoSource, time.Time{})
+		}
+	}
+}
+
+// noIPRule reports the primary interface the agent reports without any IP
+// past AgentGracePeriod from its connection (interfaceRules finds it).
+func (e *engine) noIPRule(l *layer, ifcs []kubevirtv1.VirtualMachineInstanceNetworkInterface, noIP []int, connected, graceEnd time.Time) {
+	if len(noIP) == 0 {
+		return
+	}
+	name := ifcs[noIP[0]].Name
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
+		"the guest agent reported the primary interface "+name+" without any IP address since it connected at "+rfc(connected)+
+			" (more than "+e.f.pol.AgentGracePeriod.String()+" ago)", graceEnd)
+	l.cite(kindVMI, e.f.vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
+}
+
+// natRule reports masquerade interfaces on the pod network whose status
+// shows the NAT-internal address (natMismatch): KubeVirt's own reporting
+// bug, not the guest's.
+func (e *engine) natRule(l *layer, ifcs []kubevirtv1.VirtualMachineInstanceNetworkInterface, nat []int) {
+	if len(nat) == 0 {
+		return
+	}
+	f := &e.f
+	vmi := f.vmi
+	// KubeVirt's own reporting bug, not the guest's: virt-handler
+	// wrote the agent's NAT-internal address where the pod's belongs
+	// (kubevirt#18760; #16421 when the pod IP is missing). Kept on the
+	// guest layer under GuestIPMismatch, whose evidence it is (see
+	// docs/verdicts.md, Decisions).
+	var b strings.Builder
+	for k, i := range nat {
+		if k > 0 {
+			b.WriteString("; ")
+		}
+		addr := joinSorted(ifcs[i].IPs)
+		if addr == "" {
+			addr = ifcs[i].IP
+		}
+		b.WriteString("virt-handler reports the NAT-internal address " + addr + " on " + ifcs[i].Name)
+		if f.active != nil {
+			if pod := podIPsValue(f.active); pod != "" {
+				b.WriteString(" instead of pod IP " + pod)
+			}
+		}
+	}
+	b.WriteString(" (kubevirt#18760)")
+	e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
+	for _, i := range nat {
+		l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
+		if f.active != nil {
+			l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
 		}
 	}
 }
