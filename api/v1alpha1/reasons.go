@@ -450,10 +450,13 @@ const (
 	// filesystemlist).
 	ReasonFilesystemNearlyFull = "FilesystemNearlyFull"
 
-	// ReasonAgentUnresponsive: the VMI says the guest agent is connected,
-	// but the controller's last probes of it through virt-api failed or
-	// timed out: the condition lags.
-	ReasonAgentUnresponsive = "AgentUnresponsive"
+	// ReasonGuestInfoUnreachable: on the node layer: the VMI says the guest
+	// agent is connected, but the controller's last probes of its guest
+	// information failed or timed out. virt-launcher answers them from its
+	// cache of the agent's data, so the failing part is the path virt-api →
+	// virt-handler on the VMI's node → virt-launcher, not the agent. It
+	// replaces AgentUnresponsive (guest layer), which blamed the agent.
+	ReasonGuestInfoUnreachable = "GuestInfoUnreachable"
 
 	// ReasonGuestProbeUnavailable: a note: the controller cannot probe
 	// guest agents through virt-api (the subresource API is down, refuses
@@ -569,6 +572,6 @@ var AllReasons = []string{
 	ReasonMigrationNotConverging,
 	ReasonDomainStatsUnavailable,
 	ReasonFilesystemNearlyFull,
-	ReasonAgentUnresponsive,
+	ReasonGuestInfoUnreachable,
 	ReasonGuestProbeUnavailable,
 }

@@ -184,14 +184,18 @@ type PolicyOverrides struct {
 	MigrationNotConvergingSamples *int32 `json:"migrationNotConvergingSamples,omitempty"`
 
 	// FilesystemUsedPercent: a guest filesystem at or above this share of
-	// its size used, as the guest agent reports it, is FilesystemNearlyFull.
+	// its size used, as the guest agent reports it, for the controller's
+	// --filesystem-full-for (10m) is FilesystemNearlyFull (KubeVirt's
+	// GuestFilesystemAlmostOutOfSpace warning is 85% for 10m).
 	// +optional
 	// +kubebuilder:validation:Minimum=50
 	// +kubebuilder:validation:Maximum=100
 	FilesystemUsedPercent *int32 `json:"filesystemUsedPercent,omitempty"`
 
-	// AgentUnresponsiveProbes: a guest agent the VMI calls connected whose
-	// last this many probes failed is AgentUnresponsive.
+	// AgentUnresponsiveProbes: a VMI whose guest agent it calls connected
+	// and whose last this many probes failed is GuestInfoUnreachable on the
+	// node layer (the name is kept from the AgentUnresponsive reason it
+	// replaced).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
@@ -323,6 +327,14 @@ type VMISummary struct {
 	// conditions carry no time), kept from one status to the next.
 	// +optional
 	HotplugSince *metav1.Time `json:"hotplugSince,omitempty"`
+	// AgentDisconnectedSince is when vmobs first saw the guest agent of
+	// this VMI, connected before, disconnected: KubeVirt removes the
+	// AgentConnected condition and records no time for it, so the
+	// controller keeps the first sighting from one status to the next
+	// until the agent is back. The guest is given AgentGracePeriod from it
+	// to reconnect (a guest reboot closes the agent's channel).
+	// +optional
+	AgentDisconnectedSince *metav1.Time `json:"agentDisconnectedSince,omitempty"`
 	// HotplugVolumes lists the hotplugged volumes and their phases, by name.
 	// +optional
 	// +listType=atomic

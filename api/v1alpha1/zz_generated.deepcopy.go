@@ -541,6 +541,10 @@ func (in *VMISummary) DeepCopyInto(out *VMISummary) {
 		in, out := &in.HotplugSince, &out.HotplugSince
 		*out = (*in).DeepCopy()
 	}
+	if in.AgentDisconnectedSince != nil {
+		in, out := &in.AgentDisconnectedSince, &out.AgentDisconnectedSince
+		*out = (*in).DeepCopy()
+	}
 	if in.HotplugVolumes != nil {
 		in, out := &in.HotplugVolumes, &out.HotplugVolumes
 		*out = make([]HotplugVolume, len(*in))

@@ -12,7 +12,7 @@ import (
 func TestDemoFlags(t *testing.T) {
 	code, out, _ := runCmd(t, "help", "demo")
 	if code != exitOK || !strings.Contains(out, "Usage: vmobs demo") || !strings.Contains(out, "stuck-scheduling") ||
-		!strings.Contains(out, "filesystem-nearly-full") || !strings.Contains(out, "agent-unresponsive") || !strings.Contains(out, "-non-interactive") {
+		!strings.Contains(out, "filesystem-nearly-full") || !strings.Contains(out, "guest-info-unreachable") || !strings.Contains(out, "-non-interactive") {
 		t.Errorf("help demo: exit %d:\n%s", code, out)
 	}
 	for _, tc := range []struct {

@@ -92,8 +92,10 @@ func runManager(ctx context.Context, args []string) int {
 	fs.Float64Var(&opts.GuestProbe.QPS, "guest-probe-qps", opts.GuestProbe.QPS, "At most this many guest agent probes per second across all VMs (each is three GETs through the API server to virt-api).")
 	fs.IntVar(&opts.GuestProbe.Workers, "guest-probe-workers", opts.GuestProbe.Workers, "Guest agent probes running at once, on workers of their own (never the reconcile workers).")
 	fs.DurationVar(&opts.GuestProbe.Timeout, "guest-probe-timeout", opts.GuestProbe.Timeout, "Time a guest agent has to answer each of a probe's GETs.")
-	fsUsed := fs.Int("filesystem-used-percent", int(opts.Policy.FilesystemUsedPercent), "A guest filesystem used at or above this share (%) is FilesystemNearlyFull.")
-	unresponsive := fs.Int("agent-unresponsive-probes", int(opts.Policy.AgentUnresponsiveProbes), "A guest agent the VMI calls connected whose last this many probes failed is AgentUnresponsive.")
+	fsUsed := fs.Int("filesystem-used-percent", int(opts.Policy.FilesystemUsedPercent), "A guest filesystem used at or above this share (%) for --filesystem-full-for is FilesystemNearlyFull (KubeVirt's GuestFilesystemAlmostOutOfSpace warning).")
+	fsCritical := fs.Int("filesystem-critical-percent", int(opts.Policy.FilesystemCriticalPercent), "A guest filesystem used at or above this share (%) is FilesystemNearlyFull at once (KubeVirt's critical GuestFilesystemAlmostOutOfSpace).")
+	fs.DurationVar(&opts.Policy.FilesystemFullFor, "filesystem-full-for", opts.Policy.FilesystemFullFor, "How long a guest filesystem must stay at or above --filesystem-used-percent to be FilesystemNearlyFull.")
+	unresponsive := fs.Int("agent-unresponsive-probes", int(opts.Policy.AgentUnresponsiveProbes), "A VMI whose guest agent it calls connected and whose last this many probes failed is GuestInfoUnreachable (node layer): virt-api cannot read its guest information through virt-handler and virt-launcher.")
 	fs.IntVar(&opts.StartupGCPercent, "startup-gc-percent", opts.StartupGCPercent, "The garbage collector's GC percent while the informers decode their initial lists (until the caches have synced, at most 5m), so that what the cache keeps of them sits densely in the heap; 0 leaves the collector as GOGC sets it, and an explicit GOGC wins (docs/performance.md).")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	qps := fs.Float64("kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
@@ -124,6 +126,7 @@ func runManager(ctx context.Context, args []string) int {
 		{"storage-slow-factor", *slowFactor, 2, 1 << 20, &opts.Policy.StorageSlowFactor},
 		{"migration-not-converging-samples", *notConverging, 2, 1 << 10, &opts.Policy.MigrationNotConvergingSamples},
 		{"filesystem-used-percent", *fsUsed, 50, 100, &opts.Policy.FilesystemUsedPercent},
+		{"filesystem-critical-percent", *fsCritical, 50, 100, &opts.Policy.FilesystemCriticalPercent},
 		{"agent-unresponsive-probes", *unresponsive, 1, 10, &opts.Policy.AgentUnresponsiveProbes},
 	} {
 		if n.v < n.min || n.v > n.max {

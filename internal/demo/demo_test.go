@@ -96,7 +96,7 @@ func TestDemoGuestProbeScenarios(t *testing.T) {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"filesystem-nearly-full", "agent-unresponsive"} {
+	for _, name := range []string{"filesystem-nearly-full", "guest-info-unreachable"} {
 		t.Run(name, func(t *testing.T) {
 			sc, ok := simulator.ScenarioByName(name)
 			if !ok || !sc.GuestProbe {

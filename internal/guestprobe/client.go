@@ -40,9 +40,12 @@ type Kind string
 
 // Kinds of failure. The first five say the API cannot be used at all (the
 // Source stops probing and, if it lasts, says so for every VM); Gone says
-// the VMI cannot be probed now, which is no one's failure; the last four
-// are this guest's (or, when a large share of the fleet fails alike,
-// virt-api's or virt-handler's).
+// the VMI cannot be probed now, which is no one's failure; the last five
+// are this VMI's path's (or, when a large share of the fleet fails alike,
+// virt-api's or virt-handler's). None is the guest agent's: virt-launcher
+// answers the three subresources from its cache of the agent's data
+// (kv:pkg/virt-launcher/virtwrap/manager.go:2553-2650), never by asking
+// the agent.
 const (
 	// KindThrottled: 429, the API server's or virt-api's rate limit.
 	KindThrottled Kind = "throttled"
@@ -62,8 +65,16 @@ const (
 	KindGone Kind = "gone"
 	// KindNotSupported: the agent does not support the command.
 	KindNotSupported Kind = "not_supported"
-	// KindAgent: virt-api answered an error from virt-handler,
-	// virt-launcher or the agent.
+	// KindNoHandler: virt-api finds no virt-handler pod on the VMI's node
+	// ("No virt-handler on node %s found",
+	// kv:staging/src/kubevirt.io/client-go/kubecli/handler.go:126): a
+	// fault of the node's KubeVirt, not of the guest.
+	KindNoHandler Kind = "no_handler"
+	// KindAgent: virt-api answered another error: it could not reach
+	// virt-handler, virt-handler could not find or dial the launcher's
+	// command socket (kv:pkg/virt-handler/rest/lifecycle.go:253-275), or
+	// the launcher's call failed. The label keeps its old name; the agent
+	// is not asked.
 	KindAgent Kind = "agent_error"
 	// KindTimeout: no answer within the call's timeout.
 	KindTimeout Kind = "timeout"
@@ -214,6 +225,8 @@ func classify(code int, retryAfter string, body []byte, key types.NamespacedName
 		e.Kind, e.Msg = KindGone, fmt.Sprintf("%s: %s", sub, text)
 	case notSupported(lower):
 		e.Kind, e.Msg = KindNotSupported, fmt.Sprintf("%s: not supported by the guest agent", sub)
+	case strings.Contains(lower, "no virt-handler on node"):
+		e.Kind, e.Msg = KindNoHandler, fmt.Sprintf("%s: virt-api finds no virt-handler on the VMI's node (%d): %s", sub, code, text)
 	default:
 		e.Kind, e.Msg = KindAgent, fmt.Sprintf("%s failed (%d): %s", sub, code, text)
 	}

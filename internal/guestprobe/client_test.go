@@ -69,6 +69,7 @@ func TestClientClassifies(t *testing.T) {
 		{"not running (409)", status(http.StatusConflict, `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "vm1": VMI is not running`), KindGone, 0},
 		{"another VMI's name is not this one gone", text(http.StatusInternalServerError, `virtualmachineinstance.kubevirt.io "vm10" not found`), KindAgent, 0},
 		{"command not supported", text(http.StatusInternalServerError, "unexpected return code 500 (500 Internal Server Error), message: The command guest-get-users has not been found"), KindNotSupported, 0},
+		{"no virt-handler on the node (virt-api's 500)", text(http.StatusInternalServerError, "No virt-handler on node node-a found"), KindNoHandler, 0},
 		{"virt-handler failed", text(http.StatusInternalServerError, "unexpected return code 500 (500 Internal Server Error), message: rpc error: code = DeadlineExceeded"), KindAgent, 0},
 		{"a hostile error body is bounded", text(http.StatusInternalServerError, strings.Repeat("\x1bA", 1<<20)), KindAgent, 0},
 	} {

@@ -24,18 +24,21 @@ import (
 // osInfo is what the fold keeps of guestosinfo.
 type osInfo struct {
 	Hostname, OSName, KernelRelease, Timezone string
-	Frozen                                    bool
 }
 
 // guestAgentInfo is the part of kubevirtv1.VirtualMachineInstanceGuestAgentInfo
 // the fold reads. Its user and filesystem lists (virt-launcher's copies of
 // userlist and filesystemlist, capped at ten) are not decoded: a hostile
-// size in them must not make the OS info unreadable.
+// size in them must not make the OS info unreadable. Its fsFreezeStatus
+// is not read either: it is the agent's raw answer ("frozen" or "thawed",
+// kv:pkg/virt-launcher/virtwrap/manager.go:2558-2568), from the same poller
+// whose changes virt-handler copies into the VMI's status.fsFreezeStatus at
+// once (kv:pkg/virt-handler/vm.go:931-942), so the VMI is at least as fresh
+// as a probe and the engine reads only the VMI.
 type guestAgentInfo struct {
-	Hostname       string                                       `json:"hostname"`
-	OS             kubevirtv1.VirtualMachineInstanceGuestOSInfo `json:"os"`
-	Timezone       string                                       `json:"timezone"`
-	FSFreezeStatus string                                       `json:"fsFreezeStatus"`
+	Hostname string                                       `json:"hostname"`
+	OS       kubevirtv1.VirtualMachineInstanceGuestOSInfo `json:"os"`
+	Timezone string                                       `json:"timezone"`
 }
 
 // list is a KubeVirt list answer (VirtualMachineInstanceGuestOSUserList,
@@ -57,9 +60,6 @@ func decodeGuestOSInfo(body []byte) (osInfo, *Error) {
 	}
 	return osInfo{
 		Hostname: clean(a.Hostname), OSName: clean(name), KernelRelease: clean(a.OS.KernelRelease), Timezone: clean(a.Timezone),
-		// KubeVirt sets "frozen" while a freeze is requested and leaves it
-		// empty otherwise (older versions wrote "thawed").
-		Frozen: a.FSFreezeStatus == "frozen",
 	}, nil
 }
 
@@ -89,7 +89,10 @@ func decodeUserList(body []byte) (users int32, skipped int, err *Error) {
 // verdict.MaxGuestFilesystems, their use rounded down to 5 points. An
 // entry that is not a filesystem, has no mount point, or whose sizes do
 // not make sense (not integers of int64, negative, total 0, used over
-// total) is skipped and counted.
+// total) is skipped and counted. A filesystem KubeVirt's own space alerts
+// leave out (verdict.FilesystemIgnored: ISO, squashfs, pseudo filesystems,
+// "System Reserved") is dropped before the cap, uncounted: a guest with
+// dozens of snap loops, each 100% used, must not push its real disks out.
 func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped int, err *Error) {
 	var l list
 	if err := json.Unmarshal(body, &l); err != nil {
@@ -107,7 +110,11 @@ func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped in
 			skipped++
 			continue
 		}
-		all = append(all, verdict.GuestFilesystem{MountPoint: mp, Type: clean(f.FileSystemType), UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
+		typ := clean(f.FileSystemType)
+		if verdict.FilesystemIgnored(typ, mp) {
+			continue
+		}
+		all = append(all, verdict.GuestFilesystem{MountPoint: mp, Type: typ, UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
 	}
 	// The same mount point twice (a bind mount, btrfs subvolumes): the
 	// fullest stays.

@@ -60,15 +60,6 @@ func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (ver
 		f.Failures, f.FailingSince, f.LastError = 0, time.Time{}, ""
 		f.Answered = true
 		f.Hostname, f.OSName, f.KernelRelease, f.Timezone = r.info.Hostname, r.info.OSName, r.info.KernelRelease, r.info.Timezone
-		f.FSFreezeStatus = ""
-		if r.info.Frozen {
-			f.FSFreezeStatus = "frozen"
-			if f.FrozenSince.IsZero() {
-				f.FrozenSince = at
-			}
-		} else {
-			f.FrozenSince = time.Time{}
-		}
 		f.Users, f.UsersKnown = r.users, r.usersKnown
 		if !r.usersKnown {
 			f.Users = 0
@@ -83,19 +74,31 @@ func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (ver
 	return f, changed
 }
 
-// filesystems dates each filesystem: Since is kept while it stays in its
-// 5-point bucket or climbs back to where it was (one that was at 95% and
-// is at 90% has been at 90% or more since it reached 95%), and starts now
-// when it reaches a higher bucket or appears. The list before is returned
-// as is when nothing changed, so that unchanged facts share it.
+// filesystems dates each filesystem: for every level from
+// verdict.MinFilesystemStep up to its use, since when it has been at that
+// level or more without a probe below (its Steps), so that a rule can ask
+// how long it has been at a threshold (FilesystemNearlyFull's duration).
+// A level it stays at keeps its date, one it climbs to starts now, and
+// after a fall the levels it still holds keep the dates they had (one that
+// went from 85% to 95% and is at 90% has been at 90% or more since it
+// reached 90%). Since is the date of its current level. The list before
+// is returned as is when nothing changed, so that unchanged facts share
+// it.
 func filesystems(prev, now []verdict.GuestFilesystem, at time.Time) []verdict.GuestFilesystem {
 	for i := range now {
-		now[i].Since = at
+		var before *verdict.GuestFilesystem
 		for j := range prev {
-			if prev[j].MountPoint == now[i].MountPoint && prev[j].UsedPercent >= now[i].UsedPercent {
-				now[i].Since = prev[j].Since
+			if prev[j].MountPoint == now[i].MountPoint {
+				before = &prev[j]
 				break
 			}
+		}
+		now[i].Steps = steps(before, now[i].UsedPercent, at)
+		now[i].Since = at
+		if n := len(now[i].Steps); n > 0 {
+			now[i].Since = now[i].Steps[n-1].Since
+		} else if before != nil && before.UsedPercent >= now[i].UsedPercent {
+			now[i].Since = before.Since
 		}
 	}
 	if slices.EqualFunc(prev, now, sameFilesystem) {
@@ -104,8 +107,41 @@ func filesystems(prev, now []verdict.GuestFilesystem, at time.Time) []verdict.Gu
 	return now
 }
 
+// steps is the run's levels of a filesystem now at used percent, from its
+// levels before (nil: first seen).
+func steps(before *verdict.GuestFilesystem, used int32, at time.Time) []verdict.FilesystemStep {
+	if used < verdict.MinFilesystemStep {
+		return nil
+	}
+	var old []verdict.FilesystemStep
+	if before != nil {
+		old = before.Steps
+		if len(old) == 0 && before.UsedPercent >= verdict.MinFilesystemStep {
+			old = []verdict.FilesystemStep{{Percent: before.UsedPercent, Since: before.Since}}
+		}
+	}
+	out := make([]verdict.FilesystemStep, 0, len(old)+1)
+	for _, s := range old {
+		if s.Percent <= used {
+			out = append(out, s)
+			continue
+		}
+		// The first level above the use now: it held every level up to
+		// used since then.
+		if len(out) == 0 || out[len(out)-1].Percent < used {
+			out = append(out, verdict.FilesystemStep{Percent: used, Since: s.Since})
+		}
+		break
+	}
+	if len(out) == 0 || out[len(out)-1].Percent < used {
+		out = append(out, verdict.FilesystemStep{Percent: used, Since: at})
+	}
+	return out
+}
+
 func sameFilesystem(a, b verdict.GuestFilesystem) bool {
-	return a.MountPoint == b.MountPoint && a.Type == b.Type && a.UsedPercent == b.UsedPercent && a.Since.Equal(b.Since)
+	return a.MountPoint == b.MountPoint && a.Type == b.Type && a.UsedPercent == b.UsedPercent && a.Since.Equal(b.Since) &&
+		slices.EqualFunc(a.Steps, b.Steps, func(x, y verdict.FilesystemStep) bool { return x.Percent == y.Percent && x.Since.Equal(y.Since) })
 }
 
 // same compares two facts, ProbedAt aside (it dates the change itself).
@@ -116,7 +152,6 @@ func same(a, b *verdict.GuestFacts) bool {
 		a.Failures == b.Failures && a.FailingSince.Equal(b.FailingSince) && a.LastError == b.LastError &&
 		a.Answered == b.Answered && a.Hostname == b.Hostname && a.OSName == b.OSName &&
 		a.KernelRelease == b.KernelRelease && a.Timezone == b.Timezone &&
-		a.FSFreezeStatus == b.FSFreezeStatus && a.FrozenSince.Equal(b.FrozenSince) &&
 		a.Users == b.Users && a.UsersKnown == b.UsersKnown &&
 		slices.EqualFunc(a.Filesystems, b.Filesystems, sameFilesystem)
 }

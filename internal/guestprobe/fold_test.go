@@ -88,26 +88,6 @@ func TestFold(t *testing.T) {
 				t.Fatalf("%+v", f)
 			}
 		}},
-		{"frozen since the first probe that saw it", func() verdict.GuestFacts {
-			r := answered()
-			r.info.Frozen = true
-			f, _ := fold(&verdict.GuestFacts{}, "uid-1", r, t0)
-			return f
-		}, func() *result { r := answered(); r.info.Frozen = true; return r }(), "uid-1", false, func(t *testing.T, f verdict.GuestFacts) {
-			if f.FSFreezeStatus != "frozen" || f.FrozenSince != t0 {
-				t.Fatalf("%+v", f)
-			}
-		}},
-		{"thawed clears FrozenSince", func() verdict.GuestFacts {
-			r := answered()
-			r.info.Frozen = true
-			f, _ := fold(&verdict.GuestFacts{}, "uid-1", r, t0)
-			return f
-		}, answered(), "uid-1", true, func(t *testing.T, f verdict.GuestFacts) {
-			if f.FSFreezeStatus != "" || !f.FrozenSince.IsZero() {
-				t.Fatalf("%+v", f)
-			}
-		}},
 		{"users unknown", base, func() *result { r := answered(gfs("/", 85), gfs("/var", 40)); r.usersKnown = false; return r }(), "uid-1", true, func(t *testing.T, f verdict.GuestFacts) {
 			if f.UsersKnown || f.Users != 0 {
 				t.Fatalf("%+v", f)
@@ -194,6 +174,8 @@ func TestSameFilesystemSeesEveryField(t *testing.T) {
 			v.SetInt(1)
 		case reflect.Struct:
 			v.Set(reflect.ValueOf(t0))
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]verdict.FilesystemStep{{Percent: 90, Since: t0}}))
 		default:
 			t.Fatalf("field %s of kind %s: teach this test", typ.Field(i).Name, v.Kind())
 		}

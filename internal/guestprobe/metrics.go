@@ -24,7 +24,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "vmobs_guest_probe_requests_total",
-			Help: "GETs of virt-api's guest agent subresources, per subresource and result (ok, throttled, unavailable, unreachable, refused, not_served, gone, not_supported, agent_error, timeout, bad_answer).",
+			Help: "GETs of virt-api's guest agent subresources, per subresource and result (ok, throttled, unavailable, unreachable, refused, not_served, gone, not_supported, no_handler, agent_error, timeout, bad_answer).",
 		}, []string{"subresource", "result"}),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vmobs_guest_probe_request_duration_seconds",

@@ -639,6 +639,8 @@ func unavailableReason(k Kind) string {
 		return "guest agent probes time out across the fleet: virt-api or virt-handler does not answer"
 	case KindBadAnswer:
 		return "virt-api's answers cannot be read across the fleet"
+	case KindNoHandler:
+		return "virt-api finds no virt-handler on the nodes of the fleet's VMs"
 	}
 	return "guest agent probes fail alike across the fleet: virt-api or virt-handler fails"
 }

@@ -60,9 +60,9 @@ type Observation struct {
 	Layers          [3]Layer // in v1alpha1.LayerNames order
 
 	// Since holds status.vmi's first sightings, which the engine carries
-	// from one status to the next (fsFrozenSince, hotplugSince); nil when
-	// there are none, as for most VMs.
-	Since *[2]Time
+	// from one status to the next (fsFrozenSince, hotplugSince,
+	// agentDisconnectedSince); nil when there are none, as for most VMs.
+	Since *[3]Time
 	// HotplugVolumeSince is status.vmi.hotplugVolumeSince, the engine's
 	// first sighting of a hotplugged volume not Ready.
 	HotplugVolumeSince Time
@@ -134,7 +134,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
 		out.NodeName = Intern(st.VMI.NodeName)
-		if since := [2]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince)}; since != ([2]Time{}) {
+		if since := [3]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince), timePtr(st.VMI.AgentDisconnectedSince)}; since != ([3]Time{}) {
 			out.Since = &since
 		}
 		out.HotplugVolumeSince = timePtr(st.VMI.HotplugVolumeSince)
@@ -180,7 +180,7 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	if !o.VMIUID.IsZero() {
 		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
 		if o.Since != nil {
-			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
+			st.VMI.FSFrozenSince, st.VMI.HotplugSince, st.VMI.AgentDisconnectedSince = o.Since[0].Ptr(), o.Since[1].Ptr(), o.Since[2].Ptr()
 		}
 		st.VMI.HotplugVolumeSince = o.HotplugVolumeSince.Ptr()
 	}

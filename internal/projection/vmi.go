@@ -108,6 +108,8 @@ const (
 	bindMasquerade
 	bindSRIOV
 	bindMacvtap
+	// bindPasst is core passtBinding (v1.8+); the passt field KubeVirt
+	// discontinued in v1.3 is not kept (the engine does not read it).
 	bindPasst
 )
 
@@ -166,7 +168,7 @@ func specInterfaces(in []kubevirtv1.Interface) []SpecInterface {
 			bit uint8
 		}{
 			{s.Bridge != nil, bindBridge}, {s.DeprecatedSlirp != nil, bindSlirp}, {s.Masquerade != nil, bindMasquerade},
-			{s.SRIOV != nil, bindSRIOV}, {s.DeprecatedMacvtap != nil, bindMacvtap}, {s.DeprecatedPasst != nil, bindPasst},
+			{s.SRIOV != nil, bindSRIOV}, {s.DeprecatedMacvtap != nil, bindMacvtap}, {s.PasstBinding != nil, bindPasst},
 		} {
 			if b.set {
 				o.Binding |= b.bit
@@ -198,7 +200,7 @@ func (s *SpecInterface) spec() kubevirtv1.Interface {
 		m.DeprecatedMacvtap = &kubevirtv1.DeprecatedInterfaceMacvtap{}
 	}
 	if s.Binding&bindPasst != 0 {
-		m.DeprecatedPasst = &kubevirtv1.DeprecatedInterfacePasst{}
+		m.PasstBinding = &kubevirtv1.InterfacePasstBinding{}
 	}
 	return out
 }

@@ -73,8 +73,11 @@ const (
 	// after virt-handler's 5 s gRPC deadline to virt-launcher, with a 500
 	// (kv:pkg/virt-handler/cmd-client/client.go shortTimeout): a caller's
 	// own timeout must be what ends the wait here. This is the fault of
-	// the scenario agent-unresponsive: the VMI's AgentConnected condition
-	// stays True while every call fails.
+	// the scenario guest-info-unreachable: the VMI's AgentConnected
+	// condition stays True while every call fails. (Real virt-launcher
+	// answers these calls from its cache of the agent's data, so a hung
+	// agent does not fail them; what this fakes is the path virt-api →
+	// virt-handler → launcher not answering.)
 	GuestAgentUnresponsive GuestAgentFault = 1 << iota
 	// GuestAgentHugeAnswer: each answer is valid JSON of KubeVirt's type
 	// of at least HugeAnswerBytes: userlist and filesystemlist list tens of
@@ -203,8 +206,8 @@ func (s *Simulator) SetGuestAgentDelay(ns, name string, d time.Duration) {
 // list. userlist lists them all; guestosinfo the first 10, as
 // virt-launcher's GetGuestInfo does. Like every knob here it is per VMI
 // and holds until ResetGuestAgent, so a scenario sets it once (e.g. the
-// users of the VM in agent-unresponsive, to see them kept while the agent
-// does not answer).
+// users of the VM in guest-info-unreachable, to see them kept while the
+// calls fail).
 func (s *Simulator) SetGuestUsers(ns, name string, users ...string) {
 	login := float64(s.Clock().UnixMilli()) / 1000
 	list := make([]kubevirtv1.VirtualMachineInstanceGuestOSUser, len(users))

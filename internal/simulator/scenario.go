@@ -331,21 +331,21 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "filesystem-nearly-full",
-		Description: "The guest's root filesystem fills to 93% (its data disk stays at 41%): the guest agent reports it through virt-api's filesystemlist, and the guest layer names the mount point.",
+		Description: "The guest's root filesystem fills to 96% (its data disk stays at 41%), past KubeVirt's critical 95%: the guest agent reports it through virt-api's filesystemlist, and the guest layer names the mount point.",
 		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonFilesystemNearlyFull,
 		GuestProbe: true,
 		// The VM's next probe, at most an interval away.
 		Wait: 6 * time.Minute,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
-			s.SetGuestFilesystemUsage(ns, vm, "/", 93)
+			s.SetGuestFilesystemUsage(ns, vm, "/", 96)
 			s.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0])
 		},
 	},
 	{
-		Name:        "agent-unresponsive",
-		Description: "The guest agent stops answering (every guestosinfo, userlist and filesystemlist call hangs) while the VMI still says AgentConnected=True: the condition lags, the probes time out.",
-		Layer:       v1alpha1.LayerGuest, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonAgentUnresponsive,
+		Name:        "guest-info-unreachable",
+		Description: "virt-api's guest-information calls for the VM stop answering (every guestosinfo, userlist and filesystemlist call hangs, as when virt-handler or the launcher's command socket does not answer) while the VMI still says AgentConnected=True: the probes time out and the node layer names the path.",
+		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonGuestInfoUnreachable,
 		GuestProbe: true,
 		// Three probes an interval apart, each cut at its timeout.
 		Wait: 16 * time.Minute,

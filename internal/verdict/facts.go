@@ -86,10 +86,10 @@ type facts struct {
 	// zero while they are not (readRuntime); hp is a memory or CPU hotplug
 	// requested and not applied.
 	frozenSince time.Time
-	// frozenByProbe says the freeze was read from the probe's guestosinfo,
-	// not the VMI's status.fsFreezeStatus.
-	frozenByProbe bool
-	hp            hotplug
+	hp          hotplug
+	// agentLost is when the guest agent, connected before, was first seen
+	// disconnected, zero while it is connected or never was (readRuntime).
+	agentLost time.Time
 }
 
 type heartbeat struct {

@@ -232,10 +232,27 @@ func (e *engine) agentAbsent(l *layer) {
 		l.cite(kindVMI, vmi.Name, "status.conditions[Ready]", "absent", time.Time{})
 		return
 	}
-	if hint, field, value := e.agentHint(); hint {
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected,
-			"the guest agent was connected before and is not now"+osSuffix(vmi), time.Time{})
-		l.cite(kindVMI, vmi.Name, acField, "absent", time.Time{})
+	if hint, field, value := f.agentHint(); hint {
+		// A guest reboot closes the agent's virtio-serial port and
+		// virt-handler removes the condition (kv:pkg/virt-handler/
+		// vm.go:785-798); the agent comes back after the boot. So a
+		// disconnection gets AgentGracePeriod from its first sighting
+		// (KubeVirt gives it no time) to heal, as a first connection does.
+		lost := f.agentLost
+		graceEnd := ceilSec(lost.Add(f.pol.AgentGracePeriod))
+		if !lost.IsZero() && !crossed(f.now, graceEnd) {
+			l.stale(graceEnd)
+			e.deadline(graceEnd)
+			l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting,
+				"the guest agent disconnected (first seen at "+rfc(lost)+"; a guest reboot does that) and may reconnect until "+rfc(graceEnd)+osSuffix(vmi), lost)
+		} else {
+			msg := "the guest agent was connected before and is not now"
+			if !lost.IsZero() {
+				msg += ", " + f.pol.AgentGracePeriod.String() + " after its disconnection was first seen at " + rfc(lost)
+			}
+			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected, msg+osSuffix(vmi), graceEnd)
+		}
+		l.cite(kindVMI, vmi.Name, acField, "absent", lost)
 		if field != "" {
 			l.cite(kindVMI, vmi.Name, field, value, time.Time{})
 		}
@@ -303,8 +320,7 @@ func (f *facts) domainRunning() bool {
 
 // agentHint says whether an agent was connected to this VMI before, and
 // which field shows it.
-func (e *engine) agentHint() (bool, string, string) {
-	f := &e.f
+func (f *facts) agentHint() (bool, string, string) {
 	vmi := f.vmi
 	if n := vmi.Status.GuestOSInfo.Name; n != "" {
 		return true, "status.guestOSInfo.name", n
@@ -338,7 +354,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	if !settled {
 		e.deadline(graceEnd)
 	}
-	var missing, mismatch, noIP []int
+	var missing, mismatch, nat, noIP []int
 	var missingBuf, mismatchBuf [8]int
 	missing, mismatch = missingBuf[:0], mismatchBuf[:0]
 	var order [8]int
@@ -355,12 +371,21 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			if settled && ifc.LinkState != "down" && ifc.MAC != "" && hasInfoSource(ifc.InfoSource, infoSourceDomain) {
 				missing = append(missing, i)
 			}
-		} else if ifc.LinkState != "down" && ifc.IP == "" && len(ifc.IPs) == 0 && f.isPrimary(i) {
-			// The primary interface always has an address: virt-handler
-			// writes the pod's from its cache before the agent speaks
-			// (kv:pkg/network/setup/netstat.go), so an entry the agent
-			// reported with none lost it (kubevirt#7508). Secondary
-			// networks may carry none by design (L2 without IPAM).
+		} else if settled && ifc.LinkState != "down" && ifc.IP == "" && len(ifc.IPs) == 0 && f.isPrimary(i) {
+			// The primary interface has an address once the guest has one:
+			// virt-handler writes the pod's from its cache, but clears it
+			// while the agent reports the interface without an IPv4 ("in
+			// case GA does not include IP data, it will clear IP status
+			// data", kv:pkg/network/setup/netstat.go:371-398). qemu-ga
+			// usually connects before DHCP finishes, and the interface
+			// poller runs at once, then after 10, 20, 40, 80 and 120 s
+			// (kv:pkg/virt-launcher/virtwrap/agent-poller/
+			// agent_poller.go:239-272): every boot shows the primary
+			// interface without an IP for up to a few minutes. So it
+			// counts only after AgentGracePeriod from the agent's
+			// connection, as missing data does; past it the entry lost its
+			// address (kubevirt#7508). Secondary networks may carry none
+			// by design (L2 without IPAM).
 			noIP = append(noIP, i)
 		}
 		// While a migration runs, the VMI may already name the target
@@ -369,10 +394,14 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 		// before its next sync replaces the source pod's addresses: the
 		// comparison waits for the migration's end, then the lag grace
 		// (podIPsSince).
-		if !f.mig.inProgress && f.ipMismatch(i) {
+		switch {
+		case f.natMismatch(i):
+			nat = append(nat, i)
+		case !f.mig.inProgress && f.ipMismatch(i):
 			mismatch = append(mismatch, i)
 		}
 	}
+	e.natRule(l, ifcs, nat)
 	if len(mismatch) > 0 {
 		var b strings.Builder
 		b.WriteString("the guest reports IPs that differ from the pod network's on ")
@@ -395,12 +424,7 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			}
 		}
 	}
-	if len(noIP) > 0 {
-		name := ifcs[noIP[0]].Name
-		e.contradiction(l, connected, v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
-			"the guest agent reported the primary interface "+name+" without any IP address")
-		l.cite(kindVMI, vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
-	}
+	e.noIPRule(l, ifcs, noIP, connected, graceEnd)
 	if len(missing) > 0 {
 		var b strings.Builder
 		b.WriteString("the guest agent is connected but reports nothing for ")
@@ -413,6 +437,59 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing, b.String(), graceEnd)
 		for _, i := range missing {
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].infoSource", ifcs[i].InfoSource, time.Time{})
+		}
+	}
+}
+
+// noIPRule reports the primary interface the agent reports without any IP
+// past AgentGracePeriod from its connection (interfaceRules finds it).
+func (e *engine) noIPRule(l *layer, ifcs []kubevirtv1.VirtualMachineInstanceNetworkInterface, noIP []int, connected, graceEnd time.Time) {
+	if len(noIP) == 0 {
+		return
+	}
+	name := ifcs[noIP[0]].Name
+	l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
+		"the guest agent reported the primary interface "+name+" without any IP address since it connected at "+rfc(connected)+
+			" (more than "+e.f.pol.AgentGracePeriod.String()+" ago)", graceEnd)
+	l.cite(kindVMI, e.f.vmi.Name, "status.interfaces["+name+"].ipAddress", "absent", time.Time{})
+}
+
+// natRule reports masquerade interfaces on the pod network whose status
+// shows the NAT-internal address (natMismatch): KubeVirt's own reporting
+// bug, not the guest's.
+func (e *engine) natRule(l *layer, ifcs []kubevirtv1.VirtualMachineInstanceNetworkInterface, nat []int) {
+	if len(nat) == 0 {
+		return
+	}
+	f := &e.f
+	vmi := f.vmi
+	// KubeVirt's own reporting bug, not the guest's: virt-handler
+	// wrote the agent's NAT-internal address where the pod's belongs
+	// (kubevirt#18760; #16421 when the pod IP is missing). Kept on the
+	// guest layer under GuestIPMismatch, whose evidence it is (see
+	// docs/verdicts.md, Decisions).
+	var b strings.Builder
+	for k, i := range nat {
+		if k > 0 {
+			b.WriteString("; ")
+		}
+		addr := joinSorted(ifcs[i].IPs)
+		if addr == "" {
+			addr = ifcs[i].IP
+		}
+		b.WriteString("virt-handler reports the NAT-internal address " + addr + " on " + ifcs[i].Name)
+		if f.active != nil {
+			if pod := podIPsValue(f.active); pod != "" {
+				b.WriteString(" instead of pod IP " + pod)
+			}
+		}
+	}
+	b.WriteString(" (kubevirt#18760)")
+	e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
+	for _, i := range nat {
+		l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
+		if f.active != nil {
+			l.cite(kindPod, f.active.Name, "status.podIPs", podIPsValue(f.active), time.Time{})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -39,10 +40,6 @@ type GuestFacts struct {
 	// Hostname, OSName (os.prettyName, else os.name), KernelRelease and
 	// Timezone are guestosinfo's.
 	Hostname, OSName, KernelRelease, Timezone string
-	// FSFreezeStatus is guestosinfo's fsFreezeStatus ("frozen" or empty);
-	// FrozenSince the first probe that saw it frozen, while it is.
-	FSFreezeStatus string
-	FrozenSince    time.Time
 	// Users is userlist's number of logged-in users, at most
 	// MaxGuestUsers (which reads "that many or more"); UsersKnown is false
 	// when the call failed or the agent does not support it.
@@ -58,9 +55,74 @@ type GuestFilesystem struct {
 	MountPoint, Type string
 	// UsedPercent is rounded down to a multiple of 5 (0-100).
 	UsedPercent int32
-	// Since is the first probe that saw this filesystem in its current
-	// 5-point bucket or higher; it dates FilesystemNearlyFull.
+	// Since is the first probe of the current run in which this filesystem
+	// has been in its current 5-point bucket or higher.
 	Since time.Time
+	// Steps date the run at each level from MinFilesystemStep up to
+	// UsedPercent, ascending: the filesystem has been at Steps[i].Percent
+	// or more, without a probe below, since Steps[i].Since (the last step
+	// is UsedPercent and Since). AtLeastSince reads them; nil below
+	// MinFilesystemStep.
+	Steps []FilesystemStep
+}
+
+// FilesystemStep is one level of a filesystem's run: at Percent or more
+// since Since.
+type FilesystemStep struct {
+	Percent int32
+	Since   time.Time
+}
+
+// MinFilesystemStep is the lowest level the fold dates (the lowest
+// threshold --filesystem-used-percent takes).
+const MinFilesystemStep = 50
+
+// AtLeastSince is since when the filesystem has been used at p percent or
+// more without a probe below; ok is false when it is below p now. The time
+// is zero when the facts do not date it.
+func (fs *GuestFilesystem) AtLeastSince(p int32) (since time.Time, ok bool) {
+	if fs.UsedPercent < p {
+		return time.Time{}, false
+	}
+	for _, s := range fs.Steps {
+		if s.Percent >= p {
+			return s.Since, true
+		}
+	}
+	return fs.Since, true
+}
+
+// FilesystemIgnored says whether a filesystem is full by design or not a
+// guest disk, so its use says nothing of the guest's space: the types and
+// the mount point KubeVirt's GuestFilesystemAlmostOutOfSpace alerts leave
+// out (kv:pkg/monitoring/rules/alerts/vms.go:29-36, 195-228, v1.9.0:
+// file_system_type!~"CDFS|iso9660|udf|squashfs|cramfs|tmpfs|devtmpfs|proc|
+// sysfs|selinuxfs|securityfs|pstore|debugfs|tracefs|configfs|binfmt_misc|
+// bpf|devpts|mqueue|nsfs|rpc_pipefs|ramfs|rootfs|overlay|cgroup.*|fuse\..*|
+// fusectl", mount_point!="System Reserved"): ISO and config drives, snap
+// squashfs loops (always 100%), pseudo and in-memory filesystems, Windows'
+// System Reserved volume. Types are matched without regard to case
+// (Windows' agent reports "UDF" and "CDFS" in capitals).
+func FilesystemIgnored(fsType, mountPoint string) bool {
+	if mountPoint == "System Reserved" {
+		return true
+	}
+	for _, t := range ignoredFilesystemTypes {
+		if strings.EqualFold(fsType, t) {
+			return true
+		}
+	}
+	return hasPrefixFold(fsType, "cgroup") || hasPrefixFold(fsType, "fuse.")
+}
+
+var ignoredFilesystemTypes = [...]string{
+	"CDFS", "iso9660", "udf", "squashfs", "cramfs", "tmpfs", "devtmpfs", "proc", "sysfs", "selinuxfs", "securityfs", "pstore",
+	"debugfs", "tracefs", "configfs", "binfmt_misc", "bpf", "devpts", "mqueue", "nsfs", "rpc_pipefs", "ramfs", "rootfs", "overlay",
+	"fusectl",
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // Bounds on what the fold keeps of a guest's answers.

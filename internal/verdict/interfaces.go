@@ -229,28 +229,36 @@ func (f *facts) specInterface(name string) *kubevirtv1.Interface {
 
 // ipMismatch says whether interface i's status IPs and its pod-side IPs
 // share nothing.
-//   - Masquerade and passt on the pod network: virt-handler caches the pod's
-//     IPs and writes them into the status; the agent's (10.0.2.2 behind the
-//     NAT) fill in only a family the cache lacks (kv:pkg/network/setup/
-//     netpod/discover.go, netstat.go updateIfacesStatusFromPodCache). A
-//     status IP that is not the pod's is exactly KubeVirt's reporting
-//     failing (kubevirt#18760), whatever the infoSource says.
+//   - Masquerade, core passt (passtBinding, v1.8+) and binding plugins (the
+//     passt plugin among them) on the pod network: virt-handler caches the
+//     pod interface's IPs — always for masquerade and passtBinding, for a
+//     plugin when the pod interface exists — and writes them into the
+//     status; the agent's fill in only a family the cache lacks
+//     (kv:pkg/network/setup/netpod/discover.go:71-94, kv:pkg/network/setup/
+//     netstat.go:215-232, 371-398; kv:pkg/network/vmispec/interface.go:74
+//     treats masquerade and passtBinding alike). A status IP that is not
+//     the pod's is KubeVirt's reporting failing, whatever the infoSource
+//     says; for a plugin only a pod that has IPs is compared (the return
+//     below needs pod IPs). The passt: {} field of before v1.3 is rejected
+//     by KubeVirt's admitter ("discontinued since v1.3",
+//     kv:pkg/network/admitter/discontinued.go:40-45) and not read.
 //   - Bridge and SR-IOV hand the pod-side address to the guest: compared
 //     once the agent reported.
-//   - Binding plugins do their own addressing: never compared.
+//   - Binding plugins on secondary networks do their own addressing: not
+//     compared.
 func (f *facts) ipMismatch(i int) bool {
 	ifc := &f.vmi.Status.Interfaces[i]
 	spec := f.specInterface(ifc.Name)
-	if spec == nil || spec.Binding != nil {
+	if spec == nil {
 		return false
 	}
 	primary, ns := f.podSide(i)
 	switch {
-	case spec.Masquerade != nil || spec.DeprecatedPasst != nil:
+	case spec.Masquerade != nil || spec.PasstBinding != nil || spec.Binding != nil:
 		if !primary {
 			return false
 		}
-		if spec.Masquerade != nil && f.natAddress(ifc) {
+		if f.natMismatch(i) {
 			return true
 		}
 		ns = nil
@@ -307,9 +315,22 @@ var (
 	defaultVMIPv6Network = netip.MustParsePrefix("fd10:0:2::/120")
 )
 
-// natAddress says whether a masquerade interface's status shows an address
-// of the VM-side network behind the NAT: virt-handler must report the pod's
+// natMismatch says whether status interface i is a masquerade interface on
+// the pod network whose status shows an address of the VM-side network
+// behind the NAT (10.0.2.2 by default): virt-handler must report the pod's
 // address there (kubevirt#18760), so this is wrong whatever the pod says.
+func (f *facts) natMismatch(i int) bool {
+	ifc := &f.vmi.Status.Interfaces[i]
+	spec := f.specInterface(ifc.Name)
+	if spec == nil || spec.Masquerade == nil {
+		return false
+	}
+	primary, _ := f.podSide(i)
+	return primary && f.natAddress(ifc)
+}
+
+// natAddress says whether an interface's status shows an address of the
+// masquerade VM-side network behind the NAT.
 func (f *facts) natAddress(ifc *kubevirtv1.VirtualMachineInstanceNetworkInterface) bool {
 	v4, v6 := defaultVMNetwork, defaultVMIPv6Network
 	for j := range f.vmi.Spec.Networks {

@@ -94,6 +94,7 @@ func (e *engine) nodeLayer() {
 		}
 		e.domainSync(l)
 		e.domainNode(l)
+		e.probePath(l)
 		// A node that cannot report explains its pods' state: the node
 		// lifecycle controller marks them not Ready and evicts them, and a
 		// kubelet that does not report cannot say they finished. The

@@ -73,7 +73,6 @@ func probeSituations() []situation {
 	unavailable := func(g *GuestFacts) {
 		*g = GuestFacts{Unavailable: "virt-api answers 503 Service Unavailable: the server is currently unable to handle the request"}
 	}
-	probeFrozenVMI := func(g *GuestFacts) { g.FSFreezeStatus, g.FrozenSince = fsFrozen, now.Add(-3*time.Minute) }
 	nodeNotReady := func(in *Input) { in.Nodes[nodeA] = node(nodeA, nodeReady(corev1.ConditionFalse)) }
 	return []situation{
 		{
@@ -118,7 +117,7 @@ func probeSituations() []situation {
 			name:    "two filesystems at or above 90%: Degraded, worst first",
 			in:      input(withGuest(full)),
 			overall: "Degraded/FilesystemNearlyFull", guest: "Degraded/FilesystemNearlyFull", node: "Healthy/LauncherRunning",
-			check: all(wantLayerMessage(layerGuest, "guest filesystems nearly full: /var 95%, / 90% used (from 90%)"),
+			check: all(wantLayerMessage(layerGuest, "guest filesystems nearly full: /var 95%, / 90% used (85% or more for 10m0s, or 95% or more)"),
 				wantGuestSince(-20*time.Minute),
 				func(t *testing.T, r Result) {
 					wantEvidence(t, r.Status.Layers.Guest, "filesystemlist[/var].used", "95%")
@@ -132,16 +131,16 @@ func probeSituations() []situation {
 			name:    "spec.policy.filesystemUsedPercent 95: only /var counts",
 			in:      input(withGuest(full), overrides(v1alpha1.PolicyOverrides{FilesystemUsedPercent: ptr(int32(95))})),
 			overall: "Degraded/FilesystemNearlyFull",
-			check:   wantLayerMessage(layerGuest, "nearly full: /var 95% used (from 95%)"),
+			check:   wantLayerMessage(layerGuest, "nearly full: /var 95% used (95% or more)"),
 		},
 		{
-			name:    "85% used is not nearly full",
-			in:      input(withGuest(usage(-time.Hour, GuestFilesystem{MountPoint: "/", UsedPercent: 85}))),
+			name:    "80% used is not nearly full",
+			in:      input(withGuest(usage(-time.Hour, GuestFilesystem{MountPoint: "/", UsedPercent: 80}))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 		{
 			name: "six full filesystems: four named, the rest counted",
-			in: input(withGuest(usage(-time.Minute,
+			in: input(withGuest(usage(-20*time.Minute,
 				GuestFilesystem{MountPoint: "/a", UsedPercent: 100}, GuestFilesystem{MountPoint: "/b", UsedPercent: 100},
 				GuestFilesystem{MountPoint: "/c", UsedPercent: 95}, GuestFilesystem{MountPoint: "/d", UsedPercent: 95},
 				GuestFilesystem{MountPoint: "/e", UsedPercent: 90}, GuestFilesystem{MountPoint: "/f", UsedPercent: 90}))),
@@ -154,17 +153,20 @@ func probeSituations() []situation {
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 		{
-			name:    "three failed probes of a connected agent: Unknown, the condition lags",
+			name:    "three failed probes of a connected agent: the path to the launcher, on the node layer",
 			in:      input(withGuest(full, failing(3, -10*time.Minute))),
-			overall: "Unknown/AgentUnresponsive", guest: "Unknown/AgentUnresponsive", node: "Healthy/LauncherRunning",
-			check: all(wantGuestSince(-10*time.Minute),
-				wantLayerMessage(layerGuest, "has not answered the last 3 probes", "timeout 10s"),
+			overall: "Unknown/GuestInfoUnreachable", guest: "Healthy/GuestAgentConnected", node: "Unknown/GuestInfoUnreachable",
+			check: all(
+				wantLayerMessage(layerNode, "through virt-handler on node-a in the last 3 probes", "timeout 10s"),
 				func(t *testing.T, r Result) {
-					// Old answers of an agent that stopped answering are not judged.
+					// Old answers the path no longer refreshes are not judged.
 					if strings.Contains(r.Status.Layers.Guest.Message, v1alpha1.ReasonFilesystemNearlyFull) {
 						t.Errorf("judged stale filesystems: %q", r.Status.Layers.Guest.Message)
 					}
-					wantEvidence(t, r.Status.Layers.Guest, probeOSInfo, "failing since "+rfc(now.Add(-10*time.Minute))+
+					if ltt := r.Status.Layers.Node.LastTransitionTime; !ltt.Time.Equal(now.Add(-10 * time.Minute)) {
+						t.Errorf("node lastTransitionTime %v, want the first failed probe", ltt)
+					}
+					wantEvidence(t, r.Status.Layers.Node, probeOSInfo, "failing since "+rfc(now.Add(-10*time.Minute))+
 						": guestosinfo: the server was unable to return a response in the time allotted (timeout 10s)")
 				}),
 		},
@@ -176,7 +178,7 @@ func probeSituations() []situation {
 		{
 			name:    "an agent that never answered and now fails",
 			in:      input(withGuest(func(g *GuestFacts) { *g = GuestFacts{VMIUID: vmiUID} }, failing(3, -15*time.Minute))),
-			overall: "Unknown/AgentUnresponsive",
+			overall: "Unknown/GuestInfoUnreachable",
 			check: func(t *testing.T, r Result) {
 				if g := r.Status.Guest; g.Hostname != "" || g.Users != nil || g.Filesystems != nil {
 					t.Errorf("summary of a guest never answered: %+v", g)
@@ -222,30 +224,13 @@ func probeSituations() []situation {
 			overall: "Suspended/PausedByUser", guest: "Suspended/PausedByUser",
 		},
 		{
-			name:    "an agent the VMI no longer calls connected: the probe's leftovers are not judged",
-			in:      input(func(in *Input) { in.VMI = runningVMI(agentGone()) }, withGuest(full, failing(4, -time.Hour))),
+			name: "an agent the VMI no longer calls connected: the probe's leftovers are not judged",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(agentGone())
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, AgentDisconnectedSince: atp(-time.Hour)}}
+			}, withGuest(full, failing(4, -time.Hour))),
 			guest:   "Degraded/AgentDisconnected",
 			overall: "Degraded/AgentDisconnected",
-		},
-		{
-			name:    "frozen by the probe's answer while the VMI does not say so: a note until the deadline",
-			in:      input(withGuest(probeFrozenVMI)),
-			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check: all(wantNote(layerGuest, v1alpha1.ReasonFilesystemsFrozen), wantStaleAt(layerGuest, 7*time.Minute),
-				func(t *testing.T, r Result) {
-					wantEvidence(t, r.Status.Layers.Guest, probeFreeze, "frozen")
-					if s := r.Status.VMI.FSFrozenSince; s == nil || !s.Time.Equal(now.Add(-3*time.Minute)) {
-						t.Errorf("fsFrozenSince %v, want the probe's first sighting", s)
-					}
-				}),
-		},
-		{
-			name: "frozen by the probe, first seen eleven minutes ago by an earlier status",
-			in: input(withGuest(probeFrozenVMI), func(in *Input) {
-				in.Previous = seen(vmiUID, nil, atp(-11*time.Minute))
-			}),
-			overall: "Degraded/FilesystemsFrozen", guest: "Degraded/FilesystemsFrozen",
-			check: wantSince("frozen", -11*time.Minute),
 		},
 		{
 			name: "hostile answers are bounded in the status",

@@ -86,19 +86,42 @@ func (f *facts) readRuntime(in *Input) {
 	if p := in.Previous; p != nil && p.VMI != nil && vmi.UID != "" && p.VMI.UID == vmi.UID {
 		prev = p.VMI
 	}
+	// status.fsFreezeStatus is the only source of a freeze: virt-handler
+	// copies each change of the agent poller's guest-fsfreeze-status
+	// (polled every 5 s) into it as it happens (kv:pkg/virt-handler/
+	// vm.go:931-942), so the probe's guestosinfo, read from the same poller
+	// every few minutes, can only be older.
 	if vmi.Status.FSFreezeStatus == fsFrozen {
 		f.frozenSince = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.FSFrozenSince })
-	} else {
-		f.probeFrozen(prev)
 	}
 	if f.lc == lcRunning {
 		f.readHotplug(prev)
+		f.readAgentLost(prev)
 	}
 	for i := range vmi.Status.VolumeStatus {
 		if vs := &vmi.Status.VolumeStatus[i]; vs.HotplugVolume != nil && vs.Phase != kubevirtv1.VolumeReady {
 			f.hp.volumeSince = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.HotplugVolumeSince })
 			break
 		}
+	}
+}
+
+// readAgentLost dates a disconnection of a guest agent that was connected
+// before: virt-handler removes AgentConnected when the agent's channel
+// closes (kv:pkg/virt-handler/vm.go:785-798) and records no time, so the
+// first sighting is kept from one status to the next, as a freeze's is.
+// The previous status carrying it is itself a sign of the earlier agent.
+// Recorded only while the hint of an earlier agent holds, so a VM that never
+// ran one carries none.
+func (f *facts) readAgentLost(prev *v1alpha1.VMISummary) {
+	if f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected) != nil {
+		return
+	}
+	if prev != nil && prev.AgentDisconnectedSince != nil {
+		f.prevAgent = true
+	}
+	if hint, _, _ := f.agentHint(); hint {
+		f.agentLost = f.firstSeen(prev, func(s *v1alpha1.VMISummary) *metav1.Time { return s.AgentDisconnectedSince })
 	}
 }
 
@@ -323,10 +346,6 @@ func (e *engine) frozenRule(l *layer) {
 			"the guest's filesystems are frozen (a snapshot or backup in progress) since "+rfc(f.frozenSince)+
 				"; at "+rfc(deadline)+" that becomes a fault", f.frozenSince)
 	}
-	if f.frozenByProbe {
-		l.cite(kindProbe, f.vmi.Name, probeFreeze, fsFrozen, f.frozenSince)
-		return
-	}
 	l.cite(kindVMI, f.vmi.Name, "status.fsFreezeStatus", f.vmi.Status.FSFreezeStatus, time.Time{})
 }
 
@@ -342,6 +361,7 @@ func (e *engine) runtimeSummary(s *v1alpha1.VMISummary) {
 	s.FSFrozenSince = e.a.time(f.frozenSince)
 	s.HotplugSince = e.a.time(f.hp.since)
 	s.HotplugVolumeSince = e.a.time(f.hp.volumeSince)
+	s.AgentDisconnectedSince = e.a.time(f.agentLost)
 	a := e.a
 	if m, g := vmi.Status.Memory, specGuest(vmi); m != nil || g != nil {
 		keep := func(i int, q *resource.Quantity) *resource.Quantity {

@@ -93,10 +93,12 @@ type Policy struct {
 	MigrationNotConvergingSamples int32
 
 	// FilesystemUsedPercent: a guest filesystem used at or above this
-	// share is FilesystemNearlyFull.
+	// share for FilesystemFullFor is FilesystemNearlyFull (KubeVirt's
+	// GuestFilesystemAlmostOutOfSpace warning: 85% for 10m).
 	FilesystemUsedPercent int32
-	// AgentUnresponsiveProbes: this many failed probes in a row of an agent
-	// the VMI calls connected is AgentUnresponsive.
+	// AgentUnresponsiveProbes: this many failed probes in a row of a VMI
+	// whose agent it calls connected is GuestInfoUnreachable (node layer;
+	// the name is kept from the AgentUnresponsive reason it replaced).
 	AgentUnresponsiveProbes int32
 
 	// GuestMajorFaultRate: major page faults above this many per second,
@@ -122,6 +124,13 @@ type Policy struct {
 	// HotplugVolumeTimeout: a hotplugged volume that is not Ready for
 	// longer than this (since vmobs first saw it so) is HotplugVolumeStuck.
 	HotplugVolumeTimeout time.Duration
+	// FilesystemCriticalPercent: a guest filesystem used at or above this
+	// share is FilesystemNearlyFull at once (KubeVirt's critical
+	// GuestFilesystemAlmostOutOfSpace: 95%, no duration). No spec override.
+	FilesystemCriticalPercent int32
+	// FilesystemFullFor: how long a guest filesystem must stay at or above
+	// FilesystemUsedPercent to be FilesystemNearlyFull. No spec override.
+	FilesystemFullFor time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -149,7 +158,7 @@ func DefaultPolicy() Policy {
 		StorageSlowLatency:            50 * time.Millisecond,
 		NetworkErrorRate:              1,
 		MigrationNotConvergingSamples: 3,
-		FilesystemUsedPercent:         90,
+		FilesystemUsedPercent:         85,
 		AgentUnresponsiveProbes:       3,
 		GuestMajorFaultRate:           5,
 		GuestMemoryPressureAfter:      5 * time.Minute,
@@ -157,6 +166,8 @@ func DefaultPolicy() Policy {
 		MigrationPendingPodTimeout: 15 * time.Minute,
 		UnhealthyStateTimeout:      10 * time.Minute,
 		HotplugVolumeTimeout:       10 * time.Minute,
+		FilesystemCriticalPercent:  95,
+		FilesystemFullFor:          10 * time.Minute,
 	}
 }
 
@@ -182,6 +193,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.MigrationPendingPodTimeout, &d.MigrationPendingPodTimeout},
 		{&p.UnhealthyStateTimeout, &d.UnhealthyStateTimeout},
 		{&p.HotplugVolumeTimeout, &d.HotplugVolumeTimeout},
+		{&p.FilesystemFullFor, &d.FilesystemFullFor},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -193,6 +205,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.MigrationNotConvergingSamples, &d.MigrationNotConvergingSamples},
 		{&p.FilesystemUsedPercent, &d.FilesystemUsedPercent},
 		{&p.AgentUnresponsiveProbes, &d.AgentUnresponsiveProbes},
+		{&p.FilesystemCriticalPercent, &d.FilesystemCriticalPercent},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def

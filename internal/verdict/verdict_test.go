@@ -1086,8 +1086,11 @@ func guestSituations() []situation {
 			overall: "Degraded/AgentNeverConnected", guest: "Degraded/AgentNeverConnected",
 		},
 		{
-			name:    "agent disconnected: guestOSInfo left behind",
-			in:      input(func(in *Input) { in.VMI = runningVMI(agentGone()) }),
+			name: "agent disconnected: guestOSInfo left behind",
+			in: input(func(in *Input) {
+				in.VMI = runningVMI(agentGone())
+				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, AgentDisconnectedSince: atp(-6 * time.Minute)}}
+			}),
 			overall: "Degraded/AgentDisconnected", guest: "Degraded/AgentDisconnected",
 			check: func(t *testing.T, r Result) {
 				if g := r.Status.Guest; g.AgentConnected || g.OSPrettyName == "" {
@@ -1104,7 +1107,8 @@ func guestSituations() []situation {
 					Guest: &v1alpha1.GuestSummary{AgentConnected: true},
 				}
 			}),
-			overall: "Degraded/AgentDisconnected",
+			// Just disconnected: it may reconnect (a guest reboot).
+			overall: "Progressing/AgentConnecting",
 		},
 		{
 			name: "previous status of another VMI is no hint",
@@ -1333,7 +1337,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations} {
+		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations, guestReviewSituations} {
 		all = append(all, f()...)
 	}
 	all = append(all, review3PartialSituations()...)

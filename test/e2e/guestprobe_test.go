@@ -28,6 +28,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 
 	guestOf := func(o *v1alpha1.VMObservation) *v1alpha1.GuestSummary { return o.Status.Guest }
 	guestMessage := func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Guest.Message }
+	nodeMessage := func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message }
 
 	BeforeAll(func() {
 		var err error
@@ -75,28 +76,28 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(probes).To(BeNumerically(">=", float64(idle/probeEvery)/2))
 	})
 
-	It("filesystem-nearly-full: a guest filesystem at 93% degrades the guest, naming the mount point", func() {
+	It("filesystem-nearly-full: a guest filesystem at 96% (KubeVirt's critical 95%) degrades the guest at once, naming the mount point", func() {
 		ns, node := newWorld("gpfsfull")
 		bootHealthy(ns, node)
-		sim.SetGuestFilesystemUsage(ns, vm, "/", 93)
+		sim.SetGuestFilesystemUsage(ns, vm, "/", 96)
 		sim.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
 		Eventually(observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
-			WithTransform(guestMessage, ContainSubstring("/ 90%")),
+			WithTransform(guestMessage, ContainSubstring("/ 95%")),
 		))
 		o, err := observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		fs := o.Status.Guest.Filesystems
 		Expect(len(fs)).To(BeNumerically("<=", 16))
 		// Fullest first, in 5-point buckets.
-		Expect(fs[0]).To(Equal(v1alpha1.GuestFilesystem{MountPoint: "/", Type: fs[0].Type, UsedPercent: 90}))
+		Expect(fs[0]).To(Equal(v1alpha1.GuestFilesystem{MountPoint: "/", Type: fs[0].Type, UsedPercent: 95}))
 		Expect(fs).To(ContainElement(v1alpha1.GuestFilesystem{MountPoint: "/var/lib/data", Type: "ext4", UsedPercent: 40}))
 
 		// A change within the bucket is no change at all.
 		settle(ns)
 		before := statusWrites(ns, vm)
-		sim.SetGuestFilesystemUsage(ns, vm, "/", 94)
+		sim.SetGuestFilesystemUsage(ns, vm, "/", 97)
 		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull))
 		Expect(statusWrites(ns, vm) - before).To(BeZero())
 
@@ -105,7 +106,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		writesReport(ns, "filesystem-nearly-full")
 	})
 
-	It("agent-unresponsive: an agent that stops answering while AgentConnected stays True makes the guest Unknown, with the error", func() {
+	It("guest-info-unreachable: guest-information calls that stop answering while AgentConnected stays True make the node layer Unknown, with the error", func() {
 		ns, node := newWorld("gpunresp")
 		bootHealthy(ns, node)
 		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
@@ -113,20 +114,20 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		}, BeTrue()))
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, true)
 		Eventually(observation(ns, vm), time.Minute).Should(And(
-			layerIs("guest", v1alpha1.VerdictUnknown, v1alpha1.ReasonAgentUnresponsive),
-			WithTransform(guestMessage, And(ContainSubstring("connected"), ContainSubstring("has not answered the last"))),
+			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable),
+			WithTransform(nodeMessage, And(ContainSubstring("through virt-handler"), ContainSubstring("in the last"))),
 		))
 		o, err := observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
-		// KubeVirt still says connected: the condition lags the agent.
+		// KubeVirt still says connected: the agent's channel is open.
 		Expect(o.Status.Guest.AgentConnected).To(BeTrue())
-		GinkgoWriter.Printf("agent-unresponsive: %s\n", guestMessage(o))
+		GinkgoWriter.Printf("guest-info-unreachable: %s\n", nodeMessage(o))
 		// The error is the probe's: no answer within the call's timeout.
-		Expect(guestMessage(o)).To(ContainSubstring("did not answer within " + probeTimeout.String()))
+		Expect(nodeMessage(o)).To(ContainSubstring("did not answer within " + probeTimeout.String()))
 
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, false)
 		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
-		writesReport(ns, "agent-unresponsive")
+		writesReport(ns, "guest-info-unreachable")
 	})
 
 	It("notes a virt-api outage on every VM and pages none", func() {
@@ -158,7 +159,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 			), "VM %s", name)
 		}
 		Expect(gaugeValue("vmobs_guest_probe_available")).To(BeZero())
-		// Not one VM paged while it lasts: no AgentUnresponsive, no Warning.
+		// Not one VM paged while it lasts: no GuestInfoUnreachable, no Warning.
 		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 
