@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -257,7 +258,7 @@ func (e *engine) domainGuest(l *layer) {
 		l.cite(kindSeries, seriesGuestPanics, fieldIncrease, num(n), d.SampledAt)
 	}
 	if s := d.VCPUStalledSince; !s.IsZero() && !e.vcpusPausedByKubeVirt() {
-		due := ceilSec(s.Add(pol.GuestCPUStalledAfter))
+		due := ceilSec(later(s, e.kubeVirtPauseEnded()).Add(pol.GuestCPUStalledAfter))
 		if crossed(f.now, due) {
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestCPUStalled,
 				"the guest's vCPUs have used no CPU time since "+rfc(s)+", longer than "+pol.GuestCPUStalledAfter.String()+
@@ -297,6 +298,30 @@ func (e *engine) vcpusPausedByKubeVirt() bool {
 		return true
 	}
 	return false
+}
+
+// kubeVirtPauseEnded is when the latest pause KubeVirt knows of ended: a
+// memory dump's end (the VM's status.memoryDumpRequest.endTimestamp), the
+// migration's end, the launcher pod's unpause readiness gate turning True
+// (virt-controller flips it after a user's unpause, kv:pkg/virt-controller/
+// watch/vmi/lifecycle.go syncPausedConditionToPod). The domain-stats window
+// still spans the pause for one window after it, so the vCPU stall that the
+// fold dates from inside the pause counts only from its end.
+func (e *engine) kubeVirtPauseEnded() time.Time {
+	f := &e.f
+	var t time.Time
+	if f.vm != nil && f.vm.Status.MemoryDumpRequest != nil {
+		t = later(t, mtp(f.vm.Status.MemoryDumpRequest.EndTimestamp))
+	}
+	if f.mig.present && !f.mig.inProgress {
+		t = later(t, f.mig.endTime())
+	}
+	if p := f.active; p != nil {
+		if g := podCond(p, kubevirtv1.VirtualMachineUnpaused); g != nil && g.Status == corev1.ConditionTrue {
+			t = later(t, mt(g.LastTransitionTime))
+		}
+	}
+	return t
 }
 
 // memoryPressure follows KubeVirt's own alerts

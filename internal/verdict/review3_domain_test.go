@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -140,6 +141,25 @@ func review3DomainSituations() []situation {
 				wantMessage(t, r.Status.Layers.Guest, "the guest hangs, or QEMU does, or libvirt paused the domain without a Paused condition "+
 					"(a watchdog's pause action, a crash)")
 			},
+		},
+		{
+			// Seen in the soak: the window after the dump still spans it,
+			// and the stall the fold dates from inside the pause counted
+			// at once.
+			name: "vCPUs still for 8 minutes, of which all but the last minute a memory dump",
+			in: input(memoryDump(kubevirtv1.MemoryDumpCompleted), withDomain(stalledFor(8*time.Minute)), func(in *Input) {
+				in.VM.Status.MemoryDumpRequest.EndTimestamp = atp(-time.Minute)
+			}),
+			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
+			check:   wantDeadline(2*time.Minute, "GuestCPUStalledAfter from the dump's end"),
+		},
+		{
+			name: "vCPUs still for 4 minutes, of which all but the last 30s a user's pause",
+			in: input(withDomain(stalledFor(4*time.Minute)), func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(unpauseGate(corev1.ConditionTrue, -30*time.Second))}
+			}),
+			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
+			check:   wantDeadline(150*time.Second, "GuestCPUStalledAfter from the unpause"),
 		},
 		{
 			name:    "vCPUs still during a migration (post-copy pauses the source)",
