@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -77,14 +75,10 @@ type Prometheus struct {
 	// URL is the server's base URL, http://127.0.0.1:<port>.
 	URL string
 
-	cmd      *exec.Cmd
-	dir      string
+	daemon
 	interval time.Duration
 	rules    []string
 	external map[string]string
-	log      LockedBuffer
-	exited   chan struct{}
-	waitErr  error
 	mu       sync.Mutex // serializes SetJobs
 }
 
@@ -101,7 +95,7 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{dir: dir, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels, exited: make(chan struct{})}
+	p := &Prometheus{daemon: daemon{name: "prometheus", dir: dir}, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
@@ -126,20 +120,15 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 		// for its first sample. The flag is hidden but supported.
 		"--scrape.discovery-reload-interval=100ms",
 	)
-	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
-	if err := p.cmd.Start(); err != nil {
+	if err := p.start(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+		return nil, err
 	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	if err := p.waitReady(timeout); err != nil {
+	if err := p.waitReady(p.URL, timeout); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}
@@ -217,33 +206,6 @@ func (p *Prometheus) writeConfig(jobs []ScrapeJob) error {
 	return os.Rename(tmp, p.configPath())
 }
 
-func (p *Prometheus) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	c := &http.Client{Timeout: 2 * time.Second}
-	var last string
-	for {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("prometheus exited before it was ready (%w):\n%s", p.waitErr, p.Log())
-		default:
-		}
-		resp, err := c.Get(p.URL + "/-/ready")
-		if err != nil {
-			last = err.Error()
-		} else {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("prometheus at %s not ready after %s (last: %s):\n%s", p.URL, timeout, last, p.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // SetJobs replaces the scrape jobs: it rewrites the configuration and has
 // the server reload it (POST /-/reload). Targets no longer listed stop
 // being scraped and their series go stale, as when a node's virt-handler
@@ -278,29 +240,4 @@ func (p *Prometheus) API() promv1.API {
 		panic(err)
 	}
 	return promv1.NewAPI(c)
-}
-
-// Log is what the server has written to stdout and stderr (warnings and
-// errors: it runs with --log.level=warn).
-func (p *Prometheus) Log() string { return p.log.String() }
-
-// Stop stops the server (SIGTERM, then SIGKILL after 10 s) and removes its
-// configuration and TSDB.
-func (p *Prometheus) Stop() error {
-	defer os.RemoveAll(p.dir)
-	select {
-	case <-p.exited:
-		return nil
-	default:
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stopping prometheus: %w", err)
-	}
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	return nil
 }

@@ -1,13 +1,10 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -38,12 +35,7 @@ type Thanos struct {
 	// GRPCAddress is host:port of its gRPC server (the StoreAPI).
 	GRPCAddress string
 
-	name    string
-	cmd     *exec.Cmd
-	dir     string
-	log     LockedBuffer
-	exited  chan struct{}
-	waitErr error
+	daemon
 }
 
 // StartThanosSidecar starts `thanos sidecar` in front of prom, which must
@@ -98,76 +90,20 @@ func startThanos(component string, args func(dir string) []string) (*Thanos, err
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	th := &Thanos{URL: "http://" + httpAddr, GRPCAddress: grpcAddr, name: "thanos " + component, dir: dir, exited: make(chan struct{})}
+	th := &Thanos{URL: "http://" + httpAddr, GRPCAddress: grpcAddr, daemon: daemon{name: "thanos " + component, dir: dir}}
 	argv := append([]string{component,
 		"--http-address=" + httpAddr,
 		"--grpc-address=" + grpcAddr,
 		"--log.level=warn",
 	}, args(dir)...)
 	th.cmd = exec.Command(bin, argv...)
-	th.cmd.Stdout, th.cmd.Stderr = &th.log, &th.log
-	if err := th.cmd.Start(); err != nil {
+	if err := th.start(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", th.name, err)
+		return nil, err
 	}
-	go func() {
-		th.waitErr = th.cmd.Wait()
-		close(th.exited)
-	}()
-	if err := th.waitReady(time.Minute); err != nil {
+	if err := th.waitReady(th.URL, time.Minute); err != nil {
 		_ = th.Stop()
 		return nil, err
 	}
 	return th, nil
-}
-
-func (th *Thanos) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	c := &http.Client{Timeout: 2 * time.Second}
-	var last string
-	for {
-		select {
-		case <-th.exited:
-			return fmt.Errorf("%s exited before it was ready (%w):\n%s", th.name, th.waitErr, th.Log())
-		default:
-		}
-		resp, err := c.Get(th.URL + "/-/ready")
-		if err != nil {
-			last = err.Error()
-		} else {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s at %s not ready after %s (last: %s):\n%s", th.name, th.URL, timeout, last, th.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Log is what the component has written (warnings and errors).
-func (th *Thanos) Log() string { return th.log.String() }
-
-// Stop stops the component (SIGTERM, then SIGKILL after 10 s) and removes
-// its temporary directory.
-func (th *Thanos) Stop() error {
-	defer os.RemoveAll(th.dir)
-	select {
-	case <-th.exited:
-		return nil
-	default:
-	}
-	if err := th.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stopping %s: %w", th.name, err)
-	}
-	select {
-	case <-th.exited:
-	case <-time.After(10 * time.Second):
-		_ = th.cmd.Process.Kill()
-		<-th.exited
-	}
-	return nil
 }

@@ -1,0 +1,89 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// daemon is a server binary a test starts (Prometheus, a Thanos component):
+// its process, its output and its temporary directory, which Stop removes.
+type daemon struct {
+	name    string // in errors: "prometheus", "thanos query"
+	cmd     *exec.Cmd
+	dir     string
+	log     LockedBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+// start runs d.cmd with its output in d.log, and notes when it exits.
+func (d *daemon) start() error {
+	d.exited = make(chan struct{})
+	d.cmd.Stdout, d.cmd.Stderr = &d.log, &d.log
+	if err := d.cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", d.name, err)
+	}
+	go func() {
+		d.waitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	return nil
+}
+
+// waitReady polls url's /-/ready until it answers 200, the process exits or
+// timeout passes; the errors carry the process's log.
+func (d *daemon) waitReady(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	c := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("%s exited before it was ready (%w):\n%s", d.name, d.waitErr, d.Log())
+		default:
+		}
+		resp, err := c.Get(url + "/-/ready")
+		if err != nil {
+			last = err.Error()
+		} else {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s at %s not ready after %s (last: %s):\n%s", d.name, url, timeout, last, d.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log is what the process has written.
+func (d *daemon) Log() string { return d.log.String() }
+
+// Stop stops the process (SIGTERM, then SIGKILL after 10 s) and removes
+// its temporary directory.
+func (d *daemon) Stop() error {
+	defer os.RemoveAll(d.dir)
+	select {
+	case <-d.exited:
+		return nil
+	default:
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stopping %s: %w", d.name, err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+	}
+	return nil
+}
