@@ -388,16 +388,10 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 			// by design (L2 without IPAM).
 			noIP = append(noIP, i)
 		}
-		// While a migration runs, the VMI may already name the target
-		// (its virt-handler acknowledges the handoff and writes nodeName,
-		// kv:pkg/virt-handler/migration-target.go ackMigrationCompletion)
-		// before its next sync replaces the source pod's addresses: the
-		// comparison waits for the migration's end, then the lag grace
-		// (podIPsSince).
 		switch {
 		case f.natMismatch(i):
 			nat = append(nat, i)
-		case !f.mig.inProgress && f.ipMismatch(i):
+		case f.ipMismatch(i):
 			mismatch = append(mismatch, i)
 		}
 	}

@@ -246,7 +246,16 @@ func (f *facts) specInterface(name string) *kubevirtv1.Interface {
 //     once the agent reported.
 //   - Binding plugins on secondary networks do their own addressing: not
 //     compared.
+//
+// Nothing is compared while a migration runs: the VMI may already name the
+// target (its virt-handler acknowledges the handoff and writes nodeName,
+// kv:pkg/virt-handler/migration-target.go ackMigrationCompletion) before its
+// next sync replaces the source pod's addresses. After the migration's end
+// the lag grace applies (podIPsSince).
 func (f *facts) ipMismatch(i int) bool {
+	if f.mig.inProgress {
+		return false
+	}
 	ifc := &f.vmi.Status.Interfaces[i]
 	spec := f.specInterface(ifc.Name)
 	if spec == nil {

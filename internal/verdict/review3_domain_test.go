@@ -151,7 +151,7 @@ func review3DomainSituations() []situation {
 				in.VM.Status.MemoryDumpRequest.EndTimestamp = atp(-time.Minute)
 			}),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantDeadline(2*time.Minute, "GuestCPUStalledAfter from the dump's end"),
+			check: wantDeadline(2*time.Minute, "GuestCPUStalledAfter from the dump's end"),
 		},
 		{
 			name: "vCPUs still for 4 minutes, of which all but the last 30s a user's pause",
@@ -159,7 +159,7 @@ func review3DomainSituations() []situation {
 				in.Pods = []*corev1.Pod{launcherPod(unpauseGate(corev1.ConditionTrue, -30*time.Second))}
 			}),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
-			check:   wantDeadline(150*time.Second, "GuestCPUStalledAfter from the unpause"),
+			check: wantDeadline(150*time.Second, "GuestCPUStalledAfter from the unpause"),
 		},
 		{
 			name:    "vCPUs still during a migration (post-copy pauses the source)",
