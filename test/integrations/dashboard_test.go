@@ -112,18 +112,8 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 	env, admin := startControlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	sim := simulator.New(admin)
 	nodes := []string{"node-a", "node-b", "node-c"}
-	for _, ns := range []string{"prod", "dev"} {
-		if err := sim.EnsureNamespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range nodes {
-		if err := sim.AddNode(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sim := simulatedCluster(ctx, t, admin, []string{"prod", "dev"}, nodes)
 	var specs []simulator.VMSpec
 	for i := range 12 {
 		ns := "prod"

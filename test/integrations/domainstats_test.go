@@ -79,17 +79,9 @@ func TestDomainStatsThroughPrometheus(t *testing.T) {
 	start := time.Now()
 	_, admin := startControlPlane(t)
 	ctx := context.Background()
-	sim := simulator.New(admin) // the real clock: Prometheus scrapes in real time
 	const ns = "vms"
 	nodes := []string{"node-a", "node-b", "node-c"}
-	if err := sim.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if err := sim.AddNode(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sim := simulatedCluster(ctx, t, admin, []string{ns}, nodes) // the real clock: Prometheus scrapes in real time
 	var specs []simulator.VMSpec
 	for i := range 50 {
 		specs = append(specs, simulator.VMSpec{Namespace: ns, Name: fmt.Sprintf("vm-%02d", i)})

@@ -78,17 +78,9 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 	start := time.Now()
 	_, admin := startControlPlane(t)
 	ctx := context.Background()
-	sim := simulator.New(admin)
 	const ns = "vms"
 	nodes := []string{"node-a", "node-b", "node-c"}
-	if err := sim.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes {
-		if err := sim.AddNode(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sim := simulatedCluster(ctx, t, admin, []string{ns}, nodes)
 	const vms = 9
 	var specs []simulator.VMSpec
 	for i := range vms {

@@ -1,6 +1,7 @@
 package integrations
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -53,4 +55,22 @@ func startControlPlaneWith(t *testing.T, opts testenv.Options) (*testenv.Env, cl
 		t.Fatal(err)
 	}
 	return env, admin
+}
+
+// simulatedCluster is a simulator writing through admin, with its real
+// clock, once the namespaces and nodes exist.
+func simulatedCluster(ctx context.Context, t *testing.T, admin client.Client, namespaces, nodes []string) *simulator.Simulator {
+	t.Helper()
+	sim := simulator.New(admin)
+	for _, ns := range namespaces {
+		if err := sim.EnsureNamespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if err := sim.AddNode(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sim
 }
