@@ -61,11 +61,9 @@ type Observation struct {
 
 	// Since holds status.vmi's first sightings, which the engine carries
 	// from one status to the next (fsFrozenSince, hotplugSince,
-	// agentDisconnectedSince); nil when there are none, as for most VMs.
-	Since *[3]Time
-	// HotplugVolumeSince is status.vmi.hotplugVolumeSince, the engine's
-	// first sighting of a hotplugged volume not Ready.
-	HotplugVolumeSince Time
+	// agentDisconnectedSince, hotplugVolumeSince); nil when there are none,
+	// as for most VMs.
+	Since *[4]Time
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -134,10 +132,10 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
 		out.NodeName = Intern(st.VMI.NodeName)
-		if since := [3]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince), timePtr(st.VMI.AgentDisconnectedSince)}; since != ([3]Time{}) {
+		if since := [4]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince), timePtr(st.VMI.AgentDisconnectedSince),
+			timePtr(st.VMI.HotplugVolumeSince)}; since != ([4]Time{}) {
 			out.Since = &since
 		}
-		out.HotplugVolumeSince = timePtr(st.VMI.HotplugVolumeSince)
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Layers != nil {
@@ -180,9 +178,9 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	if !o.VMIUID.IsZero() {
 		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
 		if o.Since != nil {
-			st.VMI.FSFrozenSince, st.VMI.HotplugSince, st.VMI.AgentDisconnectedSince = o.Since[0].Ptr(), o.Since[1].Ptr(), o.Since[2].Ptr()
+			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
+			st.VMI.AgentDisconnectedSince, st.VMI.HotplugVolumeSince = o.Since[2].Ptr(), o.Since[3].Ptr()
 		}
-		st.VMI.HotplugVolumeSince = o.HotplugVolumeSince.Ptr()
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
