@@ -244,7 +244,7 @@ var _ = Describe("Conflicts", func() {
 			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
 			{func() error { return sim.Pause(ctx, ns, "vm1", simulator.PausedIOError) }, "Degraded/PausedIOError"},
 			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
-			{func() error { return sim.DisconnectAgent(ctx, ns, "vm1") }, "Degraded/AgentDisconnected"},
+			{func() error { return sim.DisconnectAgent(ctx, ns, "vm1") }, "Progressing/AgentConnecting"},
 			{func() error { return sim.ConnectAgent(ctx, ns, "vm1") }, "Healthy/Running"},
 		}
 		for _, s := range steps {
