@@ -55,23 +55,9 @@ const (
 	fieldQuery     = "query"
 )
 
-// domainFacts are the domain stats of the VMI when a rule may read them:
-// the VMI runs, and the facts were folded for this VMI (not for an earlier
-// one of the same name). Facts that say domain stats are unavailable carry
-// no UID: they are the whole fleet's.
-func (f *facts) domainFacts() *DomainFacts {
-	d := f.in.Domain
-	if d == nil || f.lc != lcRunning || f.vmi == nil {
-		return nil
-	}
-	if d.Unavailable != "" && (d.VMIUID == "" || d.VMIUID == f.vmi.UID) {
-		return d
-	}
-	if d.VMIUID == "" || d.VMIUID != f.vmi.UID {
-		return nil
-	}
-	return d
-}
+// domainFacts are the domain stats of the VMI when a rule may read them
+// (vmiFacts).
+func (f *facts) domainFacts() *DomainFacts { return vmiFacts(f, f.in.Domain) }
 
 // domainSeries are the facts when they carry the domain's series: readable,
 // this VMI's, and exported by virt-handler.

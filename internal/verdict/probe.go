@@ -22,23 +22,9 @@ const (
 	maxFullNamed = 4
 )
 
-// guestFacts are the probe's facts of the VMI when a rule may read them:
-// the VMI runs, and the facts were folded for this VMI (not for an earlier
-// one of the same name). Facts that say the probe is unavailable carry no
-// UID: they are the whole fleet's.
-func (f *facts) guestFacts() *GuestFacts {
-	g := f.in.Guest
-	if g == nil || f.lc != lcRunning || f.vmi == nil {
-		return nil
-	}
-	if g.Unavailable != "" && (g.VMIUID == "" || g.VMIUID == f.vmi.UID) {
-		return g
-	}
-	if g.VMIUID == "" || g.VMIUID != f.vmi.UID {
-		return nil
-	}
-	return g
-}
+// guestFacts are the probe's facts of the VMI when a rule may read them
+// (vmiFacts).
+func (f *facts) guestFacts() *GuestFacts { return vmiFacts(f, f.in.Guest) }
 
 // guestAnswers are the facts when they hold answers: readable, this
 // VMI's, and answered at least once.

@@ -1,0 +1,31 @@
+package verdict
+
+import "k8s.io/apimachinery/pkg/types"
+
+// sourceFacts are the facts a source outside the cluster's objects (domain
+// stats, the guest probe) folds for one VMI: each says which VMI they were
+// folded for and, when the source cannot be read, why.
+type sourceFacts interface {
+	*DomainFacts | *GuestFacts
+	scope() (vmi types.UID, unavailable string)
+}
+
+func (d *DomainFacts) scope() (types.UID, string) { return d.VMIUID, d.Unavailable }
+func (g *GuestFacts) scope() (types.UID, string)  { return g.VMIUID, g.Unavailable }
+
+// vmiFacts is the one gate between a source's facts and the rules: they are
+// read only while the VMI runs, and only when they were folded for this VMI,
+// not for an earlier one of the same name. Every producer stamps the VMI's
+// UID, also on the facts that say the source is unavailable; unavailable
+// facts without a UID (a caller that knows only the outage) are read too,
+// since an outage is the whole fleet's.
+func vmiFacts[F sourceFacts](f *facts, sf F) F {
+	if sf == nil || f.lc != lcRunning || f.vmi == nil {
+		return nil
+	}
+	uid, unavailable := sf.scope()
+	if (uid != "" && uid == f.vmi.UID) || (uid == "" && unavailable != "") {
+		return sf
+	}
+	return nil
+}
