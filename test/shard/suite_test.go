@@ -1,7 +1,7 @@
 // Package shard runs two vmobs instances with disjoint --vm-selector on one
-// real control plane, as the sharding recipe deploys them (README,
-// "Sharding"), and checks what the recipe promises: every VM is observed by
-// exactly one instance, a relabelled VM is handed over with no gap and no
+// real control plane, as the sharding recipe deploys them (docs/sharding.md),
+// and checks what the recipe promises: every VM is observed by exactly one
+// instance, a relabelled VM is handed over with no gap and no
 // double writes, and an instance never deletes another shard's
 // VMObservation.
 package shard
