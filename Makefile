@@ -119,7 +119,7 @@ CONTROL_PLANE_TESTS := ^(TestDemo|TestDemoGuestProbeScenarios|TestPluginAgainstA
 
 .PHONY: update-golden
 update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, Argo CD testdata); review the diff.
-	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards -update
+	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards ./internal/metrics -update
 	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
 
 .PHONY: test-unit
