@@ -121,8 +121,8 @@ func TestSortBy(t *testing.T) {
 	for _, tc := range []struct {
 		expr, want, err string
 	}{
-		{expr: ".status.verdict", want: "ledger-01,win2k22-app,build-runner,scratch-vmi,rhel9-db,fedora-web,ubuntu-dev,archive-01"},
-		{expr: "status.reason", want: "ubuntu-dev,scratch-vmi,ledger-01,win2k22-app,rhel9-db,fedora-web,archive-01,build-runner"},
+		{expr: ".status.verdict", want: "win2k22-app,build-runner,scratch-vmi,ubuntu-dev,rhel9-db,fedora-web,archive-01,ledger-01"},
+		{expr: "status.reason", want: "scratch-vmi,win2k22-app,ledger-01,ubuntu-dev,rhel9-db,fedora-web,archive-01,build-runner"},
 		{expr: "{.metadata.name}", want: "archive-01,build-runner,fedora-web,ledger-01,rhel9-db,scratch-vmi,ubuntu-dev,win2k22-app"},
 		// Only win2k22-app has a migration: the others sort first, in
 		// their namespace/name order.
@@ -253,7 +253,7 @@ node-c   1     Progressing   Starting
 		t.Errorf("summary of no VMs = %q", got)
 	}
 	colored := RenderSummary(Summarize(objs), RenderOptions{Color: true})
-	if !strings.Contains(colored, "4 "+sgrYellow+"Degraded"+sgrReset) || !strings.Contains(colored, sgrGreen+"Healthy"+sgrReset+"       Running") {
+	if !strings.Contains(colored, "3 "+sgrYellow+"Degraded"+sgrReset) || !strings.Contains(colored, sgrGreen+"Healthy"+sgrReset+"     Running") {
 		t.Errorf("coloured summary lacks coloured verdicts:\n%s", colored)
 	}
 }
@@ -295,7 +295,7 @@ func TestRenderer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if list.APIVersion != "v1" || list.Kind != "List" || names(list.Items) != "ledger-01,win2k22-app" ||
-			list.Items[0].Kind != "VMObservation" || list.Items[0].Status.Reason != "LauncherPodNotReady" {
+			list.Items[0].Kind != "VMObservation" || list.Items[0].Status.Reason != "NodeNotReady" {
 			t.Errorf("not a List of the finance VMs:\n%s", out)
 		}
 	}
@@ -321,7 +321,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "describe", v: verbDescribe, objs: ledger, human: true, check: func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "ledger-01  Degraded  LauncherPodNotReady") {
+			if !strings.HasPrefix(out, "ledger-01  Unknown  NodeNotReady") {
 				t.Errorf("not the tree:\n%s", out)
 			}
 		}},
@@ -343,12 +343,12 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "jsonpath", objs: finance, output: `jsonpath={range .items[*]}{.metadata.name}={.status.verdict}{"\n"}{end}`, check: func(t *testing.T, out string) {
-			if want := "ledger-01=Degraded\nwin2k22-app=Degraded\n"; out != want {
+			if want := "ledger-01=Unknown\nwin2k22-app=Degraded\n"; out != want {
 				t.Errorf("got %q, want %q", out, want)
 			}
 		}},
 		{name: "go-template", objs: finance, output: `go-template={{range .items}}{{.metadata.name}} {{.status.layers.node.verdict}}{{"\n"}}{{end}}`, check: func(t *testing.T, out string) {
-			if want := "ledger-01 Degraded\nwin2k22-app Healthy\n"; out != want {
+			if want := "ledger-01 Unknown\nwin2k22-app Healthy\n"; out != want {
 				t.Errorf("got %q, want %q", out, want)
 			}
 		}},
@@ -363,7 +363,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "summary", v: verbSummary, objs: objs, human: true, check: func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "8 VMs: 4 Degraded") {
+			if !strings.HasPrefix(out, "8 VMs: 3 Degraded") {
 				t.Errorf("not the summary:\n%s", out)
 			}
 		}},
@@ -377,7 +377,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "summary jsonpath", v: verbSummary, objs: objs, output: `jsonpath={.verdicts[0].verdict} {.verdicts[0].count}`, check: func(t *testing.T, out string) {
-			if out != "Degraded 4" {
+			if out != "Degraded 3" {
 				t.Errorf("got %q", out)
 			}
 		}},
