@@ -185,9 +185,10 @@ func TestCompareValues(t *testing.T) {
 	}
 }
 
-// lostNode is a fleet with a lost node: 14 VMs on node-b Unknown for a
-// stale node agent, one there Degraded, three healthy on node-a and a
-// stopped VM on no node.
+// lostNode is a fleet with a lost node: 14 VMs on node-b Unknown because
+// the Node is not Ready (what the engine says of every VM on a lost node,
+// testdata/fixtures.yaml's ledger-01), on node-a one Degraded for its
+// launcher pod and three healthy, and a stopped VM on no node.
 func lostNode() []v1alpha1.VMObservation {
 	var objs []v1alpha1.VMObservation
 	for i := range 14 {
@@ -195,10 +196,10 @@ func lostNode() []v1alpha1.VMObservation {
 		if i%2 == 1 {
 			ns = "team-b"
 		}
-		objs = append(objs, vm(ns, fmt.Sprintf("vm-%02d", i), v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, onNode("node-b")))
+		objs = append(objs, vm(ns, fmt.Sprintf("vm-%02d", i), v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, onNode("node-b")))
 	}
 	objs = append(objs,
-		vm("team-a", "db-0", v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady, onNode("node-b")),
+		vm("team-a", "db-0", v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady, onNode("node-a")),
 		vm("team-a", "web-0", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
 		vm("team-a", "web-1", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
 		vm("team-b", "web-2", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
@@ -218,17 +219,17 @@ func TestSummary(t *testing.T) {
 
 NAMESPACE   VMS   VERDICT       REASON
 team-a      1     Degraded      LauncherPodNotReady
-team-a      7     Unknown       NodeAgentStale
+team-a      7     Unknown       NodeNotReady
 team-a      2     Healthy       Running
-team-b      7     Unknown       NodeAgentStale
+team-b      7     Unknown       NodeNotReady
 team-b      1     Progressing   Starting
 team-b      1     Suspended     Stopped
 team-b      1     Healthy       Running
 
 NODE     VMS   VERDICT       REASON
+node-a   1     Degraded      LauncherPodNotReady
 node-a   3     Healthy       Running
-node-b   1     Degraded      LauncherPodNotReady
-node-b   14    Unknown       NodeAgentStale
+node-b   14    Unknown       NodeNotReady
 node-c   1     Progressing   Starting
 <none>   1     Suspended     Stopped
 `
@@ -236,15 +237,29 @@ node-c   1     Progressing   Starting
 		t.Errorf("summary:\n%s\nwant\n%s", text, want)
 	}
 
-	// The JSON form carries the VMs of each row.
-	var node *SummaryGroup
-	for i := range s.ByNode {
-		if s.ByNode[i].Name == "node-b" {
-			node = &s.ByNode[i]
-		}
+	// docs/plugin.md shows this summary.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "plugin.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if node == nil || node.Total != 15 || len(node.Rows) != 2 || len(node.Rows[1].VMs) != 14 || node.Rows[1].VMs[0] != "team-a/vm-00" {
+	if !strings.Contains(string(doc), "```\n"+want+"```\n") {
+		t.Error("docs/plugin.md does not show the lost node's summary that TestSummary renders")
+	}
+
+	// The JSON form carries the VMs of each row.
+	group := func(name string) *SummaryGroup {
+		for i := range s.ByNode {
+			if s.ByNode[i].Name == name {
+				return &s.ByNode[i]
+			}
+		}
+		return nil
+	}
+	if node := group("node-b"); node == nil || node.Total != 14 || len(node.Rows) != 1 || len(node.Rows[0].VMs) != 14 || node.Rows[0].VMs[0] != "team-a/vm-00" {
 		t.Errorf("node-b group: %+v", node)
+	}
+	if node := group("node-a"); node == nil || node.Total != 4 || len(node.Rows) != 2 || !slices.Equal(node.Rows[0].VMs, []string{"team-a/db-0"}) || len(node.Rows[1].VMs) != 3 {
+		t.Errorf("node-a group: %+v", node)
 	}
 
 	objs := sortObservations(loadFixtures(t))

@@ -290,7 +290,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 15 {
-			name, node, verdict, reason := fmt.Sprintf("vm-%02d", i), "node-b", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale
+			name, node, verdict, reason := fmt.Sprintf("vm-%02d", i), "node-b", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady
 			if i == 14 {
 				node, verdict, reason = "node-a", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning
 			}
@@ -307,8 +307,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if code != exitUnknown {
 			t.Errorf("exit %d, want %d; stderr: %s", code, exitUnknown, errOut)
 		}
-		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeAgentStale$`).MatchString(out) {
-			t.Errorf("node-b is not one line of 14 Unknown NodeAgentStale VMs:\n%s", out)
+		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeNotReady$`).MatchString(out) {
+			t.Errorf("node-b is not one line of 14 Unknown NodeNotReady VMs:\n%s", out)
 		}
 	})
 
