@@ -317,8 +317,9 @@ var metricRef = regexp.MustCompile(`([\w./-]*?)((?:\w+:)?vmobs_\w*(?::\w+)?)(\*?
 
 // Every vmobs_ metric the docs, runbooks, rules and dashboards name is in
 // the catalogue (a histogram's with its _bucket, _sum or _count), or is a
-// recording rule the PrometheusRule defines: a renamed metric cannot leave
-// a stale doc, alert or panel behind.
+// recording rule the PrometheusRule defines, and a selector after a metric
+// names only its labels: a renamed metric or label cannot leave a stale
+// doc, alert or panel behind.
 func TestDocsNameCataloguedMetrics(t *testing.T) {
 	recorded := recordingRules(t)
 	checked := 0
@@ -339,8 +340,8 @@ func TestDocsNameCataloguedMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, line := range strings.Split(string(src), "\n") {
-				for _, m := range metricRef.FindAllStringSubmatch(line, -1) {
-					before, name, star := m[1], m[2], m[3]
+				for _, idx := range metricRef.FindAllStringSubmatchIndex(line, -1) {
+					before, name, star := line[idx[2]:idx[3]], line[idx[4]:idx[5]], line[idx[6]:idx[7]]
 					if strings.ContainsAny(before, "-./") || (before != "" && !strings.Contains(name, ":")) {
 						continue // part of a file or binary name
 					}
@@ -350,6 +351,9 @@ func TestDocsNameCataloguedMetrics(t *testing.T) {
 					checked++
 					where := fmt.Sprintf("%s:%d", strings.TrimPrefix(file, repoRoot+string(filepath.Separator)), i+1)
 					if err := knownMetric(name, star != "", recorded); err != nil {
+						t.Errorf("%s: %v", where, err)
+					}
+					if err := knownLabels(name, line[idx[1]:]); err != nil {
 						t.Errorf("%s: %v", where, err)
 					}
 				}
@@ -381,6 +385,54 @@ func knownMetric(name string, prefix bool, recorded map[string]bool) error {
 			return nil
 		}
 		return fmt.Errorf("%s is not a metric vmobs exports (internal/metrics/catalogue.go)", name)
+	}
+	return nil
+}
+
+// scrapeLabels are the labels Prometheus adds to every series it scrapes
+// from vmobs (the ServiceMonitor's target labels).
+var scrapeLabels = []string{"job", "instance", "pod", "namespace", "service", "endpoint", "container"}
+
+var (
+	// selector is what may follow a metric's name: a PromQL selector
+	// ({layer="node", verdict=~"..."}) or the docs' list of label names
+	// ({signal,kind}, {state=running|exported}).
+	selector      = regexp.MustCompile(`^\{([^{}]*)\}`)
+	matcherLabel  = regexp.MustCompile(`(\w+)\s*(?:=~|!~|!=|=)`)
+	bareLabelList = regexp.MustCompile(`^\s*\w+(\s*,\s*\w+)*\s*$`)
+)
+
+// knownLabels checks the label names a selector after a catalogued metric
+// names: a renamed label must not leave a stale alert or doc behind.
+func knownLabels(name, rest string) error {
+	m := selector.FindStringSubmatch(rest)
+	if m == nil {
+		return nil
+	}
+	f, ok := catalogued(name)
+	if !ok {
+		base, suffix := histogramSuffix.ReplaceAllString(name, ""), histogramSuffix.FindString(name)
+		if f, ok = catalogued(base); !ok {
+			return nil // knownMetric says what is wrong with the name
+		}
+		if suffix == "_bucket" {
+			f.Labels = append(slices.Clone(f.Labels), "le")
+		}
+	}
+	var labels []string
+	if bareLabelList.MatchString(m[1]) {
+		for _, l := range strings.Split(m[1], ",") {
+			labels = append(labels, strings.TrimSpace(l))
+		}
+	} else {
+		for _, l := range matcherLabel.FindAllStringSubmatch(m[1], -1) {
+			labels = append(labels, l[1])
+		}
+	}
+	for _, l := range labels {
+		if !slices.Contains(f.Labels, l) && !slices.Contains(scrapeLabels, l) {
+			return fmt.Errorf("%s has no label %s (its labels: %v)", name, l, f.Labels)
+		}
 	}
 	return nil
 }
