@@ -118,8 +118,8 @@ MIXED_PKGS := ./internal/demo ./internal/kubectlvmobs
 CONTROL_PLANE_TESTS := ^(TestDemo|TestDemoGuestProbeScenarios|TestPluginAgainstAPIServer)$$
 
 .PHONY: update-golden
-update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, the flags reference docs/flags.md, Argo CD testdata); review the diff.
-	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards ./cmd/vmobs -update
+update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, the flags and metrics references, Argo CD testdata); review the diff.
+	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards ./internal/metrics ./cmd/vmobs -update
 	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
 
 .PHONY: test-unit

@@ -9,11 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/metrics"
-	"github.com/vmobs/vmobs/internal/version"
 )
 
 var update = flag.Bool("update", false, "rewrite config/grafana from the generator")
@@ -61,19 +57,8 @@ func TestFleetPanels(t *testing.T) {
 		t.Fatal(err)
 	}
 	exported := map[string]bool{}
-	descs := make(chan *prometheus.Desc, 64)
-	(&metrics.Collector{}).Describe(descs)
-	cs := append(metrics.NewTransitions().Collectors(), metrics.NewLiveness().Collectors()...)
-	cs = append(cs, metrics.BuildInfo(version.Get()))
-	for _, c := range append(cs, domainstats.NewMetrics().Collectors()...) {
-		c.Describe(descs)
-	}
-	close(descs)
-	nameRe := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for d := range descs {
-		if m := nameRe.FindStringSubmatch(d.String()); m != nil {
-			exported[m[1]] = true
-		}
+	for _, f := range metrics.Catalogue {
+		exported[f.Name] = true
 	}
 	qs := Queries(d)
 	if len(qs) < 20 {

@@ -121,8 +121,8 @@ func TestSortBy(t *testing.T) {
 	for _, tc := range []struct {
 		expr, want, err string
 	}{
-		{expr: ".status.verdict", want: "ledger-01,win2k22-app,build-runner,scratch-vmi,rhel9-db,fedora-web,ubuntu-dev,archive-01"},
-		{expr: "status.reason", want: "ubuntu-dev,scratch-vmi,ledger-01,win2k22-app,rhel9-db,fedora-web,archive-01,build-runner"},
+		{expr: ".status.verdict", want: "win2k22-app,build-runner,scratch-vmi,ubuntu-dev,rhel9-db,fedora-web,archive-01,ledger-01"},
+		{expr: "status.reason", want: "scratch-vmi,win2k22-app,ledger-01,ubuntu-dev,rhel9-db,fedora-web,archive-01,build-runner"},
 		{expr: "{.metadata.name}", want: "archive-01,build-runner,fedora-web,ledger-01,rhel9-db,scratch-vmi,ubuntu-dev,win2k22-app"},
 		// Only win2k22-app has a migration: the others sort first, in
 		// their namespace/name order.
@@ -185,9 +185,10 @@ func TestCompareValues(t *testing.T) {
 	}
 }
 
-// lostNode is a fleet with a lost node: 14 VMs on node-b Unknown for a
-// stale node agent, one there Degraded, three healthy on node-a and a
-// stopped VM on no node.
+// lostNode is a fleet with a lost node: 14 VMs on node-b Unknown because
+// the Node is not Ready (what the engine says of every VM on a lost node,
+// testdata/fixtures.yaml's ledger-01), on node-a one Degraded for its
+// launcher pod and three healthy, and a stopped VM on no node.
 func lostNode() []v1alpha1.VMObservation {
 	var objs []v1alpha1.VMObservation
 	for i := range 14 {
@@ -195,10 +196,10 @@ func lostNode() []v1alpha1.VMObservation {
 		if i%2 == 1 {
 			ns = "team-b"
 		}
-		objs = append(objs, vm(ns, fmt.Sprintf("vm-%02d", i), v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, onNode("node-b")))
+		objs = append(objs, vm(ns, fmt.Sprintf("vm-%02d", i), v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, onNode("node-b")))
 	}
 	objs = append(objs,
-		vm("team-a", "db-0", v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady, onNode("node-b")),
+		vm("team-a", "db-0", v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady, onNode("node-a")),
 		vm("team-a", "web-0", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
 		vm("team-a", "web-1", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
 		vm("team-b", "web-2", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning, onNode("node-a")),
@@ -218,17 +219,17 @@ func TestSummary(t *testing.T) {
 
 NAMESPACE   VMS   VERDICT       REASON
 team-a      1     Degraded      LauncherPodNotReady
-team-a      7     Unknown       NodeAgentStale
+team-a      7     Unknown       NodeNotReady
 team-a      2     Healthy       Running
-team-b      7     Unknown       NodeAgentStale
+team-b      7     Unknown       NodeNotReady
 team-b      1     Progressing   Starting
 team-b      1     Suspended     Stopped
 team-b      1     Healthy       Running
 
 NODE     VMS   VERDICT       REASON
+node-a   1     Degraded      LauncherPodNotReady
 node-a   3     Healthy       Running
-node-b   1     Degraded      LauncherPodNotReady
-node-b   14    Unknown       NodeAgentStale
+node-b   14    Unknown       NodeNotReady
 node-c   1     Progressing   Starting
 <none>   1     Suspended     Stopped
 `
@@ -236,15 +237,29 @@ node-c   1     Progressing   Starting
 		t.Errorf("summary:\n%s\nwant\n%s", text, want)
 	}
 
-	// The JSON form carries the VMs of each row.
-	var node *SummaryGroup
-	for i := range s.ByNode {
-		if s.ByNode[i].Name == "node-b" {
-			node = &s.ByNode[i]
-		}
+	// docs/plugin.md shows this summary.
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "plugin.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if node == nil || node.Total != 15 || len(node.Rows) != 2 || len(node.Rows[1].VMs) != 14 || node.Rows[1].VMs[0] != "team-a/vm-00" {
+	if !strings.Contains(string(doc), "```\n"+want+"```\n") {
+		t.Error("docs/plugin.md does not show the lost node's summary that TestSummary renders")
+	}
+
+	// The JSON form carries the VMs of each row.
+	group := func(name string) *SummaryGroup {
+		for i := range s.ByNode {
+			if s.ByNode[i].Name == name {
+				return &s.ByNode[i]
+			}
+		}
+		return nil
+	}
+	if node := group("node-b"); node == nil || node.Total != 14 || len(node.Rows) != 1 || len(node.Rows[0].VMs) != 14 || node.Rows[0].VMs[0] != "team-a/vm-00" {
 		t.Errorf("node-b group: %+v", node)
+	}
+	if node := group("node-a"); node == nil || node.Total != 4 || len(node.Rows) != 2 || !slices.Equal(node.Rows[0].VMs, []string{"team-a/db-0"}) || len(node.Rows[1].VMs) != 3 {
+		t.Errorf("node-a group: %+v", node)
 	}
 
 	objs := sortObservations(loadFixtures(t))
@@ -253,7 +268,7 @@ node-c   1     Progressing   Starting
 		t.Errorf("summary of no VMs = %q", got)
 	}
 	colored := RenderSummary(Summarize(objs), RenderOptions{Color: true})
-	if !strings.Contains(colored, "4 "+sgrYellow+"Degraded"+sgrReset) || !strings.Contains(colored, sgrGreen+"Healthy"+sgrReset+"       Running") {
+	if !strings.Contains(colored, "3 "+sgrYellow+"Degraded"+sgrReset) || !strings.Contains(colored, sgrGreen+"Healthy"+sgrReset+"     Running") {
 		t.Errorf("coloured summary lacks coloured verdicts:\n%s", colored)
 	}
 }
@@ -295,7 +310,7 @@ func TestRenderer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if list.APIVersion != "v1" || list.Kind != "List" || names(list.Items) != "ledger-01,win2k22-app" ||
-			list.Items[0].Kind != "VMObservation" || list.Items[0].Status.Reason != "LauncherPodNotReady" {
+			list.Items[0].Kind != "VMObservation" || list.Items[0].Status.Reason != "NodeNotReady" {
 			t.Errorf("not a List of the finance VMs:\n%s", out)
 		}
 	}
@@ -321,7 +336,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "describe", v: verbDescribe, objs: ledger, human: true, check: func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "ledger-01  Degraded  LauncherPodNotReady") {
+			if !strings.HasPrefix(out, "ledger-01  Unknown  NodeNotReady") {
 				t.Errorf("not the tree:\n%s", out)
 			}
 		}},
@@ -343,12 +358,12 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "jsonpath", objs: finance, output: `jsonpath={range .items[*]}{.metadata.name}={.status.verdict}{"\n"}{end}`, check: func(t *testing.T, out string) {
-			if want := "ledger-01=Degraded\nwin2k22-app=Degraded\n"; out != want {
+			if want := "ledger-01=Unknown\nwin2k22-app=Degraded\n"; out != want {
 				t.Errorf("got %q, want %q", out, want)
 			}
 		}},
 		{name: "go-template", objs: finance, output: `go-template={{range .items}}{{.metadata.name}} {{.status.layers.node.verdict}}{{"\n"}}{{end}}`, check: func(t *testing.T, out string) {
-			if want := "ledger-01 Degraded\nwin2k22-app Healthy\n"; out != want {
+			if want := "ledger-01 Unknown\nwin2k22-app Healthy\n"; out != want {
 				t.Errorf("got %q, want %q", out, want)
 			}
 		}},
@@ -363,7 +378,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "summary", v: verbSummary, objs: objs, human: true, check: func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "8 VMs: 4 Degraded") {
+			if !strings.HasPrefix(out, "8 VMs: 3 Degraded") {
 				t.Errorf("not the summary:\n%s", out)
 			}
 		}},
@@ -377,7 +392,7 @@ func TestRenderer(t *testing.T) {
 			}
 		}},
 		{name: "summary jsonpath", v: verbSummary, objs: objs, output: `jsonpath={.verdicts[0].verdict} {.verdicts[0].count}`, check: func(t *testing.T, out string) {
-			if out != "Degraded 4" {
+			if out != "Degraded 3" {
 				t.Errorf("got %q", out)
 			}
 		}},

@@ -143,24 +143,24 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 	}{
 		{name: "get", args: []string{"get", "-n", "finance"}, golden: "get-finance", code: exitDegraded},
 		{name: "bare", args: []string{"--namespace=finance"}, golden: "get-finance", code: exitDegraded},
-		{name: "get -A", args: []string{"get", "-A"}, golden: "get-all", code: exitDegraded | exitProgressing},
-		{name: "get -A -o wide", args: []string{"get", "-A", "-o", "wide"}, golden: "get-all-wide", code: exitDegraded | exitProgressing},
+		{name: "get -A", args: []string{"get", "-A"}, golden: "get-all", code: exitDegraded},
+		{name: "get -A -o wide", args: []string{"get", "-A", "-o", "wide"}, golden: "get-all-wide", code: exitDegraded},
 		{name: "describe", args: []string{"describe", "-n", "finance", "win2k22-app"}, golden: "describe-win2k22-app", code: exitDegraded},
 		{name: "name alone", args: []string{"-n", "lab", "build-runner"}, golden: "describe-build-runner", code: exitDegraded},
 		{name: "describe suspended", args: []string{"describe", "archive-01", "-n", "vms-prod"}, golden: "describe-archive-01", code: exitOK},
-		{name: "summary -A", args: []string{"summary", "-A"}, golden: "summary-all", code: exitDegraded | exitProgressing},
+		{name: "summary -A", args: []string{"summary", "-A"}, golden: "summary-all", code: exitDegraded},
 		{name: "fail-on Failed", args: []string{"get", "-A", "--fail-on=Failed"}, golden: "get-all", code: exitOK},
 		{name: "fail-on Degraded", args: []string{"get", "-A", "--fail-on", "degraded"}, golden: "get-all", code: exitDegraded},
-		{name: "fail-on Unknown, progressing only", args: []string{"get", "-n", "lab", "ubuntu-dev", "-o", "name", "--fail-on", "Unknown"}, code: exitOK,
-			check: wantOutput("vmobservation.observability.vmobs.io/ubuntu-dev\n")},
-		{name: "progressing only", args: []string{"get", "-n", "lab", "ubuntu-dev", "-o", "name"}, code: exitProgressing,
-			check: wantOutput("vmobservation.observability.vmobs.io/ubuntu-dev\n")},
+		{name: "fail-on Degraded, unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name", "--fail-on", "Degraded"}, code: exitOK,
+			check: wantOutput("vmobservation.observability.vmobs.io/ledger-01\n")},
+		{name: "unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name"}, code: exitUnknown,
+			check: wantOutput("vmobservation.observability.vmobs.io/ledger-01\n")},
 		{name: "healthy", args: []string{"get", "-n", "web"}, code: exitOK, check: func(t *testing.T, out string) {
 			if !strings.Contains(out, "fedora-web") {
 				t.Errorf("no fedora-web in %q", out)
 			}
 		}},
-		{name: "-o json -A", args: []string{"get", "-A", "-o", "json"}, code: exitDegraded | exitProgressing, check: func(t *testing.T, out string) {
+		{name: "-o json -A", args: []string{"get", "-A", "-o", "json"}, code: exitDegraded, check: func(t *testing.T, out string) {
 			var list struct {
 				APIVersion, Kind string
 				Items            []v1alpha1.VMObservation
@@ -187,12 +187,12 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			}
 		}},
 		{name: "-o jsonpath", args: []string{"get", "-n", "finance", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.reason}{"\n"}{end}`}, code: exitDegraded,
-			check: wantOutput("ledger-01 LauncherPodNotReady\nwin2k22-app MigrationFailed\n")},
+			check: wantOutput("ledger-01 NodeNotReady\nwin2k22-app MigrationFailed\n")},
 		{name: "-l", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=lab", "-o", "name"}, code: exitDegraded,
 			check: wantOutput("vmobservation.observability.vmobs.io/scratch-vmi\n")},
 		{name: "-l matching nothing", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=nothing", "-o", "name"}, code: exitOK, check: wantOutput("")},
-		{name: "--sort-by", args: []string{"get", "-A", "--sort-by", ".status.reason", "-o", "name"}, code: exitDegraded | exitProgressing, check: func(t *testing.T, out string) {
-			if !strings.HasPrefix(out, "vmobservation.observability.vmobs.io/ubuntu-dev\nvmobservation.observability.vmobs.io/scratch-vmi\n") {
+		{name: "--sort-by", args: []string{"get", "-A", "--sort-by", ".status.reason", "-o", "name"}, code: exitDegraded, check: func(t *testing.T, out string) {
+			if !strings.HasPrefix(out, "vmobservation.observability.vmobs.io/scratch-vmi\nvmobservation.observability.vmobs.io/win2k22-app\n") {
 				t.Errorf("not sorted by reason:\n%s", out)
 			}
 		}},
@@ -290,7 +290,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 15 {
-			name, node, verdict, reason := fmt.Sprintf("vm-%02d", i), "node-b", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale
+			name, node, verdict, reason := fmt.Sprintf("vm-%02d", i), "node-b", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady
 			if i == 14 {
 				node, verdict, reason = "node-a", v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning
 			}
@@ -307,8 +307,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if code != exitUnknown {
 			t.Errorf("exit %d, want %d; stderr: %s", code, exitUnknown, errOut)
 		}
-		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeAgentStale$`).MatchString(out) {
-			t.Errorf("node-b is not one line of 14 Unknown NodeAgentStale VMs:\n%s", out)
+		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeNotReady$`).MatchString(out) {
+			t.Errorf("node-b is not one line of 14 Unknown NodeNotReady VMs:\n%s", out)
 		}
 	})
 

@@ -168,7 +168,7 @@ func vmCount(n int) string {
 // table by namespace and one by node, a row per verdict and reason, so 14
 // VMs on a lost node read
 //
-//	node-b   14    Unknown       NodeAgentStale
+//	node-b   14    Unknown       NodeNotReady
 //
 // The group's name starts each of its rows, so grep finds them all.
 func RenderSummary(s Summary, opts RenderOptions) string {

@@ -1,0 +1,97 @@
+package metrics
+
+import dto "github.com/prometheus/client_model/go"
+
+// Family is one metric family vmobs exports, as a Prometheus scrape shows
+// it: the contract that docs, alerts, recording rules and dashboards rely on.
+type Family struct {
+	Name string
+	Type dto.MetricType
+	// Labels are the family's label names, constant ones included, in the
+	// order the code declares them.
+	Labels []string
+	Help   string
+	Source Source
+}
+
+// Source says which part of vmobs registers a family, and so when it is
+// there at all.
+type Source string
+
+// The sources of vmobs' metrics.
+const (
+	// SourceController is the controller itself: always registered.
+	SourceController Source = "controller"
+	// SourceDomainStats is internal/domainstats: registered only with
+	// --prometheus-url.
+	SourceDomainStats Source = "domain stats"
+	// SourceGuestProbe is internal/guestprobe: registered only with a
+	// --guest-probe-interval above 0.
+	SourceGuestProbe Source = "guest probe"
+)
+
+var (
+	counter   = dto.MetricType_COUNTER
+	gauge     = dto.MetricType_GAUGE
+	histogram = dto.MetricType_HISTOGRAM
+)
+
+// Catalogue lists every metric family vmobs registers. The tests prove it
+// equal to what a registry gathers from the registration code, generate
+// docs/reference/metrics.md from it, and check that every vmobs_ name in
+// the docs, rules and dashboards is in it: change a metric here and in
+// its code together.
+var Catalogue = []Family{
+	{Name: "vmobs_verdict", Type: gauge, Labels: withVM("verdict", "reason"), Source: SourceController,
+		Help: "Overall verdict of a VM (its worst layer's) and its reason; always 1, one series per VM."},
+	{Name: "vmobs_layer_verdict", Type: gauge, Labels: withVM("layer", "verdict"), Source: SourceController,
+		Help: "Current verdict of one layer of a VM; always 1, one series per layer."},
+	{Name: "vmobs_layer_reason", Type: gauge, Labels: withVM("layer", "reason"), Source: SourceController,
+		Help: "Reason of the current verdict of one layer of a VM; always 1."},
+	{Name: "vmobs_layer_evidence_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
+		Help: "Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime)."},
+	{Name: "vmobs_layer_stale_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
+		Help: "When a layer's evidence stops being trustworthy, as stored in the VMObservation (status.layers.*.staleAt); only for a layer with a fixed deadline to come."},
+	{Name: "vmobs_collector_errors", Type: gauge, Source: SourceController,
+		Help: "1 when the last scrape could not read the VMObservations in the cache."},
+	{Name: "vmobs_verdict_transitions_total", Type: counter, Labels: []string{"layer", "from", "to"}, Source: SourceController,
+		Help: "Verdict transitions written, per layer (controlPlane, node, guest, overall) and from/to verdict. From is None for a new VMObservation."},
+	{Name: "vmobs_last_reconcile_timestamp_seconds", Type: gauge, Source: SourceController,
+		Help: "Unix time of the last reconcile the controller finished, its own liveness tick (every 30s) included. It stops moving when the controller stops working; 0 on a replica that is not the leader."},
+	{Name: "vmobs_build_info", Type: gauge, Labels: []string{"version", "commit", "goversion"}, Source: SourceController,
+		Help: "The version, commit and Go version the running vmobs binary was built from; always 1."},
+
+	{Name: "vmobs_domain_stats_query_duration_seconds", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
+		Help: "Time an instant query for domain stats took, per signal, failed ones included."},
+	{Name: "vmobs_domain_stats_response_bytes", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
+		Help: "Size of Prometheus' answer to a domain stats query, per signal."},
+	{Name: "vmobs_domain_stats_query_errors_total", Type: counter, Labels: []string{"signal", "kind"}, Source: SourceDomainStats,
+		Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query, partial)."},
+	{Name: "vmobs_domain_stats_query_annotations_total", Type: counter, Labels: []string{"signal"}, Source: SourceDomainStats,
+		Help: "PromQL annotations (\"PromQL info: ...\", \"PromQL warning: ...\") in the answers to domain stats queries, per signal; the answers are used."},
+	{Name: "vmobs_domain_stats_available", Type: gauge, Source: SourceDomainStats,
+		Help: "1 while domain stats can be read from Prometheus; 0 once several rounds in a row have failed (the VMs' verdicts then rest on their other sources)."},
+	{Name: "vmobs_domain_stats_last_success_timestamp_seconds", Type: gauge, Source: SourceDomainStats,
+		Help: "Unix time of the last round of domain stats queries that all succeeded."},
+	{Name: "vmobs_domain_stats_series_dropped_total", Type: counter, Source: SourceDomainStats,
+		Help: "Series in Prometheus' answers that name no VMI (no namespace or name label)."},
+	{Name: "vmobs_domain_stats_vmis", Type: gauge, Labels: []string{"state"}, Source: SourceDomainStats,
+		Help: "Running VMIs in the last round (state running) and those among them virt-handler exports (state exported)."},
+
+	{Name: "vmobs_guest_probe_requests_total", Type: counter, Labels: []string{"subresource", "result"}, Source: SourceGuestProbe,
+		Help: "GETs of virt-api's guest agent subresources, per subresource and result (ok, throttled, unavailable, unreachable, refused, not_served, gone, not_supported, no_handler, agent_error, timeout, bad_answer)."},
+	{Name: "vmobs_guest_probe_request_duration_seconds", Type: histogram, Labels: []string{"subresource"}, Source: SourceGuestProbe,
+		Help: "Time a GET of a guest agent subresource took, failed ones included."},
+	{Name: "vmobs_guest_probes_total", Type: counter, Labels: []string{"result"}, Source: SourceGuestProbe,
+		Help: "Probes of a guest agent (up to three GETs), per result: ok, failed (charged to the agent), gone (VMI not running or agent not connected), unavailable (the API cannot be used), excused (failed alike across the fleet, not charged), canceled."},
+	{Name: "vmobs_guest_probe_duration_seconds", Type: histogram, Source: SourceGuestProbe,
+		Help: "Time a probe of a guest agent took, its GETs together."},
+	{Name: "vmobs_guest_probes_in_flight", Type: gauge, Source: SourceGuestProbe,
+		Help: "Probes running now (at most --guest-probe-workers)."},
+	{Name: "vmobs_guest_probe_available", Type: gauge, Source: SourceGuestProbe,
+		Help: "1 while guest agents can be probed; 0 while the API cannot be used or the fleet's probes fail alike, probing pauses and no agent is charged."},
+	{Name: "vmobs_guest_probe_targets", Type: gauge, Source: SourceGuestProbe,
+		Help: "Running VMIs whose guest agent is connected: the VMs probed once per --guest-probe-interval."},
+	{Name: "vmobs_guest_probe_entries_skipped_total", Type: counter, Labels: []string{"subresource"}, Source: SourceGuestProbe,
+		Help: "Entries of a guest's answer dropped for not making sense (sizes negative, past int64, used over total, total 0; no name or mount point), per subresource."},
+}
