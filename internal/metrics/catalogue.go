@@ -38,7 +38,7 @@ var (
 
 // Catalogue lists every metric family vmobs registers. The tests prove it
 // equal to what a registry gathers from the registration code, generate
-// docs/reference/metrics.md from it, and check that every vmobs_ name in
+// docs/metrics.md from it, and check that every vmobs_ name in
 // the docs, rules and dashboards is in it: change a metric here and in
 // its code together.
 var Catalogue = []Family{

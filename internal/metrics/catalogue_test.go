@@ -26,13 +26,13 @@ import (
 	"github.com/vmobs/vmobs/internal/version"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/reference/metrics.md from the catalogue (make update-golden)")
+var update = flag.Bool("update", false, "rewrite docs/metrics.md from the catalogue (make update-golden)")
 
 // repoRoot is the module's root, relative to this package.
 var repoRoot = filepath.Join("..", "..")
 
 // referencePage is the generated metrics reference, relative to the root.
-const referencePage = "docs/reference/metrics.md"
+const referencePage = "docs/metrics.md"
 
 func catalogued(name string) (Family, bool) {
 	i := slices.IndexFunc(Catalogue, func(f Family) bool { return f.Name == name })
@@ -202,9 +202,9 @@ type section struct {
 }
 
 var sections = []section{
-	{SourceController, "Controller", "Always registered. The per-VM series are computed at scrape time from the cache, so a deleted VM leaves none behind; the meaning of each label and how many series a VM has: [controller.md](../controller.md#metrics)."},
-	{SourceDomainStats, "Domain stats", "Registered with `--prometheus-url` only ([domain-stats.md](../domain-stats.md)). None has a per-VM label."},
-	{SourceGuestProbe, "Guest probe", "Registered with a `--guest-probe-interval` above 0 only ([guest-probe.md](../guest-probe.md)). None has a per-VM label."},
+	{SourceController, "Controller", "Always registered. The per-VM series are computed at scrape time from the cache, so a deleted VM leaves none behind; the meaning of each label and how many series a VM has: [controller.md](controller.md#metrics)."},
+	{SourceDomainStats, "Domain stats", "Registered with `--prometheus-url` only ([domain-stats.md](domain-stats.md)). None has a per-VM label."},
+	{SourceGuestProbe, "Guest probe", "Registered with a `--guest-probe-interval` above 0 only ([guest-probe.md](guest-probe.md)). None has a per-VM label."},
 }
 
 func reference() []byte {
@@ -212,7 +212,7 @@ func reference() []byte {
 	b.WriteString("# Metrics\n\n")
 	b.WriteString("<!-- Generated from internal/metrics/catalogue.go by `go test ./internal/metrics -update` (`make update-golden`); do not edit. -->\n\n")
 	b.WriteString("Every metric vmobs exports on `/metrics`, besides controller-runtime's own. Alerts and recording\n")
-	b.WriteString("rules on them: [monitoring.md](../monitoring.md). A histogram `h` is scraped as `h_bucket`, `h_sum`\nand `h_count`.\n")
+	b.WriteString("rules on them: [monitoring.md](monitoring.md). A histogram `h` is scraped as `h_bucket`, `h_sum`\nand `h_count`.\n")
 	for _, s := range sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.title, s.when)
 		b.WriteString("| metric | type | labels | help |\n|---|---|---|---|\n")
@@ -230,7 +230,7 @@ func reference() []byte {
 	return b.Bytes()
 }
 
-// docs/reference/metrics.md is generated from the catalogue: change the
+// docs/metrics.md is generated from the catalogue: change the
 // catalogue, then run this test with -update (make update-golden).
 func TestReferencePage(t *testing.T) {
 	for _, f := range Catalogue {
@@ -260,7 +260,7 @@ func TestReferencePage(t *testing.T) {
 
 // Where the docs, rules and dashboards name metrics, relative to the root.
 var namingFiles = []string{
-	"README.md", "docs/*.md", "docs/*.yaml", "docs/reference/*.md", "docs/runbooks/*.md",
+	"README.md", "docs/*.md", "docs/*.yaml", "docs/runbooks/*.md",
 	"config/prometheus/*.yaml", "config/prometheus/tests/*.yaml", "charts/vmobs/files/*.yaml",
 	"config/grafana/*.json", "internal/dashboards/*.go",
 }
