@@ -1,9 +1,10 @@
-// Package runtimekit holds the controller's pieces of controller-runtime
-// machinery that know nothing of VMs: the work queue with its initial-list
+// Package runtimekit holds the controller's own pieces of
+// controller-runtime machinery: the work queue with its initial-list
 // backlog, the informer sources that start the workers as soon as their
 // handlers have the initial lists, a source of periodic ticks, and the
-// per-node timers of deadlines that a node's heartbeat renews. The
-// reconciler (controllers) wires them; they import nothing of vmobs.
+// per-node timers of deadlines that a node's heartbeat renews. They work
+// on reconcile requests and import nothing of vmobs; the reconciler
+// (controllers) wires them.
 package runtimekit
 
 import (
