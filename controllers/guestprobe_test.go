@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/cachestore"
 )
 
 // TestAgentConnectedVMIs: the probes' targets are the Running VMIs whose
@@ -25,7 +27,7 @@ func TestAgentConnectedVMIs(t *testing.T) {
 	}
 	ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}
 	vmis := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
-	s := &Store{VMIs: vmis}
+	s := &cachestore.Store{VMIs: vmis}
 	for _, v := range []*kubevirtv1.VirtualMachineInstance{
 		vmi("connected", kubevirtv1.Running, ready, agent(corev1.ConditionTrue)),
 		vmi("disconnected", kubevirtv1.Running, ready, agent(corev1.ConditionFalse)),

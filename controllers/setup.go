@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
-
 	"reflect"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -24,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/runtimekit"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -34,7 +36,7 @@ import (
 // to the VM key through the owner reference or an index.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.setup()
-	store, err := OpenStore(context.Background(), mgr.GetCache(), r.Informers)
+	store, err := cachestore.Open(context.Background(), mgr.GetCache(), r.Informers)
 	if err != nil {
 		return err
 	}
@@ -51,13 +53,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			startup = startupgc.Begin(0, 0, log.WithName("startup"))
 		}
 		opts.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return newQueue(name, rl, log, startup.End)
+			return runtimekit.NewQueue(name, rl, log, startup.End)
 		}
 	}
 	if err := r.followOwnWrites(mgr); err != nil {
 		return err
 	}
-	ticks, err := livenessSource(mgr, LivenessTick)
+	ticks, err := runtimekit.Ticks(mgr, livenessKey, LivenessTick)
 	if err != nil {
 		return err
 	}
@@ -80,24 +82,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		opts.LogConstructor = reconcileLog(mgr.GetLogger())
 	}
 	// The builder's For and Watches, with a source that starts the
-	// workers as soon as the handlers have the initial lists (source.go).
+	// workers as soon as the handlers have the initial lists
+	// (runtimekit.WatchKind).
 	c := mgr.GetCache()
 	return b.
 		Named(controllerName).
-		WatchesRawSource(watchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged(r.policy))).
-		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, vmiChanged())).
-		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, vmChanged())).
-		WatchesRawSource(watchKind(c, &kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), migrationChanged())).
-		WatchesRawSource(watchKind(c, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), podChanged())).
-		WatchesRawSource(watchKind(c, &corev1.Node{}, r.nodeHandler(), nodeChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged(r.policy))).
+		WatchesRawSource(runtimekit.WatchKind(c, &kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, vmiChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &kubevirtv1.VirtualMachine{}, &handler.EnqueueRequestForObject{}, vmChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), migrationChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), podChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Node{}, r.nodeHandler(), nodeChanged())).
 		WatchesRawSource(ticks).
-		WatchesRawSource(r.beats.source()).
+		WatchesRawSource(r.beats.Source()).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // controllerName names the controller in logs and metrics.
 const controllerName = "vmobservation"
+
+// LivenessTick is how often the controller reconciles its own liveness
+// tick. A status is written only when a VM's evidence changes, so in a
+// quiet fleet no VM's reconcile says that the controller still works; the
+// tick goes through the same queue and workers as every VM and sets
+// vmobs_last_reconcile_timestamp_seconds (metrics.Liveness).
+const LivenessTick = 30 * time.Second
+
+// livenessKey is the tick's request. No VM has it: VMs are namespaced.
+var livenessKey = types.NamespacedName{Name: "vmobs-liveness-tick"}
 
 // reconcileLog is the logger of each reconcile, with the keys the builder
 // gives a controller For VMObservations (the watches are raw sources
@@ -138,8 +151,8 @@ func migrationToVM(_ context.Context, o client.Object) []reconcile.Request {
 }
 
 func podToVM(_ context.Context, o client.Object) []reconcile.Request {
-	if name := controllingVMI(o); name != "" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	if ref, _ := membership.LauncherRef(o); ref.Name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
 	}
 	return nil
 }
@@ -149,7 +162,7 @@ func podToVM(_ context.Context, o client.Object) []reconcile.Request {
 // verdict is not Healthy (or that have none yet): a fresher heartbeat can
 // turn Unknown into Healthy, but for a healthy VM it only moves the
 // staleness deadline later, which the node's heartbeat timer follows
-// (heartbeats.go). Without this, each heartbeat (one
+// (runtimekit.Heartbeats). Without this, each heartbeat (one
 // a minute per node) woke every VM on the node at once, and a source change
 // arriving in that wave waited behind a hundred reconciles that wrote
 // nothing.
@@ -173,14 +186,14 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 				// A renewed heartbeat moves the deadlines of the node's
 				// VMs that rest on it, without waking them.
 				if hb, err := verdict.ParseHeartbeat(n.Value(kubevirtv1.VirtHandlerHeartbeat)); err == nil {
-					r.beats.renew(n.GetName(), hb)
+					r.beats.Renew(n.GetName(), hb)
 				}
 			}
 			enqueue(ctx, e.ObjectNew.GetName(), q, ok1 && ok2 && heartbeatOnly(o, n))
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if r.beats != nil {
-				r.beats.removeNode(e.Object.GetName())
+				r.beats.RemoveNode(e.Object.GetName())
 			}
 			enqueue(ctx, e.Object.GetName(), q, false)
 		},
@@ -201,7 +214,7 @@ func heartbeatOnly(o, n *projection.Node) bool {
 // heartbeatMatters says whether a fresher heartbeat could change the VM's
 // stored status: it has none yet, or its verdict is not Healthy.
 func (r *Reconciler) heartbeatMatters(key types.NamespacedName) bool {
-	obs, ok, err := get[*projection.Observation](r.Store.Observations, key.String())
+	obs, ok, err := cachestore.Get[*projection.Observation](r.Store.Observations, key.String())
 	if err != nil || !ok {
 		return true
 	}
@@ -210,7 +223,7 @@ func (r *Reconciler) heartbeatMatters(key types.NamespacedName) bool {
 
 // nodeToVMs lists the VMIs whose status names the node.
 func (r *Reconciler) nodeToVMs(ctx context.Context, node string) []reconcile.Request {
-	vmis, err := byIndex[*projection.VMI](r.Store.VMIs, IndexVMINode, node)
+	vmis, err := cachestore.ByIndex[*projection.VMI](r.Store.VMIs, cachestore.IndexVMINode, node)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing VMIs of a node failed", "node", node)
 		return nil

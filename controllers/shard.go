@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -82,19 +83,7 @@ func newShard(sel labels.Selector, grace time.Duration) *shard {
 	if grace <= 0 {
 		grace = DefaultHandoverGrace
 	}
-	return &shard{sel: sel, keys: selectorKeys(sel), grace: grace}
-}
-
-// selectorKeys lists the label keys a selector names, in its order.
-func selectorKeys(sel labels.Selector) []string {
-	reqs, _ := sel.Requirements()
-	var keys []string
-	for _, r := range reqs {
-		if len(keys) == 0 || keys[len(keys)-1] != r.Key() {
-			keys = append(keys, r.Key())
-		}
-	}
-	return keys
+	return &shard{sel: sel, keys: cachestore.SelectorKeys(sel), grace: grace}
 }
 
 // copyLabels sets on dst, for each of the shard's keys, src's value, and
@@ -191,14 +180,14 @@ func (r *Reconciler) observationLabels(in verdict.Input) map[string]string {
 func (r *Reconciler) inShard(ctx context.Context, key types.NamespacedName) (bool, error) {
 	s := r.shard
 	k := key.String()
-	_, ok, err := get[*projection.VM](r.Store.VMs, k)
+	_, ok, err := cachestore.Get[*projection.VM](r.Store.VMs, k)
 	if err != nil {
 		return false, fmt.Errorf("getting VirtualMachine: %w", err)
 	}
 	if ok {
 		return true, nil
 	}
-	v, ok, err := get[*projection.VMI](r.Store.VMIs, k)
+	v, ok, err := cachestore.Get[*projection.VMI](r.Store.VMIs, k)
 	if err != nil {
 		return false, fmt.Errorf("getting VirtualMachineInstance: %w", err)
 	}
@@ -211,7 +200,7 @@ func (r *Reconciler) inShard(ctx context.Context, key types.NamespacedName) (boo
 		return true, nil
 	}
 
-	o, ok, err := get[*projection.Observation](r.Store.Observations, k)
+	o, ok, err := cachestore.Get[*projection.Observation](r.Store.Observations, k)
 	if err != nil {
 		return false, fmt.Errorf("getting VMObservation: %w", err)
 	}

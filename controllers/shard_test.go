@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -9,30 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// The selector filters VMs and VMObservations; VMIs, launcher pods, nodes
-// and migrations are cached whole, because a VMI's labels do not follow
-// its VM's (shard.go).
-func TestCacheSelectorOnVMsAndObservationsOnly(t *testing.T) {
-	sel, _ := labels.Parse("observability.vmobs.io/shard=a")
-	for obj, bo := range CacheOptions(nil, sel, nil).ByObject {
-		kind := fmt.Sprintf("%T", obj)
-		got := ""
-		if bo.Label != nil {
-			got = bo.Label.String()
-		}
-		want := ""
-		switch kind {
-		case "*v1.VirtualMachine", "*v1alpha1.VMObservation":
-			want = sel.String()
-		case "*v1.Pod":
-			want = LauncherLabel
-		}
-		if got != want {
-			t.Errorf("%s: cache selector %q, want %q", kind, got, want)
-		}
-	}
-}
 
 func TestShardCopyLabels(t *testing.T) {
 	sel, err := labels.Parse("observability.vmobs.io/shard in (a, a2), tier!=gold")

@@ -22,11 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/runtimekit"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -51,10 +53,11 @@ type Reconciler struct {
 	Client client.Client
 	// Store holds the cached objects, as projections; SetupWithManager
 	// sets it to the manager's.
-	Store *Store
-	// Informers is what the manager's CacheOptions was given; the Store
-	// needs it when the cache is limited to namespaces.
-	Informers *Informers
+	Store *cachestore.Store
+	// Informers is what the manager's cache options
+	// (cachestore.Options) were given; the Store needs it when the cache
+	// is limited to namespaces.
+	Informers *cachestore.Informers
 	// StatusREST, when set, is a REST client for VMObservations through
 	// which status applies are sent; their responses are not decoded (the
 	// status we sent is what we know). Decoding them was 16% of a
@@ -116,8 +119,8 @@ type Reconciler struct {
 	// guest holds the folded guest probes; nil without GuestProbe.
 	guest *guestprobe.Source
 	// beats holds the VMs whose next look is their node's heartbeat
-	// deadline (heartbeats.go).
-	beats *heartbeats
+	// deadline (runtimekit.Heartbeats).
+	beats *runtimekit.Heartbeats
 }
 
 // setup builds what the reconciler derives from its configuration; it
@@ -127,7 +130,7 @@ func (r *Reconciler) setup() {
 	// Only a status that is rewritten may carry what moves by itself.
 	r.Policy.RenewingEvidence = r.EvidenceRefreshInterval > 0
 	r.shard = newShard(r.Shard, r.HandoverGrace)
-	r.beats = newHeartbeats(nil)
+	r.beats = runtimekit.NewHeartbeats(nil)
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -147,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	renewing := false
 	defer func() {
 		if !renewing && r.beats != nil {
-			r.beats.forget(req.NamespacedName)
+			r.beats.Forget(req.NamespacedName)
 		}
 	}()
 	log := ctrl.LoggerFrom(ctx).WithValues("VMObservation", klog.KRef(req.Namespace, req.Name))
@@ -234,7 +237,7 @@ func (r *Reconciler) fromNow(next ctrl.Result, now time.Time) ctrl.Result {
 }
 
 // nextLook says when the VM is looked at again, and whether that is its
-// node's heartbeat deadline, which the node's timer keeps (heartbeats.go)
+// node's heartbeat deadline, which the node's timer keeps (runtimekit.Heartbeats)
 // instead of the work queue. A write held back (a refresh, coalesced
 // progress) is made when its window ends, even if no other event comes; a
 // fixed deadline likewise. A fixed deadline (a lag grace ending, a timeout)
@@ -242,7 +245,7 @@ func (r *Reconciler) fromNow(next ctrl.Result, now time.Time) ctrl.Result {
 // the reconciles events bring.
 func (r *Reconciler) nextLook(key types.NamespacedName, res *verdict.Result, retryAfter time.Duration, now time.Time) (ctrl.Result, bool) {
 	if res.Renews && r.beats != nil && res.RenewsOn != "" {
-		r.beats.watch(key, res.RenewsOn, res.RenewedAt, now.Add(res.NextDeadline))
+		r.beats.Watch(key, res.RenewsOn, res.RenewedAt, now.Add(res.NextDeadline))
 		requeue := earliest(res.FixedDeadline, retryAfter)
 		return requeueAt(requeue, requeue != res.FixedDeadline), true
 	}
@@ -290,21 +293,21 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 	in := verdict.Input{Namespace: key.Namespace, Name: key.Name}
 	k := key.String()
 
-	vm, ok, err := get[*projection.VM](r.Store.VMs, k)
+	vm, ok, err := cachestore.Get[*projection.VM](r.Store.VMs, k)
 	if err != nil {
 		return in, nil, fmt.Errorf("getting VirtualMachine: %w", err)
 	}
 	if ok {
 		in.VM = vm.ToVM()
 	}
-	vmi, ok, err := get[*projection.VMI](r.Store.VMIs, k)
+	vmi, ok, err := cachestore.Get[*projection.VMI](r.Store.VMIs, k)
 	if err != nil {
 		return in, nil, fmt.Errorf("getting VirtualMachineInstance: %w", err)
 	}
 	if ok {
 		in.VMI = vmi.ToVMI()
 	}
-	obs, _, err := get[*projection.Observation](r.Store.Observations, k)
+	obs, _, err := cachestore.Get[*projection.Observation](r.Store.Observations, k)
 	if err != nil {
 		return in, nil, fmt.Errorf("getting VMObservation: %w", err)
 	}
@@ -318,7 +321,7 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 		in.Guest = r.guest.Facts(key)
 	}
 
-	migrations, err := byIndex[*projection.Migration](r.Store.Migrations, IndexMigrationVMI, k)
+	migrations, err := cachestore.ByIndex[*projection.Migration](r.Store.Migrations, cachestore.IndexMigrationVMI, k)
 	if err != nil {
 		return in, nil, fmt.Errorf("listing migrations: %w", err)
 	}
@@ -326,7 +329,7 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 		in.Migrations = append(in.Migrations, m.ToMigration())
 	}
 
-	pods, err := r.Store.launcherPods(key.Namespace, key.Name)
+	pods, err := r.Store.LauncherPods(key.Namespace, key.Name)
 	if err != nil {
 		return in, nil, fmt.Errorf("listing launcher pods: %w", err)
 	}
@@ -340,7 +343,7 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 
 	in.Nodes = map[string]*corev1.Node{}
 	for _, name := range membership.NodeNames(in.VMI, in.Pods) {
-		node, ok, err := get[*projection.Node](r.Store.Nodes, name)
+		node, ok, err := cachestore.Get[*projection.Node](r.Store.Nodes, name)
 		if err != nil {
 			return in, nil, fmt.Errorf("getting Node %s: %w", name, err)
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -173,12 +174,12 @@ func wReconciler(c client.Client) *Reconciler {
 
 // storeOf is what the manager's informers would hold of c's objects: each
 // through the cache transform, in stores with the controller's indexes.
-func storeOf(t testing.TB, c client.Reader) *Store {
+func storeOf(t testing.TB, c client.Reader) *cachestore.Store {
 	t.Helper()
-	s := &Store{}
+	s := &cachestore.Store{}
 	for _, k := range []struct {
 		list client.ObjectList
-		dst  *Index
+		dst  *cachestore.Index
 	}{
 		{&kubevirtv1.VirtualMachineList{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstanceList{}, &s.VMIs},
 		{&corev1.PodList{}, &s.Pods}, {&corev1.NodeList{}, &s.Nodes},
@@ -215,6 +216,24 @@ func project(t testing.TB, o any) client.Object {
 	return p.(client.Object)
 }
 
+// BenchmarkGather is what a reconcile pays to read a running VM's objects
+// out of the stores and rebuild the typed objects the engine reads (the VM,
+// VMI, launcher pod and node), next to BenchmarkEvaluate's evaluation of
+// them (internal/verdict).
+func BenchmarkGather(b *testing.B) {
+	c, _ := fakeWorld(b, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	r.Store = storeOf(b, c)
+	key := types.NamespacedName{Namespace: wNS, Name: wVM}
+	b.ReportAllocs()
+	for b.Loop() {
+		in, _, err := r.gather(key)
+		if err != nil || in.VMI == nil || len(in.Pods) != 1 || len(in.Nodes) != 1 {
+			b.Fatalf("gather: %v, %+v", err, in)
+		}
+	}
+}
+
 func wReconcile(t *testing.T, r *Reconciler) ctrl.Result {
 	t.Helper()
 	r.Store = storeOf(t, r.Client)
@@ -241,8 +260,8 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 	if w.counts["create"] != 1 || w.counts["apply status"] != 1 || w.total() != 2 {
 		t.Fatalf("first reconcile wrote %v, want one create and one status apply", w.counts)
 	}
-	if res.RequeueAfter != 0 || r.beats.watched() != 1 {
-		t.Errorf("the next deadline (heartbeat staleness) is %+v with %d VMs on heartbeat timers, want only the node's timer", res, r.beats.watched())
+	if res.RequeueAfter != 0 || r.beats.Watched() != 1 {
+		t.Errorf("the next deadline (heartbeat staleness) is %+v with %d VMs on heartbeat timers, want only the node's timer", res, r.beats.Watched())
 	}
 	obs := wObservation(t, c)
 	if obs.Labels[membership.ManagedByLabel] != membership.ManagedByValue {
@@ -418,8 +437,8 @@ func TestHeartbeatsCostNoWrites(t *testing.T) {
 		if res.RequeueAfter != 0 {
 			t.Errorf("minute %d: RequeueAfter %v, want none: the node's heartbeat timer looks again", m, res.RequeueAfter)
 		}
-		if n := r.beats.nodes[kvtest.NodeA]; r.beats.watched() != 1 || n == nil || !n.at.Equal(last.Add(5*time.Minute)) {
-			t.Errorf("minute %d: %d VMs on heartbeat timers, node-a's at %v, want 1 at %v", m, r.beats.watched(), n, last.Add(5*time.Minute))
+		if at, ok := r.beats.TimerAt(kvtest.NodeA); r.beats.Watched() != 1 || !ok || !at.Equal(last.Add(5*time.Minute)) {
+			t.Errorf("minute %d: %d VMs on heartbeat timers, node-a's at %v (%t), want 1 at %v", m, r.beats.Watched(), at, ok, last.Add(5*time.Minute))
 		}
 	}
 	if got := w.total() - written - 10; got != 0 { // the 10 node updates are the test's own

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -198,34 +196,6 @@ func TestTransitions(t *testing.T) {
 	}
 	if got := transitions(&v1alpha1.VMObservationStatus{}, next); len(got) != 4 {
 		t.Fatalf("a first status is a transition of every layer and the overall verdict, got %+v", got)
-	}
-}
-
-// One ByObject entry per kind: two would make controller-runtime keep one at
-// random, losing the launcher-pod selector or the transform.
-func TestCacheOptionsOneEntryPerKind(t *testing.T) {
-	sel, _ := labels.Parse("team=db")
-	opts := CacheOptions([]string{"a"}, sel, nil)
-	seen := map[string]cache.ByObject{}
-	for obj, bo := range opts.ByObject {
-		kind := fmt.Sprintf("%T", obj)
-		if _, dup := seen[kind]; dup {
-			t.Fatalf("%s has two ByObject entries", kind)
-		}
-		seen[kind] = bo
-	}
-	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != LauncherLabel {
-		t.Fatalf("pod selector %v, want %s", pod.Label, LauncherLabel)
-	}
-	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
-	// the controller reads is cached as its projection.
-	if len(seen) != 6 {
-		t.Fatalf("%d kinds configured, want 6", len(seen))
-	}
-	for kind, bo := range seen {
-		if bo.Transform == nil {
-			t.Errorf("%s is cached without its projection", kind)
-		}
 	}
 }
 

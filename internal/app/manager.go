@@ -32,6 +32,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/metrics"
@@ -207,7 +208,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	informers := &controllers.Informers{}
+	informers := &cachestore.Informers{}
 	startup := startupgc.Begin(opts.StartupGCPercent, MaxStartup, ctrl.Log.WithName("startup"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
@@ -220,7 +221,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
-		Cache:                         controllers.CacheOptions(opts.Namespaces, opts.VMSelector, informers),
+		Cache:                         cachestore.Options(opts.Namespaces, opts.VMSelector, informers),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// vmobs never reads Secrets or ConfigMaps; should a future
 			// change do so, it must not pull every one into memory.

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -168,7 +168,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 				st.Error = "caches did not sync"
 				break
 			}
-			store, err := controllers.OpenStore(ctx, mgr.GetCache(), nil)
+			store, err := cachestore.Open(ctx, mgr.GetCache(), nil)
 			if err != nil {
 				st.Error = err.Error()
 				break
@@ -232,7 +232,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 // A value shared between objects (an interned string) counts once, in the
 // first kind that reaches it.
 func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
-	store, err := controllers.OpenStore(ctx, c, nil)
+	store, err := cachestore.Open(ctx, c, nil)
 	if err != nil {
 		return nil
 	}
@@ -240,7 +240,7 @@ func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
 	seen := map[uintptr]bool{}
 	for _, k := range []struct {
 		name  string
-		store controllers.Index
+		store cachestore.Index
 	}{
 		{"VMObservation", store.Observations}, {"VirtualMachineInstance", store.VMIs}, {"VirtualMachine", store.VMs},
 		{"Pod", store.Pods}, {"Node", store.Nodes}, {"VirtualMachineInstanceMigration", store.Migrations},

@@ -1,4 +1,4 @@
-package controllers
+package runtimekit
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // handler has been given the informer's initial list. source.Kind polls
 // for that every 100 ms (client-go's WaitForCacheSync), and the handler
 // of an informer that has already synced (the manager starts them all
-// with the cache, controllers/store.go) never has its list at the first
+// with the cache, internal/cachestore) never has its list at the first
 // look: every start, and every new leader, waited 100 ms more for its
 // first reconcile (docs/scale.md, finding 21).
 type informerSource struct {
@@ -35,7 +35,10 @@ type informerSource struct {
 
 var _ source.SyncingSource = &informerSource{}
 
-func watchKind(c cache.Cache, obj client.Object, h handler.EventHandler, predicates ...predicate.Predicate) *informerSource {
+// WatchKind is a source of the cache's objects of obj's kind, for a
+// controller's WatchesRawSource: source.Kind's, whose WaitForSync returns
+// the moment the handler has the informer's initial list.
+func WatchKind(c cache.Cache, obj client.Object, h handler.EventHandler, predicates ...predicate.Predicate) source.SyncingSource {
 	return &informerSource{cache: c, obj: obj, handler: h, predicates: predicates, registered: make(chan toolscache.ResourceEventHandlerRegistration, 1)}
 }
 

@@ -1,4 +1,4 @@
-package controllers
+package cachestore
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +16,7 @@ const (
 	LauncherLabel = kubevirtv1.AppLabel + "=virt-launcher"
 )
 
-// CacheOptions bounds what the manager caches: launcher pods only, and of
+// Options bounds what the manager caches: launcher pods only, and of
 // every object only its projection (internal/projection): what the
 // engine, the write decision, the indexes and the predicates read, in
 // compact form. The informers' stores hold the projections; the controller
@@ -24,9 +24,9 @@ const (
 //
 // namespaces limits the cache (and so the controller) to those namespaces;
 // empty means all. informers, when not nil, records the informers the cache
-// makes: pass the same to OpenStore (Reconciler.Informers), which needs it
+// makes: pass the same to Open (the reconciler's Informers), which needs it
 // when namespaces is not empty.
-func CacheOptions(namespaces []string, vmSelector labels.Selector, informers *Informers) cache.Options {
+func Options(namespaces []string, vmSelector labels.Selector, informers *Informers) cache.Options {
 	launchers, err := labels.Parse(LauncherLabel)
 	if err != nil {
 		panic(err) // a constant
@@ -43,10 +43,10 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, informers *In
 		obs  = &v1alpha1.VMObservation{}
 	)
 	// Sharded, VMs, VMIs and VMObservations keep the labels the selector
-	// names, and VMIs their owners (shard.go).
+	// names, and VMIs their owners (controllers/shard.go).
 	var sharding projection.Sharding
 	if vmSelector != nil && !vmSelector.Empty() {
-		sharding.Labels = selectorKeys(vmSelector)
+		sharding.Labels = SelectorKeys(vmSelector)
 	}
 	project := projection.TransformSharded(sharding)
 	byObject := map[client.Object]cache.ByObject{
@@ -59,7 +59,7 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, informers *In
 	}
 	// The selector decides a VM's shard from the VM's own labels (a
 	// standalone VMI's from the VMI's), which KubeVirt does not copy to
-	// the VMI: VMIs are cached whole, like pods and nodes (shard.go).
+	// the VMI: VMIs are cached whole, like pods and nodes (controllers/shard.go).
 	if vmSelector != nil && !vmSelector.Empty() {
 		for _, o := range []client.Object{vm, obs} {
 			bo := byObject[o]
@@ -78,4 +78,16 @@ func CacheOptions(namespaces []string, vmSelector labels.Selector, informers *In
 		}
 	}
 	return opts
+}
+
+// SelectorKeys lists the label keys a selector names, in its order.
+func SelectorKeys(sel labels.Selector) []string {
+	reqs, _ := sel.Requirements()
+	var keys []string
+	for _, r := range reqs {
+		if len(keys) == 0 || keys[len(keys)-1] != r.Key() {
+			keys = append(keys, r.Key())
+		}
+	}
+	return keys
 }

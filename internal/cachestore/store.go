@@ -1,4 +1,9 @@
-package controllers
+// Package cachestore is what vmobs caches and how it reads it: the
+// manager's cache options (launcher pods only, every object as its
+// projection), the informers' stores of the kinds vmobs caches, and the
+// indexes that map a secondary object to the VM it affects. The reconciler
+// (controllers) reads the cache here, never through the manager's client.
+package cachestore
 
 import (
 	"context"
@@ -24,7 +29,7 @@ import (
 )
 
 // Store is the manager's informer stores of the kinds vmobs caches. They
-// hold projections (see CacheOptions), which controller-runtime's cache
+// hold projections (see Options), which controller-runtime's cache
 // reader cannot hand out as typed objects: everything vmobs reads of them
 // it reads here.
 type Store struct {
@@ -40,12 +45,12 @@ type Index interface {
 	AddIndexers(newIndexers toolscache.Indexers) error
 }
 
-// OpenStore returns the stores of the cache's informers, creating the
+// Open returns the stores of the cache's informers, creating the
 // informers if need be (they start with the cache). informers is what
-// CacheOptions was given: a cache limited to namespaces hands out
+// Options was given: a cache limited to namespaces hands out
 // informers with no store (one per namespace behind each), and the Store
 // then reads the ones informers saw made.
-func OpenStore(ctx context.Context, c cache.Cache, informers *Informers) (*Store, error) {
+func Open(ctx context.Context, c cache.Cache, informers *Informers) (*Store, error) {
 	s := &Store{}
 	for _, k := range []struct {
 		obj client.Object
@@ -205,7 +210,7 @@ func podVMIIndex(o any) ([]string, error) {
 // podBuckets is how many values the pod index has. Each value costs the
 // index a set (a Go map of about 200 bytes, whatever it holds): one per VMI
 // cost more than a launcher pod's projection. A bucket holds the pods of
-// several VMIs, and a lookup filters them (launcherPods).
+// several VMIs, and a lookup filters them (LauncherPods).
 const podBuckets = 256
 
 var podBucketNames = func() (names [podBuckets]string) {
@@ -224,9 +229,9 @@ func podBucket(namespace, name string) string {
 	return podBucketNames[h.Sum32()%podBuckets]
 }
 
-// launcherPods are the pods the VMI namespace/name controls.
-func (s *Store) launcherPods(namespace, name string) ([]*projection.Pod, error) {
-	pods, err := byIndex[*projection.Pod](s.Pods, IndexPodVMI, podBucket(namespace, name))
+// LauncherPods are the pods the VMI namespace/name controls.
+func (s *Store) LauncherPods(namespace, name string) ([]*projection.Pod, error) {
+	pods, err := ByIndex[*projection.Pod](s.Pods, IndexPodVMI, podBucket(namespace, name))
 	if err != nil {
 		return nil, err
 	}
@@ -258,8 +263,8 @@ func controllingVMI(o client.Object) string {
 	return ref.Name
 }
 
-// get returns the projection stored under key, if any.
-func get[T any](s Index, key string) (T, bool, error) {
+// Get returns the projection stored under key, if any.
+func Get[T any](s Index, key string) (T, bool, error) {
 	var zero T
 	o, ok, err := s.GetByKey(key)
 	if err != nil || !ok {
@@ -272,8 +277,8 @@ func get[T any](s Index, key string) (T, bool, error) {
 	return t, true, nil
 }
 
-// byIndex returns the projections an index maps value to.
-func byIndex[T any](s Index, index, value string) ([]T, error) {
+// ByIndex returns the projections an index maps value to.
+func ByIndex[T any](s Index, index, value string) ([]T, error) {
 	objs, err := s.ByIndex(index, value)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package controllers
+package cachestore
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/projection"
 )
@@ -61,12 +62,12 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 		t.Fatalf("List: %d pods, want %d", n, 2*2*vmis)
 	}
 	for _, ns := range []string{"a", "b"} {
-		if _, ok, err := get[*projection.Pod](s.Pods, ns+"/virt-launcher-vm-7-2"); !ok || err != nil {
+		if _, ok, err := Get[*projection.Pod](s.Pods, ns+"/virt-launcher-vm-7-2"); !ok || err != nil {
 			t.Fatalf("GetByKey %s/virt-launcher-vm-7-2: %t, %v", ns, ok, err)
 		}
 		for i := range vmis {
 			vmi := fmt.Sprint("vm-", i)
-			got, err := s.launcherPods(ns, vmi)
+			got, err := s.LauncherPods(ns, vmi)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,28 +81,20 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 			}
 		}
 	}
-	if _, ok, err := get[*projection.Pod](s.Pods, "c/virt-launcher-vm-7-2"); ok || err != nil {
+	if _, ok, err := Get[*projection.Pod](s.Pods, "c/virt-launcher-vm-7-2"); ok || err != nil {
 		t.Fatalf("GetByKey in a namespace no store holds: %t, %v", ok, err)
 	}
-	if got, _ := s.launcherPods("a", "no-such-vmi"); len(got) != 0 {
+	if got, _ := s.LauncherPods("a", "no-such-vmi"); len(got) != 0 {
 		t.Fatalf("pods of a VMI without any: %d", len(got))
 	}
 }
 
-// BenchmarkGather is what a reconcile pays to read a running VM's objects
-// out of the stores and rebuild the typed objects the engine reads (the VM,
-// VMI, launcher pod and node), next to BenchmarkEvaluate's evaluation of
-// them (internal/verdict).
-func BenchmarkGather(b *testing.B) {
-	c, _ := fakeWorld(b, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
-	r := wReconciler(c)
-	r.Store = storeOf(b, c)
-	key := types.NamespacedName{Namespace: wNS, Name: wVM}
-	b.ReportAllocs()
-	for b.Loop() {
-		in, _, err := r.gather(key)
-		if err != nil || in.VMI == nil || len(in.Pods) != 1 || len(in.Nodes) != 1 {
-			b.Fatalf("gather: %v, %+v", err, in)
-		}
+// project is o as the cache holds it.
+func project(t testing.TB, o any) client.Object {
+	t.Helper()
+	p, err := projection.Transform(o)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return p.(client.Object)
 }

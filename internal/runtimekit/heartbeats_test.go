@@ -1,4 +1,4 @@
-package controllers
+package runtimekit
 
 import (
 	"context"
@@ -11,14 +11,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// beatsUnderTest is a heartbeats on a fake clock, started on a real queue.
-func beatsUnderTest(t *testing.T) (*heartbeats, *clocktesting.FakeClock, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// t0 is the fake clock's start.
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// beatsUnderTest is a Heartbeats on a fake clock, started on a real queue.
+func beatsUnderTest(t *testing.T) (*Heartbeats, *clocktesting.FakeClock, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(wNow)
-	h := newHeartbeats(clk)
+	clk := clocktesting.NewFakeClock(t0)
+	h := NewHeartbeats(clk)
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
-	if err := h.source().Start(context.Background(), q); err != nil {
+	if err := h.Source().Start(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
 	return h, clk, q
@@ -43,36 +46,38 @@ func drain(t *testing.T, q workqueue.TypedRateLimitingInterface[reconcile.Reques
 	return got
 }
 
-func vmKey(name string) types.NamespacedName { return types.NamespacedName{Namespace: wNS, Name: name} }
+func vmKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: name}
+}
 
 func TestHeartbeatTimers(t *testing.T) {
 	h, clk, q := beatsUnderTest(t)
-	beat := wNow.Add(-time.Minute)
+	beat := t0.Add(-time.Minute)
 	// Two VMs on node-a, one with a shorter timeout of its own, one on node-b.
-	h.watch(vmKey("a1"), "node-a", beat, beat.Add(5*time.Minute))
-	h.watch(vmKey("a2"), "node-a", beat, beat.Add(3*time.Minute))
-	h.watch(vmKey("b1"), "node-b", beat, beat.Add(5*time.Minute))
-	if h.watched() != 3 || len(h.nodes) != 2 {
-		t.Fatalf("%d VMs on %d nodes", h.watched(), len(h.nodes))
+	h.Watch(vmKey("a1"), "node-a", beat, beat.Add(5*time.Minute))
+	h.Watch(vmKey("a2"), "node-a", beat, beat.Add(3*time.Minute))
+	h.Watch(vmKey("b1"), "node-b", beat, beat.Add(5*time.Minute))
+	if h.Watched() != 3 || len(h.nodes) != 2 {
+		t.Fatalf("%d VMs on %d nodes", h.Watched(), len(h.nodes))
 	}
 
 	// node-a renews every minute; node-b stops.
 	for m := 1; m <= 4; m++ {
 		clk.Step(time.Minute)
-		h.renew("node-a", beat.Add(time.Duration(m)*time.Minute))
+		h.Renew("node-a", beat.Add(time.Duration(m)*time.Minute))
 		// A resync with an older heartbeat moves nothing back.
-		h.renew("node-a", beat)
+		h.Renew("node-a", beat)
 	}
-	// now = wNow+4m: node-b's deadline (beat+5m = wNow+4m) passed.
+	// now = t0+4m: node-b's deadline (beat+5m = t0+4m) passed.
 	if got := drain(t, q, 1); len(got) != 1 || !got["b1"] {
 		t.Fatalf("enqueued %v, want only b1, whose node stopped renewing", got)
 	}
-	if h.watched() != 2 || h.nodes["node-b"] != nil {
-		t.Errorf("after node-b fired: %d watched, node-b %v", h.watched(), h.nodes["node-b"])
+	if h.Watched() != 2 || h.nodes["node-b"] != nil {
+		t.Errorf("after node-b fired: %d watched, node-b %v", h.Watched(), h.nodes["node-b"])
 	}
 
-	// node-a stops after its beat at wNow+3m: a2 (3m) is due at wNow+6m,
-	// a1 (5m) at wNow+8m.
+	// node-a stops after its beat at t0+3m: a2 (3m) is due at t0+6m,
+	// a1 (5m) at t0+8m.
 	clk.Step(2 * time.Minute)
 	if got := drain(t, q, 1); len(got) != 1 || !got["a2"] {
 		t.Fatalf("enqueued %v at +6m, want a2", got)
@@ -81,55 +86,55 @@ func TestHeartbeatTimers(t *testing.T) {
 	if got := drain(t, q, 1); len(got) != 1 || !got["a1"] {
 		t.Fatalf("enqueued %v at +8m, want a1", got)
 	}
-	if h.watched() != 0 || len(h.nodes) != 0 {
-		t.Errorf("%d watched, %d nodes after all fired", h.watched(), len(h.nodes))
+	if h.Watched() != 0 || len(h.nodes) != 0 {
+		t.Errorf("%d watched, %d nodes after all fired", h.Watched(), len(h.nodes))
 	}
 }
 
 func TestHeartbeatTimersForgetMoveAndRemove(t *testing.T) {
 	h, clk, q := beatsUnderTest(t)
-	beat := wNow
-	h.watch(vmKey("v1"), "node-a", beat, beat.Add(5*time.Minute))
-	h.watch(vmKey("v2"), "node-a", beat, beat.Add(5*time.Minute))
-	h.watch(vmKey("v3"), "node-b", beat, beat.Add(5*time.Minute))
+	beat := t0
+	h.Watch(vmKey("v1"), "node-a", beat, beat.Add(5*time.Minute))
+	h.Watch(vmKey("v2"), "node-a", beat, beat.Add(5*time.Minute))
+	h.Watch(vmKey("v3"), "node-b", beat, beat.Add(5*time.Minute))
 	// v1 migrates to node-b; v2's verdict no longer rests on the heartbeat.
-	h.watch(vmKey("v1"), "node-b", beat, beat.Add(5*time.Minute))
-	h.forget(vmKey("v2"))
+	h.Watch(vmKey("v1"), "node-b", beat, beat.Add(5*time.Minute))
+	h.Forget(vmKey("v2"))
 	if h.nodes["node-a"] != nil || h.nodes["node-b"].afters[5*time.Minute] != 2 {
 		t.Fatalf("node-a %v, node-b %v", h.nodes["node-a"], h.nodes["node-b"])
 	}
 	// node-b is deleted: its VMs leave the timers (the delete event enqueues them).
-	h.removeNode("node-b")
-	if h.watched() != 0 {
-		t.Fatalf("%d watched after the node was removed", h.watched())
+	h.RemoveNode("node-b")
+	if h.Watched() != 0 {
+		t.Fatalf("%d watched after the node was removed", h.Watched())
 	}
 	clk.Step(10 * time.Minute)
 	if got := drain(t, q, 0); len(got) != 0 {
 		t.Errorf("enqueued %v after forget and remove", got)
 	}
 	// A deadline not after the heartbeat, or no node, is not watched.
-	h.watch(vmKey("v4"), "", beat, beat.Add(time.Minute))
-	h.watch(vmKey("v5"), "node-a", beat, beat)
-	if h.watched() != 0 {
-		t.Errorf("%d watched for unusable registrations", h.watched())
+	h.Watch(vmKey("v4"), "", beat, beat.Add(time.Minute))
+	h.Watch(vmKey("v5"), "node-a", beat, beat)
+	if h.Watched() != 0 {
+		t.Errorf("%d watched for unusable registrations", h.Watched())
 	}
 }
 
 func TestHeartbeatTimersWaitForTheQueue(t *testing.T) {
-	clk := clocktesting.NewFakeClock(wNow)
-	h := newHeartbeats(clk)
-	h.watch(vmKey("v1"), "node-a", wNow, wNow.Add(time.Minute))
+	clk := clocktesting.NewFakeClock(t0)
+	h := NewHeartbeats(clk)
+	h.Watch(vmKey("v1"), "node-a", t0, t0.Add(time.Minute))
 	clk.Step(2 * time.Minute) // fires before the controller started: kept
 	deadline := time.Now().Add(5 * time.Second)
 	for !clk.HasWaiters() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if h.watched() != 1 {
-		t.Fatalf("%d watched: the VM was dropped before the queue existed", h.watched())
+	if h.Watched() != 1 {
+		t.Fatalf("%d watched: the VM was dropped before the queue existed", h.Watched())
 	}
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	if err := h.source().Start(context.Background(), q); err != nil {
+	if err := h.Source().Start(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Second)

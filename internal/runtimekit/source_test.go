@@ -1,16 +1,13 @@
-package controllers
+package runtimekit
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -52,7 +49,7 @@ func TestInformerSourceSyncsWithItsHandler(t *testing.T) {
 	q := priorityqueue.New[reconcile.Request]("source-test")
 	defer q.ShutDown()
 	skip := predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetName() != "p0" }}
-	src := watchKind(oneInformer{inf: inf}, &corev1.Pod{}, &handler.EnqueueRequestForObject{}, skip)
+	src := WatchKind(oneInformer{inf: inf}, &corev1.Pod{}, &handler.EnqueueRequestForObject{}, skip)
 	if err := src.Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +72,7 @@ func TestInformerSourceSyncsWithItsHandler(t *testing.T) {
 // A source that never starts times out with an error that names its kind;
 // one stopped while it waits returns nil, as source.Kind does.
 func TestInformerSourceWaitEnds(t *testing.T) {
-	src := watchKind(oneInformer{}, &corev1.Pod{}, &handler.EnqueueRequestForObject{})
+	src := WatchKind(oneInformer{}, &corev1.Pod{}, &handler.EnqueueRequestForObject{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := src.WaitForSync(ctx); err == nil {
@@ -85,23 +82,5 @@ func TestInformerSourceWaitEnds(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	if err := src.WaitForSync(ctx); err != nil {
 		t.Errorf("WaitForSync stopped: %v, want nil", err)
-	}
-}
-
-// A reconcile's log carries the keys the builder gives a controller For
-// VMObservations, though its watches are raw sources.
-func TestReconcileLogKeys(t *testing.T) {
-	var line string
-	log := funcr.New(func(_, args string) { line = args }, funcr.Options{})
-	reconcileLog(log)(&reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "vm"}}).Info("x")
-	for _, want := range []string{`"controller"="vmobservation"`, `"controllerGroup"="observability.vmobs.io"`, `"controllerKind"="VMObservation"`,
-		`"VMObservation"={"name"="vm" "namespace"="ns"}`, `"namespace"="ns"`, `"name"="vm"`} {
-		if !strings.Contains(line, want) {
-			t.Errorf("the reconcile's log line %s lacks %s", line, want)
-		}
-	}
-	reconcileLog(log)(nil).Info("x")
-	if strings.Contains(line, `"name"=`) {
-		t.Errorf("the controller's own log line names a VM: %s", line)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package runtimekit
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// heartbeats looks at virt-handler's heartbeat deadlines per node instead
+// Heartbeats looks at virt-handler's heartbeat deadlines per node instead
 // of per VM. A VM whose next deadline is its node's heartbeat's (the
 // verdict rests on a renewing source, verdict.Result.Renews) is not put in
 // the work queue with RequeueAfter: it is registered here under its node,
@@ -23,7 +23,7 @@ import (
 // per VM; and an unchanging fleet is not reconciled every heartbeat timeout
 // only to find the heartbeat fresh. When a node's heartbeat does go stale,
 // its timer enqueues exactly the VMs whose deadline passed.
-type heartbeats struct {
+type Heartbeats struct {
 	clock clock.WithDelayedExecution
 
 	mu sync.Mutex
@@ -62,16 +62,17 @@ func (n *nodeBeat) add(d time.Duration, by int) {
 	}
 }
 
-func newHeartbeats(c clock.WithDelayedExecution) *heartbeats {
+// NewHeartbeats returns the timers on clock c; nil means the real clock.
+func NewHeartbeats(c clock.WithDelayedExecution) *Heartbeats {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &heartbeats{clock: c, nodes: map[string]*nodeBeat{}, vms: map[types.NamespacedName]vmBeat{}}
+	return &Heartbeats{clock: c, nodes: map[string]*nodeBeat{}, vms: map[types.NamespacedName]vmBeat{}}
 }
 
-// source hands the controller's queue to the timers when the controller
+// Source hands the controller's queue to the timers when the controller
 // starts.
-func (h *heartbeats) source() source.Source {
+func (h *Heartbeats) Source() source.Source {
 	return source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		h.mu.Lock()
 		h.queue = q
@@ -80,11 +81,11 @@ func (h *heartbeats) source() source.Source {
 	})
 }
 
-// watch registers the VM under the node whose heartbeat, beat, its verdict
+// Watch registers the VM under the node whose heartbeat, beat, its verdict
 // rests on, to be enqueued at deadline unless the heartbeat renews first.
-func (h *heartbeats) watch(key types.NamespacedName, node string, beat, deadline time.Time) {
+func (h *Heartbeats) Watch(key types.NamespacedName, node string, beat, deadline time.Time) {
 	if node == "" || beat.IsZero() || !deadline.After(beat) {
-		h.forget(key)
+		h.Forget(key)
 		return
 	}
 	h.mu.Lock()
@@ -107,17 +108,17 @@ func (h *heartbeats) watch(key types.NamespacedName, node string, beat, deadline
 	h.armLocked(node, n)
 }
 
-// forget drops the VM: its verdict no longer rests on a heartbeat, or it
+// Forget drops the VM: its verdict no longer rests on a heartbeat, or it
 // is gone, or it is another shard's.
-func (h *heartbeats) forget(key types.NamespacedName) {
+func (h *Heartbeats) Forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dropLocked(key)
 }
 
-// renew moves the node's deadlines with its new heartbeat. A heartbeat that
+// Renew moves the node's deadlines with its new heartbeat. A heartbeat that
 // is not newer (a resync, a clock step back on the node) changes nothing.
-func (h *heartbeats) renew(node string, beat time.Time) {
+func (h *Heartbeats) Renew(node string, beat time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.nodes[node]
@@ -128,9 +129,9 @@ func (h *heartbeats) renew(node string, beat time.Time) {
 	h.armLocked(node, n)
 }
 
-// removeNode drops a deleted node's VMs: the Node's delete event enqueues
+// RemoveNode drops a deleted node's VMs: the Node's delete event enqueues
 // them all, and their next verdict no longer rests on its heartbeat.
-func (h *heartbeats) removeNode(node string) {
+func (h *Heartbeats) RemoveNode(node string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.nodes[node]
@@ -144,14 +145,25 @@ func (h *heartbeats) removeNode(node string) {
 	delete(h.nodes, node)
 }
 
-// watched is the number of VMs waiting on a heartbeat (tests, metrics).
-func (h *heartbeats) watched() int {
+// Watched is the number of VMs waiting on a heartbeat (tests, metrics).
+func (h *Heartbeats) Watched() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.vms)
 }
 
-func (h *heartbeats) dropLocked(key types.NamespacedName) {
+// TimerAt is when the node's timer fires, if it has one.
+func (h *Heartbeats) TimerAt(node string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.nodes[node]
+	if n == nil || n.timer == nil {
+		return time.Time{}, false
+	}
+	return n.at, true
+}
+
+func (h *Heartbeats) dropLocked(key types.NamespacedName) {
 	v, ok := h.vms[key]
 	if !ok {
 		return
@@ -172,7 +184,7 @@ func (h *heartbeats) dropLocked(key types.NamespacedName) {
 }
 
 // armLocked sets the node's timer to its earliest deadline.
-func (h *heartbeats) armLocked(node string, n *nodeBeat) {
+func (h *Heartbeats) armLocked(node string, n *nodeBeat) {
 	var first time.Duration
 	for d := range n.afters {
 		if first == 0 || d < first {
@@ -193,7 +205,7 @@ func (h *heartbeats) armLocked(node string, n *nodeBeat) {
 // after runs fire for the node after d. fire runs on a goroutine of its
 // own: a fake clock calls the function while it holds its lock, and fire
 // reads the clock.
-func (h *heartbeats) after(d time.Duration, node string) clock.Timer {
+func (h *Heartbeats) after(d time.Duration, node string) clock.Timer {
 	return h.clock.AfterFunc(d, func() { go h.fire(node) })
 }
 
@@ -202,7 +214,7 @@ func (h *heartbeats) after(d time.Duration, node string) clock.Timer {
 // when a node's heartbeat did not renew in time (or early, after the VMs
 // with the nearest deadline left), and at 5,000 VMs the pass takes tens of
 // microseconds.
-func (h *heartbeats) fire(node string) {
+func (h *Heartbeats) fire(node string) {
 	h.mu.Lock()
 	n := h.nodes[node]
 	if n == nil || h.queue == nil {

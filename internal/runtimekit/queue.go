@@ -1,4 +1,11 @@
-package controllers
+// Package runtimekit holds the controller's own pieces of
+// controller-runtime machinery: the work queue with its initial-list
+// backlog, the informer sources that start the workers as soon as their
+// handlers have the initial lists, a source of periodic ticks, and the
+// per-node timers of deadlines that a node's heartbeat renews. They work
+// on reconcile requests and import nothing of vmobs; the reconciler
+// (controllers) wires them.
+package runtimekit
 
 import (
 	"sync"
@@ -73,11 +80,11 @@ func newBacklogQueue(inner priorityqueue.PriorityQueue[reconcile.Request], ahead
 	}
 }
 
-// newQueue is the controller's NewQueue: the queue controller-runtime
+// NewQueue is a controller's NewQueue: the queue controller-runtime
 // would build by default, behind a backlog. settled runs once the initial
-// lists are reconciled (the manager ends its start-up there:
-// internal/startupgc).
-func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log logr.Logger, settled func(keys int)) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+// lists are reconciled, with how many keys they held (vmobs' manager ends
+// its start-up there: internal/startupgc).
+func NewQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request], log logr.Logger, settled func(keys int)) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	q := newBacklogQueue(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
 		o.RateLimiter, o.Log = rl, log.WithValues("controller", name)
 	}), initialListAhead)

@@ -1,0 +1,61 @@
+package cachestore
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// The selector filters VMs and VMObservations; VMIs, launcher pods, nodes
+// and migrations are cached whole, because a VMI's labels do not follow
+// its VM's (controllers/shard.go).
+func TestCacheSelectorOnVMsAndObservationsOnly(t *testing.T) {
+	sel, _ := labels.Parse("observability.vmobs.io/shard=a")
+	for obj, bo := range Options(nil, sel, nil).ByObject {
+		kind := fmt.Sprintf("%T", obj)
+		got := ""
+		if bo.Label != nil {
+			got = bo.Label.String()
+		}
+		want := ""
+		switch kind {
+		case "*v1.VirtualMachine", "*v1alpha1.VMObservation":
+			want = sel.String()
+		case "*v1.Pod":
+			want = LauncherLabel
+		}
+		if got != want {
+			t.Errorf("%s: cache selector %q, want %q", kind, got, want)
+		}
+	}
+}
+
+// One ByObject entry per kind: two would make controller-runtime keep one at
+// random, losing the launcher-pod selector or the transform.
+func TestCacheOptionsOneEntryPerKind(t *testing.T) {
+	sel, _ := labels.Parse("team=db")
+	opts := Options([]string{"a"}, sel, nil)
+	seen := map[string]cache.ByObject{}
+	for obj, bo := range opts.ByObject {
+		kind := fmt.Sprintf("%T", obj)
+		if _, dup := seen[kind]; dup {
+			t.Fatalf("%s has two ByObject entries", kind)
+		}
+		seen[kind] = bo
+	}
+	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != LauncherLabel {
+		t.Fatalf("pod selector %v, want %s", pod.Label, LauncherLabel)
+	}
+	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
+	// the controller reads is cached as its projection.
+	if len(seen) != 6 {
+		t.Fatalf("%d kinds configured, want 6", len(seen))
+	}
+	for kind, bo := range seen {
+		if bo.Transform == nil {
+			t.Errorf("%s is cached without its projection", kind)
+		}
+	}
+}
