@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -182,7 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		created, wait, err := r.create(ctx, in)
 		if err != nil || created == nil {
-			return requeueAt(wait, true), err
+			// A create held back (the create budget) is a write held back.
+			now := r.now()
+			return nextLook(verdict.Deadlines{}, wait, now, false).result(now), err
 		}
 		obs = projection.FromObservation(created)
 	} else if in.VM != nil || in.VMI != nil {
@@ -208,11 +209,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
 		storedWrite: obs.LastWrite.Time(), now: now,
 	})
-	var next ctrl.Result
-	next, renewing = r.nextLook(req.NamespacedName, &result, decision.retryAfter, now)
+	next := nextLook(result.Deadlines, decision.retryAfter, now, r.beats != nil)
+	if renewing = next.beat != nil; renewing {
+		r.beats.Watch(req.NamespacedName, next.beat.node, next.beat.renewedAt, next.beat.at)
+	}
 	if !decision.write {
 		log.V(5).Info("Status unchanged", "why", decision.why)
-		return r.fromNow(next, now), nil
+		return next.result(r.now()), nil
 	}
 	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
@@ -220,63 +223,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
 	r.recordTransitions(obs, prev, &st)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
-	return r.fromNow(next, now), nil
-}
-
-// fromNow makes a requeue delay computed at now count from this moment:
-// the queue adds RequeueAfter to the time the reconcile returns, and a
-// reconcile that wrote returns a round trip (tens to hundreds of
-// milliseconds on a loaded API server) after now; a deadline someone
-// waits for (a lag grace's end) would be judged that much late. A delay
-// already spent becomes the shortest there is (0 would mean none).
-func (r *Reconciler) fromNow(next ctrl.Result, now time.Time) ctrl.Result {
-	if next.RequeueAfter > 0 {
-		next.RequeueAfter = max(next.RequeueAfter-r.now().Sub(now), time.Nanosecond)
-	}
-	return next
-}
-
-// nextLook says when the VM is looked at again, and whether that is its
-// node's heartbeat deadline, which the node's timer keeps (runtimekit.Heartbeats)
-// instead of the work queue. A write held back (a refresh, coalesced
-// progress) is made when its window ends, even if no other event comes; a
-// fixed deadline likewise. A fixed deadline (a lag grace ending, a timeout)
-// carries a verdict someone waits for; a held-back write can wait behind
-// the reconciles events bring.
-func (r *Reconciler) nextLook(key types.NamespacedName, res *verdict.Result, retryAfter time.Duration, now time.Time) (ctrl.Result, bool) {
-	if res.Renews && r.beats != nil && res.RenewsOn != "" {
-		r.beats.Watch(key, res.RenewsOn, res.RenewedAt, now.Add(res.NextDeadline))
-		requeue := earliest(res.FixedDeadline, retryAfter)
-		return requeueAt(requeue, requeue != res.FixedDeadline), true
-	}
-	requeue := earliest(res.NextDeadline, retryAfter)
-	return requeueAt(requeue, requeue != res.NextDeadline || res.Renews), false
-}
-
-// earliest is the sooner of two waits, 0 meaning none.
-func earliest(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return max(b, 0)
-	case b <= 0 || a < b:
-		return a
-	}
-	return b
-}
-
-// requeueAt asks to be called again after d (none when d is 0), at low
-// priority when low: a heartbeat's deadline or a held-back write can wait
-// behind the reconciles that events bring, which carry a change someone is
-// waiting to see. An event for the same VM raises the queued item to the
-// event's priority, so nothing that changed waits behind the others.
-func requeueAt(d time.Duration, low bool) ctrl.Result {
-	if d <= 0 {
-		return ctrl.Result{}
-	}
-	if !low {
-		return ctrl.Result{RequeueAfter: d}
-	}
-	return ctrl.Result{RequeueAfter: d, Priority: ptr.To(handler.LowPriority)}
+	return next.result(r.now()), nil
 }
 
 func (r *Reconciler) now() time.Time {

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -175,17 +174,6 @@ func TestWritePolicyRemembersItsWrites(t *testing.T) {
 	}
 }
 
-func TestEarliest(t *testing.T) {
-	for _, c := range []struct{ a, b, want time.Duration }{
-		{0, 0, 0}, {time.Second, 0, time.Second}, {0, time.Second, time.Second},
-		{time.Second, 2 * time.Second, time.Second}, {2 * time.Second, time.Second, time.Second}, {-time.Second, time.Second, time.Second},
-	} {
-		if got := earliest(c.a, c.b); got != c.want {
-			t.Errorf("earliest(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
-		}
-	}
-}
-
 func TestTransitions(t *testing.T) {
 	prev := status("Healthy", t0)
 	next := status("Healthy", t0)
@@ -219,19 +207,6 @@ func TestRefreshInterval(t *testing.T) {
 	// 2000 objects spread over (nearly) the whole fifth of the interval.
 	if lo > base+base/100 || hi < base+base/5-base/100 {
 		t.Errorf("2000 objects span only [%v, %v]", lo, hi)
-	}
-}
-
-func TestRequeueAt(t *testing.T) {
-	if r := requeueAt(0, true); r.RequeueAfter != 0 || r.Priority != nil {
-		t.Errorf("requeueAt(0) = %+v, want no requeue", r)
-	}
-	r := requeueAt(time.Minute, true)
-	if r.RequeueAfter != time.Minute || r.Priority == nil || *r.Priority != handler.LowPriority {
-		t.Errorf("requeueAt(1m, low) = %+v, want RequeueAfter 1m at handler.LowPriority", r)
-	}
-	if r := requeueAt(time.Minute, false); r.RequeueAfter != time.Minute || r.Priority != nil {
-		t.Errorf("requeueAt(1m, not low) = %+v, want RequeueAfter 1m at the default priority", r)
 	}
 }
 

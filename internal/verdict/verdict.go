@@ -350,6 +350,13 @@ type Result struct {
 	// Status is the whole status except observedGeneration, which the
 	// caller sets.
 	Status v1alpha1.VMObservationStatus
+	Deadlines
+}
+
+// Deadlines say when the verdict could change with no object changing: the
+// engine's answer to "when to look again", which the controller turns into
+// a requeue or a node's heartbeat timer (controllers/look.go).
+type Deadlines struct {
 	// NextDeadline is the time until the nearest deadline at which the
 	// verdict could change with no object changing; 0 means none.
 	NextDeadline time.Duration
