@@ -39,7 +39,6 @@ func (r *Reconciler) domainStatsSource(mgr ctrl.Manager) (source.Source, error) 
 	src := domainstats.NewSource(cfg, r.DomainStats.Querier, r.runningVMIs, notify, r.Now,
 		r.DomainStats.Metrics, mgr.GetLogger().WithName("domainstats"))
 	r.domain = src
-	r.Policy.DomainStatsInterval = src.Interval()
 	return changed, runOnLeader(mgr, src.Start)
 }
 

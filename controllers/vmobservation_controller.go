@@ -64,7 +64,10 @@ type Reconciler struct {
 	StatusREST rest.Interface
 	Recorder   recorder.EventRecorder
 	// Policy holds the default thresholds; a VMObservation's spec.policy
-	// overrides them.
+	// overrides them. The caller derives it once from its options
+	// (internal/app: RenewingEvidence with the evidence refresh,
+	// DomainStatsInterval with the domain stats' interval); the reconciler
+	// never changes it.
 	Policy verdict.Policy
 	// AutoCreate creates a VMObservation for every VM and VMI in scope;
 	// when false only user-declared ones are kept up to date.
@@ -126,8 +129,6 @@ type Reconciler struct {
 // runs once, before the first Reconcile.
 func (r *Reconciler) setup() {
 	r.policy = newWritePolicy(r.EvidenceRefreshInterval, r.ProgressCoalesceWindow, r.EvidenceRefreshQPS)
-	// Only a status that is rewritten may carry what moves by itself.
-	r.Policy.RenewingEvidence = r.EvidenceRefreshInterval > 0
 	r.shard = newShard(r.Shard, r.HandoverGrace)
 	r.beats = runtimekit.NewHeartbeats(nil)
 }

@@ -245,7 +245,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Client:                  mgr.GetClient(),
 		StatusREST:              statusREST,
 		Recorder:                mgr.GetEventRecorder("vmobs"),
-		Policy:                  opts.Policy,
+		Policy:                  enginePolicy(opts),
 		AutoCreate:              opts.AutoCreate,
 		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
 		EvidenceRefreshQPS:      opts.EvidenceRefreshQPS,
@@ -346,6 +346,21 @@ func (onCacheSync) NeedLeaderElection() bool { return false }
 // controller-runtime falls back to a self-signed certificate when the files
 // are missing; a directory that was asked for and lacks them is an error
 // instead, so a Secret mounted at the wrong path does not go unnoticed.
+// enginePolicy is the one derivation of the engine's policy from the
+// options: the thresholds as given, and what other options decide. Nothing
+// changes it afterwards.
+func enginePolicy(opts Options) verdict.Policy {
+	p := opts.Policy
+	// Only a status that is rewritten may carry what moves by itself.
+	p.RenewingEvidence = opts.EvidenceRefreshInterval > 0
+	if opts.PrometheusURL != "" {
+		// The grace for a new domain's first series counts the source's
+		// rounds.
+		p.DomainStatsInterval = opts.DomainStats.WithDefaults().Interval
+	}
+	return p
+}
+
 func metricsServerOptions(opts Options) (metricsserver.Options, error) {
 	out := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
 	if !opts.SecureMetrics {

@@ -53,7 +53,9 @@ type Config struct {
 	Policy verdict.Policy
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults is c with every zero field at its default: the
+// configuration a Source runs with.
+func (c Config) WithDefaults() Config {
 	if c.Interval <= 0 {
 		c.Interval = DefaultInterval
 	}
@@ -116,15 +118,12 @@ func NewSource(cfg Config, q Querier, targets func() []Target, notify func(types
 		now = time.Now
 	}
 	return &Source{
-		cfg: cfg.withDefaults(), q: q, targets: targets, notify: notify, now: now, metrics: m, log: log,
+		cfg: cfg.WithDefaults(), q: q, targets: targets, notify: notify, now: now, metrics: m, log: log,
 		facts:     map[types.NamespacedName]*verdict.DomainFacts{},
 		state:     map[types.NamespacedName]*vmiState{},
 		annotated: map[string]bool{},
 	}
 }
-
-// Interval is the configured interval between rounds.
-func (s *Source) Interval() time.Duration { return s.cfg.Interval }
 
 // Facts returns a copy of the VMI's facts, nil when it has none yet.
 func (s *Source) Facts(key types.NamespacedName) *verdict.DomainFacts {

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"testing"
+	"time"
+)
+
+// TestEnginePolicy checks the one derivation of the engine's policy: what
+// other options decide is set there, and the thresholds pass as given.
+func TestEnginePolicy(t *testing.T) {
+	opts := Defaults()
+	opts.Policy.HeartbeatTimeout = 7 * time.Minute
+	p := enginePolicy(opts)
+	if p.HeartbeatTimeout != 7*time.Minute {
+		t.Errorf("HeartbeatTimeout = %v, want the option's 7m", p.HeartbeatTimeout)
+	}
+	if p.RenewingEvidence != (opts.EvidenceRefreshInterval > 0) {
+		t.Errorf("RenewingEvidence = %v with an evidence refresh of %v", p.RenewingEvidence, opts.EvidenceRefreshInterval)
+	}
+
+	opts.EvidenceRefreshInterval = 5 * time.Minute
+	if !enginePolicy(opts).RenewingEvidence {
+		t.Error("an evidence refresh does not make the evidence renewing")
+	}
+	opts.EvidenceRefreshInterval = 0
+	if enginePolicy(opts).RenewingEvidence {
+		t.Error("renewing evidence without a refresh: the status would go stale")
+	}
+
+	opts.Policy.DomainStatsInterval = time.Minute
+	opts.DomainStats.Interval = 15 * time.Second
+	if got := enginePolicy(opts).DomainStatsInterval; got != time.Minute {
+		t.Errorf("without --prometheus-url DomainStatsInterval = %v, want the policy's 1m", got)
+	}
+	opts.PrometheusURL = "http://prometheus:9090"
+	if got := enginePolicy(opts).DomainStatsInterval; got != 15*time.Second {
+		t.Errorf("DomainStatsInterval = %v, want the source's 15s", got)
+	}
+	opts.DomainStats.Interval = 0
+	if got, want := enginePolicy(opts).DomainStatsInterval, opts.DomainStats.WithDefaults().Interval; got != want {
+		t.Errorf("DomainStatsInterval = %v, want the source's default %v", got, want)
+	}
+}
