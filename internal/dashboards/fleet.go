@@ -214,8 +214,8 @@ func Fleet() (dashboard.Dashboard, error) {
 	// The hypervisor's view, through Prometheus.
 	b.WithRow(dashboard.NewRowBuilder("Domain stats"))
 	b.WithPanel(stat.NewPanelBuilder().Title("Domain stats readable").
-		Description("Whether the leader could query Prometheus for virt-handler's domain stats at its last try (vmobs_domain_stats_available; only with --prometheus-url).").
-		Datasource(ds()).WithTarget(instant(`max(vmobs_domain_stats_available{`+controllerSel+`})`, "available")).
+		Description("Whether the leader could query Prometheus for virt-handler's domain stats (vmobs_domain_stats_available, 0 once several rounds failed; the min over replicas, since a standby reports 1; only with --prometheus-url).").
+		Datasource(ds()).WithTarget(instant(`min(vmobs_domain_stats_available{`+controllerSel+`})`, "available")).
 		Height(6).Span(6).ColorMode(common.BigValueColorModeBackground).GraphMode(common.BigValueGraphModeNone).
 		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: map[string]dashboard.ValueMappingResult{
 			"0": {Text: cog.ToPtr("No"), Color: cog.ToPtr("red")}, "1": {Text: cog.ToPtr("Yes"), Color: cog.ToPtr("green")},

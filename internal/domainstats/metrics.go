@@ -22,7 +22,7 @@ type Metrics struct {
 
 // NewMetrics makes the metrics; register Collectors.
 func NewMetrics() *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "vmobs_domain_stats_query_duration_seconds",
 			Help:    "Time an instant query for domain stats took, per signal, failed ones included.",
@@ -43,7 +43,7 @@ func NewMetrics() *Metrics {
 		}, []string{"signal"}),
 		available: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_domain_stats_available",
-			Help: "1 while domain stats can be read from Prometheus; 0 once several rounds in a row have failed (the VMs' verdicts then rest on their other sources).",
+			Help: "0 once several rounds of domain stats queries in a row have failed (the VMs' verdicts then rest on their other sources); 1 otherwise, also before the first round and on a standby replica, which queries nothing.",
 		}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_domain_stats_last_success_timestamp_seconds",
@@ -58,6 +58,10 @@ func NewMetrics() *Metrics {
 			Help: "Running VMIs in the last round (state running) and those among them virt-handler exports (state exported).",
 		}, []string{"state"}),
 	}
+	// Available until known to be unavailable, as every source's gauge:
+	// the alert takes the min over replicas, and a standby runs no source.
+	m.available.Set(1)
+	return m
 }
 
 // Collectors returns what to register.

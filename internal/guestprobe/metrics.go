@@ -46,7 +46,7 @@ func NewMetrics() *Metrics {
 		}),
 		available: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_guest_probe_available",
-			Help: "1 while guest agents can be probed; 0 while the API cannot be used or the fleet's probes fail alike, probing pauses and no agent is charged.",
+			Help: "0 while the API cannot be used or the fleet's probes fail alike (probing pauses and no agent is charged); 1 otherwise, also before the first probe and on a standby replica, which probes nothing.",
 		}),
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_guest_probe_targets",
