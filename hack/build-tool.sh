@@ -44,25 +44,28 @@ shift
 label=$(basename "$mod")
 script="${BASH_SOURCE[0]}"
 
-# Expand the {version:MODULE} and {release:MODULE} of the linker flags.
-re='\{(version|release):([^}]+)\}'
-while [[ $ldflags =~ $re ]]; do
-  kind=${BASH_REMATCH[1]} module=${BASH_REMATCH[2]}
-  if [[ $kind == version ]]; then
-    value=$(cd "$mod" && go list -m -f '{{.Version}}' "$module")
-  else
-    value=$(cd "$mod" && go mod download "$module" && cat "$(go list -m -f '{{.Dir}}' "$module")/VERSION")
+# prepare expands the {version:MODULE} and {release:MODULE} of the linker
+# flags and sets build_flags: once, and only when something is to be built.
+build_flags=()
+prepare() {
+  local re='\{(version|release):([^}]+)\}' kind module value
+  while [[ $ldflags =~ $re ]]; do
+    kind=${BASH_REMATCH[1]} module=${BASH_REMATCH[2]}
+    if [[ $kind == version ]]; then
+      value=$(cd "$mod" && go list -m -f '{{.Version}}' "$module")
+    else
+      value=$(cd "$mod" && go mod download "$module" && cat "$(go list -m -f '{{.Dir}}' "$module")/VERSION")
+    fi
+    ldflags=${ldflags//"${BASH_REMATCH[0]}"/$value}
+  done
+  build_flags=(-v)
+  if [[ -z $share_cache ]]; then
+    export CGO_ENABLED=0
+    build_flags+=(-trimpath)
   fi
-  ldflags=${ldflags//"${BASH_REMATCH[0]}"/$value}
-done
-
-build_flags=(-v)
-if [[ -z $share_cache ]]; then
-  export CGO_ENABLED=0
-  build_flags+=(-trimpath)
-fi
-if [[ -n $tags ]]; then build_flags+=(-tags "$tags"); fi
-if [[ -n $ldflags ]]; then build_flags+=(-ldflags "$ldflags"); fi
+  if [[ -n $tags ]]; then build_flags+=(-tags "$tags"); fi
+  if [[ -n $ldflags ]]; then build_flags+=(-ldflags "$ldflags"); fi
+}
 
 for arg in "$@"; do
   pkg=${arg%%=*} out=${arg#*=}
@@ -73,6 +76,7 @@ for arg in "$@"; do
     echo "$label: $name is up to date ($out)"
     continue
   fi
+  if [[ ${#build_flags[@]} -eq 0 ]]; then prepare; fi
   version=$(cd "$mod" && go list -f '{{with .Module}}{{.Version}}{{end}}' "$pkg")
   echo "$label: building $name from $pkg $version (minutes from a cold Go build cache, seconds after)"
   mkdir -p "$(dirname "$out")"
@@ -80,8 +84,10 @@ for arg in "$@"; do
   log=$(mktemp)
   # -v names each package as it compiles: count them, so that a cold build
   # shows progress rather than a silent terminal.
+  progress="$label: $name"
+  if [[ $name == "$label" ]]; then progress=$name; fi
   if ! (cd "$mod" && go build "${build_flags[@]}" -o "$out.tmp" "$pkg") 2>&1 |
-    tee "$log" | awk -v p="$label: $name" '{ n++; if (n % 200 == 0) { printf "%s: %d packages compiled\n", p, n; fflush() } }'; then
+    tee "$log" | awk -v p="$progress" '{ n++; if (n % 200 == 0) { printf "%s: %d packages compiled\n", p, n; fflush() } }'; then
     echo "$label: building $name failed:" >&2
     tail -50 "$log" >&2
     rm -f "$log" "$out.tmp"
