@@ -77,8 +77,7 @@ for arg in "$@"; do
     continue
   fi
   if [[ ${#build_flags[@]} -eq 0 ]]; then prepare; fi
-  version=$(cd "$mod" && go list -f '{{with .Module}}{{.Version}}{{end}}' "$pkg")
-  echo "$label: building $name from $pkg $version (minutes from a cold Go build cache, seconds after)"
+  echo "$label: building $name from $pkg (minutes from a cold Go build cache, seconds after)"
   mkdir -p "$(dirname "$out")"
   start=$SECONDS
   log=$(mktemp)
