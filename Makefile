@@ -8,7 +8,7 @@ SHELL := /usr/bin/env bash
 K8S_VERSION ?= 1.37.2
 GOOS ?= $(shell go env GOOS)
 GOARCH ?= $(shell go env GOARCH)
-ENVTEST_DIR ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
+ENVTEST_DIR ?= $(TOOLS_BIN)/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
 # KUBEBUILDER_ASSETS, when set, points at an existing control plane and skips
 # the build.
 KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
@@ -130,15 +130,12 @@ test-unit: ## Run exactly the tests that need no control plane (and hack/kubevir
 	cd hack/kubevirt-crds && go test -count=1 ./...
 	cd hack/flux && go test -count=1 -skip '^TestRecipes$$' ./...
 
-##@ Build
+# check: what `make test` runs that needs neither the control plane nor a
+# built tool (golangci-lint aside): minutes, not the suite's forty.
+.PHONY: check
+check: verify-generated vet lint test-unit ## The inner loop: check generated files, vet, lint, then the tests that need no control plane (test-unit). `make test` runs all of it and the rest.
 
-.PHONY: envtest-bin
-envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build from the Go module proxy (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
-	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
-		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
-	else \
-		K8S_VERSION=$(K8S_VERSION) ENVTEST_DIR=$(ENVTEST_DIR) hack/build-controlplane.sh; \
-	fi
+##@ Build
 
 .PHONY: build
 build: ## Build the vmobs binary into bin/, stamped with VERSION (vmobs --version).
@@ -148,27 +145,112 @@ build: ## Build the vmobs binary into bin/, stamped with VERSION (vmobs --versio
 run: ## Run the controller against the cluster of the current kubeconfig.
 	go run ./cmd/vmobs manager $(ARGS)
 
+# image: the release's image (internal/release, `make release`) for this
+# machine's architecture only; docs/release.md, "The image", says why there
+# is no Dockerfile.
+.PHONY: image
+image: ## Build the manager's image for linux/GOARCH with the release's recipe, no container engine: an OCI layout in bin/image/, and bin/image.tar tagged IMG for `docker load`, `podman load` or `kind load image-archive`.
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) go build -trimpath -tags release -ldflags "-s -w $(LDFLAGS)" -o $(TOOLS_BIN)/vmobs_linux_$(GOARCH) ./cmd/vmobs
+	rm -rf $(TOOLS_BIN)/image $(TOOLS_BIN)/image.tar
+	go run ./hack/release image -version $(VERSION) -revision $(COMMIT) -created $$(git log -1 --format=%ct 2>/dev/null || date +%s) \
+		-out $(TOOLS_BIN)/image -docker-tar $(TOOLS_BIN)/image.tar -tag $(IMG) linux/$(GOARCH)=$(TOOLS_BIN)/vmobs_linux_$(GOARCH)
+
 .PHONY: docker-build
-docker-build: ## Build the container image with a Docker engine (`make release` needs none).
-	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
+docker-build: image ## Load `make image` into a Docker engine as IMG (vmobs:dev).
+	docker load -i $(TOOLS_BIN)/image.tar
+
+# helm-package: the chart's version is VERSION without its "v", its
+# appVersion (and so the default image tag) VERSION itself.
+.PHONY: helm-package
+helm-package: helm ## Package charts/vmobs as dist/vmobs-X.Y.Z.tgz (VERSION=vX.Y.Z).
+	@if [[ ! "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
+		echo "helm-package: set VERSION=vX.Y.Z (got '$(VERSION)')" >&2; exit 2; \
+	fi
+	hack/sync-chart.sh --check
+	$(HELM) lint --strict charts/vmobs
+	$(HELM) package charts/vmobs --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) --destination dist
 
 .PHONY: release
 release: ## Write a release into dist/ (VERSION=vX.Y.Z): install.yaml, binaries, krew archives and manifest, the multi-arch image as an OCI layout, SHA256SUMS (docs/release.md).
 	VERSION=$(VERSION) COMMIT=$(COMMIT) IMAGE_REPO=$(IMAGE_REPO) LDFLAGS="$(LDFLAGS)" hack/release.sh
 
-##@ Integrations
+##@ Tools (from the Go module proxy into TOOLS_BIN, bin/; skipped when up to date)
+
+# The third-party programs the tests run, each built by hack/build-tool.sh
+# from the Go module proxy out of a tool module of ours, hack/<tool>/go.mod,
+# which pins its version and keeps its dependencies out of our go.mod. Each
+# is skipped when up to date; docs/release.md, "Tools", says what they cost.
+# (golangci-lint needs no target: `go tool` builds it from its module,
+# GOLANGCI_LINT above.)
+TOOLS_BIN ?= $(CURDIR)/bin
+BUILD_TOOL := hack/build-tool.sh
+PROMTOOL ?= $(TOOLS_BIN)/promtool
+PROMETHEUS ?= $(TOOLS_BIN)/prometheus
+THANOS ?= $(TOOLS_BIN)/thanos
+KUBE_STATE_METRICS ?= $(TOOLS_BIN)/kube-state-metrics
+KREW ?= $(TOOLS_BIN)/krew
+VALIDATE_KREW_MANIFEST ?= $(TOOLS_BIN)/validate-krew-manifest
+HELM ?= $(TOOLS_BIN)/helm
+# The tests look for the tools under these names. Not THANOS: its test
+# skips when it is unset and bin/thanos is missing, and test-thanos sets it.
+export PROMTOOL PROMETHEUS KUBE_STATE_METRICS KREW VALIDATE_KREW_MANIFEST HELM
+
+# The version stamps of Prometheus' and Thanos' own release builds (promu):
+# the release their VERSION file names, and the module version as revision.
+promu_ldflags = -s -w -X github.com/prometheus/common/version.Version={release:$(1)} -X github.com/prometheus/common/version.Revision={version:$(1)} -X github.com/prometheus/common/version.Branch=go-module-proxy
+# remove_all_sd leaves out Prometheus' service discovery plugins (AWS, Azure,
+# GCE, Kubernetes, ...): the tests give the server static targets and the
+# rule commands use none, and the build is a fifth smaller. The server is
+# built without the builtinassets tag: its web UI is not in the module (the
+# UI's embed.go is generated by Prometheus' release build), so the UI pages
+# answer 404 while the HTTP API (/api/v1/*) and /-/ready, /-/reload work.
+PROMETHEUS_BUILD = $(BUILD_TOOL) -tags remove_all_sd -ldflags "$(call promu_ldflags,github.com/prometheus/prometheus)" -version-args --version hack/prometheus
 
 .PHONY: promtool
-promtool: ## Build Prometheus' promtool into bin/promtool for the alert rule tests, from the Go module proxy (skipped when up to date).
-	hack/build-prometheus.sh promtool
+promtool: ## Build Prometheus' promtool into bin/ for the alert rule tests.
+	$(PROMETHEUS_BUILD) github.com/prometheus/prometheus/cmd/promtool=$(PROMTOOL)
 
 .PHONY: prometheus
-prometheus: ## Build the Prometheus server into bin/prometheus for the domain-stats tests and the demo, from the Go module proxy (skipped when up to date).
-	hack/build-prometheus.sh prometheus
+prometheus: ## Build the Prometheus server into bin/ for the domain-stats tests and the demo.
+	$(PROMETHEUS_BUILD) github.com/prometheus/prometheus/cmd/prometheus=$(PROMETHEUS)
 
+# Thanos' tags are its release build's (.promu.yml): slicelabels picks the
+# labels implementation Thanos is written for.
 .PHONY: thanos
-thanos: ## Build Thanos into bin/thanos for `make test-thanos`, from the Go module proxy (skipped when up to date).
-	hack/build-thanos.sh
+thanos: ## Build Thanos into bin/ for `make test-thanos`.
+	$(BUILD_TOOL) -tags netgo,slicelabels -ldflags "$(call promu_ldflags,github.com/thanos-io/thanos)" -version-args --version \
+		hack/thanos github.com/thanos-io/thanos/cmd/thanos=$(THANOS)
+
+# The version stamps of kube-state-metrics' own Makefile.
+.PHONY: kube-state-metrics
+kube-state-metrics: ## Build kube-state-metrics into bin/ for test/integrations/ksm_real_test.go.
+	$(BUILD_TOOL) -ldflags "-s -w -X github.com/prometheus/common/version.Version={version:k8s.io/kube-state-metrics/v2} -X github.com/prometheus/common/version.Revision={version:k8s.io/kube-state-metrics/v2} -X github.com/prometheus/common/version.Branch=go-module-proxy -X k8s.io/kube-state-metrics/v2/pkg/app.ClientGoVersion={version:k8s.io/client-go}" \
+		-version-args version hack/kube-state-metrics k8s.io/kube-state-metrics/v2=$(KUBE_STATE_METRICS)
+
+# The version stamps of krew's own release build (`kubectl krew version`).
+.PHONY: krew
+krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go.
+	$(BUILD_TOOL) -ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag={version:sigs.k8s.io/krew} -X sigs.k8s.io/krew/internal/version.gitCommit={version:sigs.k8s.io/krew}" \
+		hack/krew sigs.k8s.io/krew/cmd/krew=$(KREW) sigs.k8s.io/krew/cmd/validate-krew-manifest=$(VALIDATE_KREW_MANIFEST)
+
+# helm: the version stamps of Helm's own Makefile; an empty metadata makes
+# `helm version` print the release, not "+unreleased". -share-cache: the
+# packages Helm shares with our module (hack/helm/go.mod pins them to our
+# versions) come from the build cache `go vet` and `go test` leave.
+.PHONY: helm
+helm: ## Build helm into bin/ for the chart's tests and `make helm-package`.
+	$(BUILD_TOOL) -share-cache -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version={version:helm.sh/helm/v4} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitCommit={version:helm.sh/helm/v4} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+		-version-args "version --short" hack/helm helm.sh/helm/v4/cmd/helm=$(HELM)
+
+.PHONY: envtest-bin
+envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
+	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
+		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
+	else \
+		K8S_VERSION=$(K8S_VERSION) ENVTEST_DIR=$(ENVTEST_DIR) SETUP_ENVTEST=$(TOOLS_BIN)/setup-envtest hack/build-controlplane.sh; \
+	fi
+
+##@ Integrations
 
 .PHONY: test-integrations
 test-integrations: promtool prometheus envtest-bin krew helm ## Run test/integrations (kustomize manifests and RBAC on a real API server, the Helm chart, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
@@ -180,7 +262,7 @@ test-integrations: promtool prometheus envtest-bin krew helm ## Run test/integra
 # "Thanos Querier"). CI (.ci/run) runs it after `make test`.
 .PHONY: test-thanos
 test-thanos: envtest-bin prometheus thanos ## Run the domain-stats source against a real Thanos Querier (thanos sidecar and thanos query in front of the test Prometheus, as OpenShift's thanos-querier); apart from `make test` for Thanos' build time. CI runs both.
-	THANOS=$(CURDIR)/bin/thanos go test -race -count=1 $(GOTEST_FLAGS) -run '^TestDomainStatsThroughThanos$$' ./test/integrations/
+	THANOS=$(THANOS) go test -race -count=1 $(GOTEST_FLAGS) -run '^TestDomainStatsThroughThanos$$' ./test/integrations/
 
 .PHONY: demo
 demo: envtest-bin prometheus ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
@@ -226,26 +308,3 @@ soak: envtest-bin prometheus ## Play a fleet's normal operations (boots, reboots
 .PHONY: plugin
 plugin: ## Build the kubectl plugin into bin/kubectl-vmobs; put bin/ on PATH and run `kubectl vmobs`.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/kubectl-vmobs ./cmd/kubectl-vmobs
-
-.PHONY: krew
-krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go, from the Go module proxy (skipped when up to date).
-	hack/build-krew.sh
-
-.PHONY: helm
-helm: ## Build helm into bin/helm for the chart's tests and `make helm-package`, from the Go module proxy (skipped when up to date).
-	hack/build-helm.sh
-
-# helm-package: the chart's version is VERSION without its "v", its
-# appVersion (and so the default image tag) VERSION itself.
-.PHONY: helm-package
-helm-package: helm ## Package charts/vmobs as dist/vmobs-X.Y.Z.tgz (VERSION=vX.Y.Z).
-	@if [[ ! "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]]; then \
-		echo "helm-package: set VERSION=vX.Y.Z (got '$(VERSION)')" >&2; exit 2; \
-	fi
-	hack/sync-chart.sh --check
-	bin/helm lint --strict charts/vmobs
-	bin/helm package charts/vmobs --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) --destination dist
-
-.PHONY: kube-state-metrics
-kube-state-metrics: ## Build kube-state-metrics into bin/kube-state-metrics for test/integrations/ksm_real_test.go, from the Go module proxy (skipped when up to date).
-	hack/build-kube-state-metrics.sh

@@ -124,28 +124,10 @@ k8s_ldflags="-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpk
 # client-go's version is what kubectl version prints for its client.
 k8s_ldflags="$k8s_ldflags -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
+# build compiles one binary with hack/build-tool.sh, which skips it when it
+# is up to date.
 build() { # package, output, ldflags
-  local pkg=$1 bin=$2 flags=$3 dir
-  dir=$(module "$bin")
-  if up_to_date "$bin"; then
-    echo "control plane: $bin is up to date ($out/$bin)"
-    return
-  fi
-  echo "control plane: building $bin from $pkg (about 6 minutes from a cold Go cache, seconds after)"
-  local log start=$SECONDS
-  log=$(mktemp)
-  # -v names each package as it compiles: count them so a newcomer sees
-  # progress rather than a silent terminal.
-  if ! (cd "$root/hack/$dir" && CGO_ENABLED=0 go build -v -trimpath -ldflags "$flags" -o "$out/$bin.tmp" "$pkg") 2>&1 |
-    tee "$log" | awk -v bin="$bin" -v start="$start" '{ n++; if (n % 200 == 0) { printf "control plane: %s: %d packages compiled\n", bin, n; fflush() } }'; then
-    echo "control plane: building $bin failed:" >&2
-    tail -50 "$log" >&2
-    rm -f "$log"
-    exit 1
-  fi
-  rm -f "$log"
-  mv "$out/$bin.tmp" "$out/$bin"
-  echo "control plane: built $bin in $((SECONDS - start))s"
+  "$root/hack/build-tool.sh" -ldflags "$3" "$root/hack/$(module "$2")" "$1=$out/$2"
 }
 
 if up_to_date kube-apiserver && up_to_date kubectl && up_to_date etcd; then

@@ -3,8 +3,8 @@
 // Package helm pins Helm, whose command the chart's tests run
 // (test/integrations/helm_test.go: `helm lint`, `helm template`, `helm
 // install` onto the test control plane) and `make helm-package` packages the
-// chart with. hack/build-helm.sh builds it from the Go module proxy into
-// bin/helm; Helm's release downloads cannot be reached from our build
+// chart with. `make helm` (hack/build-tool.sh) builds it from the Go module
+// proxy into bin/helm; Helm's release downloads cannot be reached from our build
 // machines. A module of its own, because Helm's dependencies would move ours
 // (golang.org/x/net, x/sys, x/term, gRPC, OpenTelemetry); the k8s.io modules,
 // controller-runtime and kustomize are at our go.mod's versions, so that

@@ -3,6 +3,7 @@
 //
 //	go run ./hack/release install -version v0.2.0 -image-repo ghcr.io/vmobs/vmobs -out dist/install.yaml
 //	go run ./hack/release image -version v0.2.0 -revision SHA -out dist/image -tar dist/image.tar linux/amd64=dist/vmobs_v0.2.0_linux_amd64 ...
+//	go run ./hack/release image -version devel -revision SHA -out bin/image -docker-tar bin/image.tar -tag vmobs:dev linux/amd64=bin/vmobs_linux_amd64
 //	go run ./hack/release krew -version v0.2.0 -dir dist darwin/arm64=dist/kubectl-vmobs_v0.2.0_darwin_arm64 ...
 //
 // The work is in internal/release; this only reads flags.
@@ -52,8 +53,18 @@ func run(args []string) error {
 		revision := fs.String("revision", "", "the commit")
 		out := fs.String("out", "dist/image", "the OCI image layout directory to create")
 		tarPath := fs.String("tar", "", "also write the layout as this tar archive")
-		if err := parse(fs, args[1:], version); err != nil {
+		dockerTar := fs.String("docker-tar", "", "also write the image, of one platform, as this `docker load` archive")
+		tag := fs.String("tag", "", "the -docker-tar archive's tag")
+		// A version as `make image` has it, a release's or git describe's
+		// or "devel": it names the image, not a download.
+		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *version == "" {
+			return fmt.Errorf("-version: name the version")
+		}
+		if (*dockerTar == "") != (*tag == "") {
+			return fmt.Errorf("-docker-tar and -tag go together")
 		}
 		if *revision == "" {
 			return fmt.Errorf("-revision: name the commit")
@@ -70,10 +81,15 @@ func run(args []string) error {
 		if err := release.WriteLayout(*out, *version, idx); err != nil {
 			return err
 		}
-		if *tarPath == "" {
+		if *tarPath != "" {
+			if err := writeFile(*tarPath, func(f *os.File) error { return release.WriteDirTar(f, *out, img.Created) }); err != nil {
+				return err
+			}
+		}
+		if *dockerTar == "" {
 			return nil
 		}
-		return writeFile(*tarPath, func(f *os.File) error { return release.WriteDirTar(f, *out, img.Created) })
+		return writeFile(*dockerTar, func(f *os.File) error { return release.WriteDockerTar(f, *tag, idx) })
 	case "krew":
 		tmpl := fs.String("template", "hack/krew/vmobs.yaml.tmpl", "the krew manifest's template")
 		dir := fs.String("dir", "dist", "where to write the archives and vmobs.krew.yaml")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -30,8 +31,8 @@ const (
 	ImageBinary = "/vmobs"
 )
 
-// ImageEntrypoint is the image's ENTRYPOINT: the manager, as the
-// Dockerfile's and config/manager's command.
+// ImageEntrypoint is the image's ENTRYPOINT: the manager, as
+// config/manager's command.
 var ImageEntrypoint = []string{ImageBinary, "manager"}
 
 // Image says what goes into the manager's image.
@@ -139,6 +140,29 @@ func WriteLayout(dir, ref string, idx v1.ImageIndex) error {
 		return err
 	}
 	return p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref}))
+}
+
+// WriteDockerTar writes the index's one image into w as a `docker save`
+// archive tagged tag, the form every Docker engine, `podman load` and `kind
+// load image-archive` read (`make image`). An index of several platforms
+// has no such form: it fails.
+func WriteDockerTar(w io.Writer, tag string, idx v1.ImageIndex) error {
+	t, err := name.NewTag(tag)
+	if err != nil {
+		return err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	if len(im.Manifests) != 1 {
+		return fmt.Errorf("a docker archive holds one platform; the image has %d", len(im.Manifests))
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	return tarball.Write(t, img, w)
 }
 
 // baseLayer is what distroless static's nonroot image gives a static binary,

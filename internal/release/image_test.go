@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -287,4 +289,73 @@ func TestWriteDirTar(t *testing.T) {
 			t.Errorf("image.tar has no %s: %q", want, names)
 		}
 	}
+}
+
+// `make image`'s bin/image.tar: one platform's image as a `docker load`
+// archive under its tag, the same image as the layout's (digest, user,
+// entrypoint, labels); an index of several platforms has no such form.
+func TestWriteDockerTar(t *testing.T) {
+	c := fakeImage(t)
+	if err := WriteDockerTar(io.Discard, "vmobs:dev", mustBuild(t, c)); err == nil || !strings.Contains(err.Error(), "one platform") {
+		t.Errorf("three platforms: %v, want a one-platform error", err)
+	}
+	c.Binaries = c.Binaries[:1]
+	idx := mustBuild(t, c)
+	path := filepath.Join(t.TempDir(), "image.tar")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDockerTar(f, "vmobs:dev", idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tag, err := name.NewTag("vmobs:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatalf("reading the archive back under its tag: %v", err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCfg, err := want.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := img.ConfigName(); err != nil || got != wantCfg {
+		t.Errorf("config %s (%v), want the layout image's %s", got, err, wantCfg)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != ImageUser || !slices.Equal(cfg.Config.Entrypoint, ImageEntrypoint) || !maps.Equal(cfg.Config.Labels, c.Labels()) {
+		t.Errorf("user %q, entrypoint %q, labels %v", cfg.Config.User, cfg.Config.Entrypoint, cfg.Config.Labels)
+	}
+	if files := filesOf(t, img); files["vmobs"].data != "\x7fELF vmobs for linux/amd64" {
+		t.Errorf("/vmobs is %q", files["vmobs"].data)
+	}
+	if err := WriteDockerTar(io.Discard, "not a tag!", idx); err == nil {
+		t.Error("a malformed tag: no error")
+	}
+}
+
+func mustBuild(t *testing.T, c Image) v1.ImageIndex {
+	t.Helper()
+	idx, err := BuildImage(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // PrometheusBinary is the Prometheus server `make prometheus` builds into
-// bin/prometheus (hack/build-prometheus.sh, from the Go module proxy), or
+// bin/prometheus (hack/build-tool.sh, from the Go module proxy), or
 // the one $PROMETHEUS names.
 func PrometheusBinary() string {
 	if p := os.Getenv("PROMETHEUS"); p != "" {
@@ -89,7 +89,7 @@ type Prometheus struct {
 func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	bin := PrometheusBinary()
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("prometheus not found at %s: run `make prometheus` (hack/build-prometheus.sh builds it from the Go module proxy) or set PROMETHEUS", bin)
+		return nil, fmt.Errorf("prometheus not found at %s: run `make prometheus` (which builds it from the Go module proxy) or set PROMETHEUS", bin)
 	}
 	dir, err := os.MkdirTemp("", "vmobs-prometheus-")
 	if err != nil {

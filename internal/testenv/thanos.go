@@ -9,7 +9,7 @@ import (
 )
 
 // ThanosBinary is the Thanos binary `make thanos` builds into bin/thanos
-// (hack/build-thanos.sh, from the Go module proxy), or the one $THANOS
+// (hack/build-tool.sh, from the Go module proxy), or the one $THANOS
 // names.
 func ThanosBinary() string {
 	if p := os.Getenv("THANOS"); p != "" {
@@ -74,7 +74,7 @@ func StartThanosQuery(endpoints ...string) (*Thanos, error) {
 func startThanos(component string, args func(dir string) []string) (*Thanos, error) {
 	bin := ThanosBinary()
 	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("thanos not found at %s: run `make thanos` (hack/build-thanos.sh builds it from the Go module proxy) or set THANOS", bin)
+		return nil, fmt.Errorf("thanos not found at %s: run `make thanos` (which builds it from the Go module proxy) or set THANOS", bin)
 	}
 	dir, err := os.MkdirTemp("", "vmobs-thanos-"+component+"-")
 	if err != nil {

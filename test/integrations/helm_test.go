@@ -36,7 +36,7 @@ const (
 	defaultImageRepo  = "ghcr.io/vmobs/vmobs"
 	helmRelease       = "vmobs" // names the objects as config/default does
 	kustomizeImage    = "ghcr.io/vmobs/vmobs:latest"
-	chartPodUser      = 65532 // the distroless nonroot user of the Dockerfile
+	chartPodUser      = 65532 // the image's nonroot user (internal/release.ImageUser)
 	serviceCAAnnotKey = "service.beta.openshift.io/serving-cert-secret-name"
 )
 

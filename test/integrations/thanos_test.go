@@ -65,7 +65,7 @@ const (
 // cold Go build cache it took 35 minutes (11 CPU-minutes, 2.5 GB of
 // module and build cache) on the shared 2-core machine, 32 s warm, where
 // the test takes about 20 s (docs/domain-stats.md, "Thanos Querier"). `make test-thanos` builds
-// bin/thanos (hack/build-thanos.sh), sets THANOS and runs this test; CI
+// bin/thanos (hack/build-tool.sh), sets THANOS and runs this test; CI
 // (.ci/run) runs it after `make test`. Without THANOS and without
 // bin/thanos the test skips; with THANOS naming a missing file it fails.
 func TestDomainStatsThroughThanos(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
-// builtTool finds the binary `make <name>` builds into bin/ (with a
-// hack/build-*.sh script, from the Go module proxy), or the one $envVar
+// builtTool finds the binary `make <name>` builds into bin/ (with
+// hack/build-tool.sh, from the Go module proxy), or the one $envVar
 // names. A missing binary fails the test: skipping would let what it checks
 // go untested without anyone noticing.
 func builtTool(t *testing.T, name, envVar string) string {
