@@ -22,7 +22,6 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
-	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -84,25 +83,9 @@ func runPlugin(ctx context.Context, args ...string) (int, string, string) {
 // missing name, --watch and a lost node's summary; and as a real kubectl
 // plugin found on PATH, with its completion.
 func TestPluginAgainstAPIServer(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Logf("stopping the control plane: %v", err)
-		}
-	})
+	env, c := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	objs := plugintest.LoadFixtures(t)
 	shift := time.Now().Truncate(time.Second).Sub(plugintest.FixtureNow)
 	namespaces := map[string]bool{}
