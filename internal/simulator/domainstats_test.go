@@ -30,13 +30,6 @@ import (
 // t0 is second-aligned, as the API server stores times.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func wantEqual[T comparable](t *testing.T, what string, got, want T) {
 	t.Helper()
 	if got != want {
