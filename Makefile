@@ -109,13 +109,10 @@ fuzz: ## Run each native fuzz target for FUZZTIME (60s); `make test` runs their 
 test-reliability: envtest-bin ## Fault injection on the real control plane: leader hand-over and crash, metadata conflicts (also part of `make test`).
 	go test -race -count=1 -v $(GOTEST_FLAGS) ./test/reliability/... -ginkgo.v
 
-# test-unit: the packages whose tests do not import internal/testenv (which
-# starts the control plane), found by `go list`; and internal/demo and
-# internal/kubectlvmobs, which mix both kinds, without their tests that start
-# one (CONTROL_PLANE_TESTS). A new control-plane test in those two fails
-# test-unit with "run `make envtest-bin`": add it here.
-MIXED_PKGS := ./internal/demo ./internal/kubectlvmobs
-CONTROL_PLANE_TESTS := ^(TestDemo|TestDemoGuestProbeScenarios|TestPluginAgainstAPIServer)$$
+# test-unit: every package of the module outside test/, where the tests that
+# start a control plane live, and the tool modules' tests but hack/flux's
+# TestRecipes (which runs Flux's code on the control plane).
+UNIT_PKGS = $(shell go list ./... | grep -v '^github.com/vmobs/vmobs/test/')
 
 .PHONY: update-golden
 update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, the flags and metrics references, Argo CD testdata); review the diff.
@@ -123,10 +120,8 @@ update-golden: ## Rewrite every golden file from the current code (analyzer outp
 	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
 
 .PHONY: test-unit
-test-unit: ## Run exactly the tests that need no control plane (and hack/kubevirt-crds' tests).
-	pkgs=$$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
-		awk '$$0 !~ / github.com\/vmobs\/vmobs\/internal\/testenv( |$$)/ { print $$1 }'); \
-	go test -race -count=1 $(GOTEST_FLAGS) -skip '$(CONTROL_PLANE_TESTS)' $$pkgs $(MIXED_PKGS)
+test-unit: ## Run the tests that need no control plane: every package outside test/ (and the tool modules' pure tests).
+	go test -race -count=1 $(GOTEST_FLAGS) $(UNIT_PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 	cd hack/flux && go test -count=1 -skip '^TestRecipes$$' ./...
 

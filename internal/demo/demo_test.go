@@ -1,132 +1,14 @@
 package demo
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/simulator"
-	"github.com/vmobs/vmobs/internal/testenv"
 )
-
-// TestDemo runs the demo as `vmobs demo --non-interactive --fast --vms 8
-// --duration 80s --until-settled` would, on the real control plane, and
-// checks that vmobs diagnosed every scripted scenario with the layer,
-// verdict and reason it is built to produce. It ends once every scenario
-// is diagnosed or past its deadline (about 45 seconds, Prometheus and the
-// domain-stats scenarios included); 80s only caps it on a machine too
-// loaded to play the scenarios in time.
-func TestDemo(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out testenv.LockedBuffer
-	start := time.Now()
-	res, err := Run(ctx, Options{
-		VMs: 8, Duration: 80 * time.Second, Seed: 1,
-		NonInteractive: true, Fast: true, UntilSettled: true,
-		Out: &out, Err: &out,
-	})
-	took := time.Since(start)
-	text := out.String()
-	if err != nil {
-		t.Fatalf("demo: %v\n%s", err, text)
-	}
-	t.Logf("demo ran %s (%s); control plane up in %s; first VM Healthy at +%s",
-		took.Round(100*time.Millisecond), res.StopReason, res.ControlPlaneUp.Round(100*time.Millisecond), res.FirstHealthy.Round(100*time.Millisecond))
-
-	// Without bin/prometheus the domain-stats scenarios are skipped.
-	want := len(simulator.Scenarios)
-	if prometheusBuilt() != nil {
-		want -= len(domainStatsScenarios())
-	} else if !strings.Contains(text, "domain stats: Prometheus at http://") {
-		t.Errorf("the output does not say Prometheus scrapes the virt-handlers")
-	}
-	if len(res.Scenarios) != want {
-		t.Errorf("%d scenarios in the result, want %d of the catalogue's %d", len(res.Scenarios), want, len(simulator.Scenarios))
-	}
-	for _, s := range res.Scenarios {
-		if s.Outcome != OutcomeDiagnosed {
-			t.Errorf("scenario %s: not diagnosed as built (%s; played at +%s, deadline +%s, the demo ended at +%s): expected %s, seen %s %s (VM %s)%s",
-				s.Name, s.Outcome, s.PlayedAt.Round(100*time.Millisecond), s.Due.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond),
-				s.Expected(), s.Layer, s.Now, s.Overall, playErr(s.PlayErr))
-			continue
-		}
-		// The summary says so too.
-		if !strings.Contains(text, "✓ "+s.Name+" ") {
-			t.Errorf("the summary has no ✓ line for %s", s.Name)
-		}
-	}
-	ok, total := res.Diagnosed()
-	if want := fmt.Sprintf("Scripted scenarios: %d of %d diagnosed", ok, total); !strings.Contains(text, want) {
-		t.Errorf("the summary does not say %q", want)
-	}
-	if res.FirstHealthy == 0 || res.Verdicts["Healthy"] == 0 {
-		t.Errorf("no VM was Healthy: %v", res.Verdicts)
-	}
-	for _, want := range []string{"control plane up at", "kubectl --kubeconfig ", " get vmobs -A -o wide", "VERDICT", "REASONS"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("the output has no %q", want)
-		}
-	}
-	if _, err := os.Stat(res.TempDir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the temporary directory %s is still there (%v)", res.TempDir, err)
-	}
-	if len(res.Errors) > 0 {
-		t.Errorf("problems on the way: %v", res.Errors)
-	}
-	if t.Failed() {
-		t.Logf("output:\n%s", text)
-	}
-}
-
-// TestDemoGuestProbeScenarios runs `vmobs demo --scenario NAME
-// --non-interactive --fast --until-settled` for the scenarios read from
-// the guest agent through the simulator's virt-api, an aggregated API of
-// the demo's kube-apiserver: each ends diagnosed as built, with its ✓ line.
-func TestDemoGuestProbeScenarios(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"filesystem-nearly-full", "guest-info-unreachable"} {
-		t.Run(name, func(t *testing.T) {
-			sc, ok := simulator.ScenarioByName(name)
-			if !ok || !sc.GuestProbe {
-				t.Fatalf("%s is not a guest probe scenario of the catalogue", name)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			var out testenv.LockedBuffer
-			res, err := Run(ctx, Options{
-				Scenario: name, Duration: 2 * time.Minute, Seed: 1,
-				NonInteractive: true, Fast: true, UntilSettled: true,
-				Out: &out, Err: &out,
-			})
-			text := out.String()
-			if err != nil {
-				t.Fatalf("demo: %v\n%s", err, text)
-			}
-			if len(res.Scenarios) != 1 || res.Scenarios[0].Outcome != OutcomeDiagnosed {
-				t.Fatalf("not diagnosed as built: %+v\n%s", res.Scenarios, text)
-			}
-			for _, want := range []string{"virt-api: the simulator's subresources.kubevirt.io/v1 registered as an APIService", "✓ " + name + " "} {
-				if !strings.Contains(text, want) {
-					t.Errorf("the output has no %q:\n%s", want, text)
-				}
-			}
-			t.Logf("%s diagnosed at +%s (played at +%s); the demo ran %s", name,
-				res.Scenarios[0].SeenAt.Round(100*time.Millisecond), res.Scenarios[0].PlayedAt.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
-		})
-	}
-}
 
 // TestPlanSkipsDomainStatsScenarios checks that the director plans the
 // domain-stats scenarios only when Prometheus runs, in a full run and for
@@ -220,11 +102,4 @@ func TestVerdictOrder(t *testing.T) {
 			t.Errorf("%s is not in verdictOrder", v)
 		}
 	}
-}
-
-func playErr(e string) string {
-	if e == "" {
-		return ""
-	}
-	return "; playing it failed: " + e
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/verdict"
 )
 
 // fakeProm answers /api/v1/query the way Prometheus does, from a function
@@ -25,6 +27,9 @@ type fakeProm struct {
 }
 
 func (p *fakeProm) set(mode string) { p.mu.Lock(); p.mode = mode; p.mu.Unlock() }
+
+// queries is how many queries the server has answered.
+func (p *fakeProm) queries() int { p.mu.Lock(); defer p.mu.Unlock(); return p.calls }
 
 func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
@@ -44,10 +49,8 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[`))
 		return
 	case "slow":
-		select {
-		case <-time.After(2 * time.Second):
-		case <-r.Context().Done():
-		}
+		// Never answers: the caller's deadline ends the request.
+		<-r.Context().Done()
 		return
 	case "partial":
 		_, _ = w.Write([]byte(`{"status":"success","warnings":["store 10.0.0.7:10901 unavailable"],"data":{"resultType":"vector","result":[]}}`))
@@ -115,11 +118,22 @@ func newTestSource(t *testing.T, url string, targets []Target) (*Source, *notifi
 	n := &notified{}
 	m := NewMetrics()
 	clock := t0
-	// The timeout is under the slow server's 2 s, and long enough for a
-	// loaded machine running the tests with -race.
-	s := NewSource(Config{Interval: time.Minute, Timeout: 500 * time.Millisecond}, c,
+	// The timeout only catches a hang: a round on a loaded machine running
+	// the tests with -race must never reach it. The test of a server that
+	// does not answer shortens it once the healthy round is done.
+	s := NewSource(Config{Interval: time.Minute, Timeout: time.Minute}, c,
 		func() []Target { return targets }, n.add, func() time.Time { clock = clock.Add(time.Minute); return clock }, m, logr.Discard())
 	return s, n, m
+}
+
+// factsOf returns key's facts, failing the test when it has none.
+func factsOf(t *testing.T, s *Source, key types.NamespacedName) verdict.DomainFacts {
+	t.Helper()
+	f := s.Facts(key)
+	if f == nil {
+		t.Fatalf("%s has no facts", key)
+	}
+	return *f
 }
 
 var vm2 = Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
@@ -146,8 +160,8 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	if got := testutil.ToFloat64(m.dropSeries); got != 1 {
 		t.Errorf("dropped series = %v, want 1", got)
 	}
-	if p.calls != int(numSignals) {
-		t.Errorf("a round made %d queries, want one per signal (%d)", p.calls, numSignals)
+	if got := p.queries(); got != int(numSignals) {
+		t.Errorf("a round made %d queries, want one per signal (%d)", got, numSignals)
 	}
 	s.Round(ctx)
 	if got := n.take(); len(got) != 0 {
@@ -177,13 +191,17 @@ func TestSourceOutage(t *testing.T) {
 			s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
 			ctx := context.Background()
 			s.Round(ctx)
-			before := *s.Facts(vm1.Key)
+			before := factsOf(t, s, vm1.Key)
 			n.take()
 
 			p.set(tc.mode)
+			if tc.mode == "slow" {
+				// The slow server never answers: any timeout expires.
+				s.cfg.Timeout = time.Millisecond
+			}
 			for i := 1; i < DefaultUnavailableAfter; i++ {
 				s.Round(ctx)
-				if got := n.take(); len(got) != 0 || *s.Facts(vm1.Key) != before {
+				if got := n.take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
 					t.Fatalf("failed round %d changed facts or notified %v", i, got)
 				}
 			}
@@ -191,7 +209,7 @@ func TestSourceOutage(t *testing.T) {
 			if got := n.take(); len(got) != 2 {
 				t.Fatalf("the outage notified %v, want both VMIs", got)
 			}
-			f := s.Facts(vm1.Key)
+			f := factsOf(t, s, vm1.Key)
 			if f.Unavailable != tc.why || f.Exported || f.VMIUID != vm1.UID {
 				t.Fatalf("facts in the outage %+v, want Unavailable %q", f, tc.why)
 			}
@@ -209,11 +227,12 @@ func TestSourceOutage(t *testing.T) {
 			}
 
 			p.set("")
+			s.cfg.Timeout = time.Minute
 			s.Round(ctx)
 			if got := n.take(); len(got) != 2 {
 				t.Fatalf("the recovery notified %v", got)
 			}
-			if f := s.Facts(vm1.Key); f.Unavailable != "" || !f.Exported {
+			if f := factsOf(t, s, vm1.Key); f.Unavailable != "" || !f.Exported {
 				t.Fatalf("facts after recovery %+v", f)
 			}
 			if got := testutil.ToFloat64(m.available); got != 1 {

@@ -89,7 +89,13 @@ func TestOutageNeverPagesEveryVM(t *testing.T) {
 		{"500", ""}, {"503", ""}, {"429", "20"}, {"hang", ""},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			h := newHarness(t, Config{Workers: 2}, vms...)
+			cfg := Config{Workers: 2}
+			if tc.mode == "hang" {
+				// The calls' timeout is the outage here; the first,
+				// healthy round must still answer within it.
+				cfg.Timeout = 2 * time.Second
+			}
+			h := newHarness(t, cfg, vms...)
 			h.round()
 			checkAll(t, h, "answered")
 			h.api.mu.Lock()

@@ -12,22 +12,22 @@ import (
 // something is still progressing, 128 when it could not evaluate), so a
 // script that knows one knows the other. docs/plugin.md has the table.
 const (
-	// exitOK: every VM shown is Healthy or Suspended (stopped or paused on
+	// ExitOK: every VM shown is Healthy or Suspended (stopped or paused on
 	// purpose), or below --fail-on.
-	exitOK = 0
-	// exitDegraded: the worst failing verdict is Degraded.
-	exitDegraded = 1
-	// exitFailed: the worst failing verdict is Failed.
-	exitFailed = 2
-	// exitUnknown: the worst failing verdict is Unknown, or a VM has no
+	ExitOK = 0
+	// ExitDegraded: the worst failing verdict is Degraded.
+	ExitDegraded = 1
+	// ExitFailed: the worst failing verdict is Failed.
+	ExitFailed = 2
+	// ExitUnknown: the worst failing verdict is Unknown, or a VM has no
 	// status yet.
-	exitUnknown = 3
-	// exitProgressing is a bit added to the code above when a failing VM is
+	ExitUnknown = 3
+	// ExitProgressing is a bit added to the code above when a failing VM is
 	// Progressing: 8 alone when Progressing is the only failing verdict.
-	exitProgressing = 8
-	// exitError: the plugin could not judge at all (bad flags, the API
+	ExitProgressing = 8
+	// ExitError: the plugin could not judge at all (bad flags, the API
 	// server unreachable, the CRD missing, a name not found).
-	exitError = 128
+	ExitError = 128
 )
 
 // failOnNone is the --fail-on value under which no verdict fails.
@@ -70,10 +70,10 @@ func effectiveVerdict(v v1alpha1.Verdict) v1alpha1.Verdict {
 // healthCode is the exit status for objs when failOn is the lowest verdict
 // that fails ("" for none): the code of the worst failing verdict in the
 // order of Verdict.Severity (Failed, then Degraded, then Unknown), plus
-// exitProgressing when a failing VM is Progressing.
+// ExitProgressing when a failing VM is Progressing.
 func healthCode(objs []v1alpha1.VMObservation, failOn v1alpha1.Verdict) int {
 	if failOn == "" {
-		return exitOK
+		return ExitOK
 	}
 	var worst v1alpha1.Verdict
 	progressing := false
@@ -89,17 +89,17 @@ func healthCode(objs []v1alpha1.VMObservation, failOn v1alpha1.Verdict) int {
 			worst = v
 		}
 	}
-	code := exitOK
+	code := ExitOK
 	switch worst {
 	case v1alpha1.VerdictDegraded:
-		code = exitDegraded
+		code = ExitDegraded
 	case v1alpha1.VerdictFailed:
-		code = exitFailed
+		code = ExitFailed
 	case v1alpha1.VerdictUnknown:
-		code = exitUnknown
+		code = ExitUnknown
 	}
 	if progressing {
-		code |= exitProgressing
+		code |= ExitProgressing
 	}
 	return code
 }

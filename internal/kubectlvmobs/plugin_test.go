@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -62,24 +63,24 @@ func TestHealthCode(t *testing.T) {
 		failOn v1alpha1.Verdict
 		want   int
 	}{
-		{"no VMs", nil, progressing, exitOK},
-		{"healthy and suspended", verdicts(healthy, suspended, healthy), progressing, exitOK},
-		{"degraded", verdicts(healthy, degraded), progressing, exitDegraded},
-		{"failed beats degraded", verdicts(degraded, failed, healthy), progressing, exitFailed},
-		{"degraded beats unknown", verdicts(unknown, degraded), progressing, exitDegraded},
-		{"unknown", verdicts(unknown, healthy), progressing, exitUnknown},
-		{"no status yet counts as unknown", verdicts(""), progressing, exitUnknown},
-		{"a word outside the enum counts as unknown", verdicts("Sideways"), progressing, exitUnknown},
-		{"progressing alone", verdicts(progressing, healthy), progressing, exitProgressing},
-		{"progressing adds 8", verdicts(progressing, degraded), progressing, exitDegraded | exitProgressing},
+		{"no VMs", nil, progressing, ExitOK},
+		{"healthy and suspended", verdicts(healthy, suspended, healthy), progressing, ExitOK},
+		{"degraded", verdicts(healthy, degraded), progressing, ExitDegraded},
+		{"failed beats degraded", verdicts(degraded, failed, healthy), progressing, ExitFailed},
+		{"degraded beats unknown", verdicts(unknown, degraded), progressing, ExitDegraded},
+		{"unknown", verdicts(unknown, healthy), progressing, ExitUnknown},
+		{"no status yet counts as unknown", verdicts(""), progressing, ExitUnknown},
+		{"a word outside the enum counts as unknown", verdicts("Sideways"), progressing, ExitUnknown},
+		{"progressing alone", verdicts(progressing, healthy), progressing, ExitProgressing},
+		{"progressing adds 8", verdicts(progressing, degraded), progressing, ExitDegraded | ExitProgressing},
 		{"failed and progressing", verdicts(failed, progressing), progressing, 10},
 		{"unknown and progressing", verdicts(unknown, progressing), progressing, 11},
-		{"fail-on Unknown ignores progressing", verdicts(progressing, healthy), unknown, exitOK},
-		{"fail-on Degraded ignores unknown", verdicts(unknown, progressing), degraded, exitOK},
-		{"fail-on Degraded", verdicts(unknown, degraded, progressing), degraded, exitDegraded},
-		{"fail-on Failed ignores degraded", verdicts(degraded), failed, exitOK},
-		{"fail-on Failed", verdicts(degraded, failed), failed, exitFailed},
-		{"fail-on None", verdicts(failed, unknown, progressing), "", exitOK},
+		{"fail-on Unknown ignores progressing", verdicts(progressing, healthy), unknown, ExitOK},
+		{"fail-on Degraded ignores unknown", verdicts(unknown, progressing), degraded, ExitOK},
+		{"fail-on Degraded", verdicts(unknown, degraded, progressing), degraded, ExitDegraded},
+		{"fail-on Failed ignores degraded", verdicts(degraded), failed, ExitOK},
+		{"fail-on Failed", verdicts(degraded, failed), failed, ExitFailed},
+		{"fail-on None", verdicts(failed, unknown, progressing), "", ExitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := healthCode(tc.objs, tc.failOn); got != tc.want {
@@ -117,7 +118,7 @@ func names(objs []v1alpha1.VMObservation) string {
 }
 
 func TestSortBy(t *testing.T) {
-	objs := sortObservations(loadFixtures(t))
+	objs := sortObservations(plugintest.LoadFixtures(t))
 	for _, tc := range []struct {
 		expr, want, err string
 	}{
@@ -262,7 +263,7 @@ node-c   1     Progressing   Starting
 		t.Errorf("node-a group: %+v", node)
 	}
 
-	objs := sortObservations(loadFixtures(t))
+	objs := sortObservations(plugintest.LoadFixtures(t))
 	golden(t, "summary-all", RenderSummary(Summarize(objs), RenderOptions{}))
 	if got := RenderSummary(Summarize(nil), RenderOptions{}); got != "0 VMs\n" {
 		t.Errorf("summary of no VMs = %q", got)
@@ -292,7 +293,7 @@ func render(t *testing.T, v verb, single bool, objs []v1alpha1.VMObservation, ou
 }
 
 func TestRenderer(t *testing.T) {
-	objs := sortObservations(loadFixtures(t))
+	objs := sortObservations(plugintest.LoadFixtures(t))
 	for i := range objs {
 		setKind(&objs[i])
 	}
@@ -469,25 +470,25 @@ func TestRunUsage(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{[]string{"--help"}, exitOK, "Usage:", ""},
-		{[]string{"help"}, exitOK, "--kubeconfig", ""},
-		{[]string{"summary", "--help"}, exitOK, "kubectl vmobs summary [flags]", ""},
-		{[]string{"--version"}, exitOK, "kubectl-vmobs devel (commit ", ""},
-		{[]string{"completion", "bash"}, exitOK, "__start_kubectl-vmobs", ""},
-		{[]string{"completion", "zsh"}, exitOK, "#compdef kubectl-vmobs", ""},
-		{[]string{"completion", "fish"}, exitOK, "complete -c kubectl-vmobs", ""},
-		{[]string{"__complete", "get", "-o", ""}, exitOK, "jsonpath\n", ""},
-		{[]string{"__complete", "--fail-on", "D"}, exitOK, "Degraded\n", ""},
-		{[]string{"--no-such-flag"}, exitError, "", "error: unknown flag: --no-such-flag\nSee 'kubectl vmobs --help'.\n"},
-		{[]string{"get", "-A", "vm1"}, exitError, "", "a name cannot be given with --all-namespaces\nSee 'kubectl vmobs get --help'."},
-		{[]string{"get", "-l", "a=b", "vm1"}, exitError, "", "a name cannot be given with --selector"},
-		{[]string{"get", "-l", "a=(b"}, exitError, "", "invalid --selector"},
-		{[]string{"--fail-on", "Healthy"}, exitError, "", `invalid --fail-on "Healthy": one of Progressing, Unknown, Degraded, Failed, None`},
-		{[]string{"summary", "--sort-by", ".status.verdict"}, exitError, "", "--sort-by does not apply to summary"},
-		{[]string{"summary", "vm1"}, exitError, "", `unknown command "vm1" for "kubectl vmobs summary"`},
-		{[]string{"get", "--sort-by", "{}"}, exitError, "", "invalid --sort-by"},
-		{[]string{"get", "-o", "xml"}, exitError, "", `invalid --output "xml"`},
-		{[]string{"get", "--kubeconfig", kubeconfig, "--server", "http://127.0.0.1:1"}, exitError, "", "connection refused"},
+		{[]string{"--help"}, ExitOK, "Usage:", ""},
+		{[]string{"help"}, ExitOK, "--kubeconfig", ""},
+		{[]string{"summary", "--help"}, ExitOK, "kubectl vmobs summary [flags]", ""},
+		{[]string{"--version"}, ExitOK, "kubectl-vmobs devel (commit ", ""},
+		{[]string{"completion", "bash"}, ExitOK, "__start_kubectl-vmobs", ""},
+		{[]string{"completion", "zsh"}, ExitOK, "#compdef kubectl-vmobs", ""},
+		{[]string{"completion", "fish"}, ExitOK, "complete -c kubectl-vmobs", ""},
+		{[]string{"__complete", "get", "-o", ""}, ExitOK, "jsonpath\n", ""},
+		{[]string{"__complete", "--fail-on", "D"}, ExitOK, "Degraded\n", ""},
+		{[]string{"--no-such-flag"}, ExitError, "", "error: unknown flag: --no-such-flag\nSee 'kubectl vmobs --help'.\n"},
+		{[]string{"get", "-A", "vm1"}, ExitError, "", "a name cannot be given with --all-namespaces\nSee 'kubectl vmobs get --help'."},
+		{[]string{"get", "-l", "a=b", "vm1"}, ExitError, "", "a name cannot be given with --selector"},
+		{[]string{"get", "-l", "a=(b"}, ExitError, "", "invalid --selector"},
+		{[]string{"--fail-on", "Healthy"}, ExitError, "", `invalid --fail-on "Healthy": one of Progressing, Unknown, Degraded, Failed, None`},
+		{[]string{"summary", "--sort-by", ".status.verdict"}, ExitError, "", "--sort-by does not apply to summary"},
+		{[]string{"summary", "vm1"}, ExitError, "", `unknown command "vm1" for "kubectl vmobs summary"`},
+		{[]string{"get", "--sort-by", "{}"}, ExitError, "", "invalid --sort-by"},
+		{[]string{"get", "-o", "xml"}, ExitError, "", `invalid --output "xml"`},
+		{[]string{"get", "--kubeconfig", kubeconfig, "--server", "http://127.0.0.1:1"}, ExitError, "", "connection refused"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Run(t.Context(), tc.args, &out, &errOut)

@@ -11,44 +11,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
-
-// fixtureNow is when the analyze engine computed the fixtures' statuses.
-var fixtureNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// loadFixtures reads testdata/fixtures.yaml: VMObservation Lists, one YAML
-// document each. Every object gets generation 1 (observed) and a creation
-// time three days before fixtureNow.
-func loadFixtures(t *testing.T) []v1alpha1.VMObservation {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "fixtures.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []v1alpha1.VMObservation
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var list v1alpha1.VMObservationList
-		if err := yaml.UnmarshalStrict([]byte(doc), &list); err != nil {
-			t.Fatalf("fixtures: %v", err)
-		}
-		for _, o := range list.Items {
-			o.OwnerReferences = nil
-			o.Generation = 1
-			o.Status.ObservedGeneration = 1
-			o.CreationTimestamp = metav1.NewTime(fixtureNow.Add(-72 * time.Hour))
-			out = append(out, o)
-		}
-	}
-	if len(out) < 8 {
-		t.Fatalf("fixtures: %d VMObservations, want at least 8", len(out))
-	}
-	return out
-}
 
 func inNamespace(objs []v1alpha1.VMObservation, ns string) []v1alpha1.VMObservation {
 	var out []v1alpha1.VMObservation
@@ -71,21 +39,11 @@ func named(t *testing.T, objs []v1alpha1.VMObservation, name string) v1alpha1.VM
 	return v1alpha1.VMObservation{}
 }
 
-// ageRE matches the ages the renderers print (kubectl's HumanDuration:
-// 12s, 3m, 5m10s, 2d16h, 3y) after a blank, "(" or "+".
-var ageRE = regexp.MustCompile(`([\s(+])\d+[smhdy](\d+[smhd])?\b`)
-
-// normalizeAges replaces every age with <age>, so output rendered at
-// different times compares equal.
-func normalizeAges(s string) string {
-	return ageRE.ReplaceAllString(s, "${1}<age>")
-}
-
 // golden compares got, ages normalised, with testdata/name.golden, or
 // rewrites the file with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	got = normalizeAges(got)
+	got = plugintest.NormalizeAges(got)
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -125,42 +83,42 @@ func renderTable(t *testing.T, objs []v1alpha1.VMObservation, opts RenderOptions
 }
 
 func TestRenderTable(t *testing.T) {
-	objs := sortObservations(loadFixtures(t))
-	golden(t, "get-finance", renderTable(t, inNamespace(objs, "finance"), RenderOptions{Now: fixtureNow}))
-	golden(t, "get-all", renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true}))
-	golden(t, "get-all-wide", renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true, Wide: true}))
+	objs := sortObservations(plugintest.LoadFixtures(t))
+	golden(t, "get-finance", renderTable(t, inNamespace(objs, "finance"), RenderOptions{Now: plugintest.FixtureNow}))
+	golden(t, "get-all", renderTable(t, objs, RenderOptions{Now: plugintest.FixtureNow, AllNamespaces: true}))
+	golden(t, "get-all-wide", renderTable(t, objs, RenderOptions{Now: plugintest.FixtureNow, AllNamespaces: true, Wide: true}))
 }
 
 func TestRenderDescribe(t *testing.T) {
-	objs := loadFixtures(t)
+	objs := plugintest.LoadFixtures(t)
 	for _, d := range goldenDescribes {
 		t.Run(d.name, func(t *testing.T) {
 			o := named(t, objs, d.name)
-			golden(t, "describe-"+d.name, RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: fixtureNow}))
+			golden(t, "describe-"+d.name, RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: plugintest.FixtureNow}))
 		})
 	}
 }
 
 func TestRenderColor(t *testing.T) {
-	objs := sortObservations(loadFixtures(t))
+	objs := sortObservations(plugintest.LoadFixtures(t))
 	o := named(t, objs, "win2k22-app")
-	out := RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: fixtureNow, Color: true})
+	out := RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: plugintest.FixtureNow, Color: true})
 	golden(t, "describe-win2k22-app-color", out)
 	for _, want := range []string{sgrYellow + "Degraded" + sgrReset, sgrGreen + "Healthy" + sgrReset} {
 		if !strings.Contains(out, want) {
 			t.Errorf("coloured describe lacks %q", want)
 		}
 	}
-	table := renderTable(t, objs, RenderOptions{Now: fixtureNow, AllNamespaces: true, Color: true})
+	table := renderTable(t, objs, RenderOptions{Now: plugintest.FixtureNow, AllNamespaces: true, Color: true})
 	golden(t, "get-all-color", table)
 	// Colour must not change the layout: without the escape codes each
 	// table is the plain one.
 	sgr := regexp.MustCompile("\x1b\\[[0-9;]*m")
 	for _, opts := range []RenderOptions{
-		{Now: fixtureNow, AllNamespaces: true},
-		{Now: fixtureNow, Wide: true},
-		{Now: fixtureNow, NoHeaders: true},
-		{Now: fixtureNow, AllNamespaces: true, ShowLabels: true, LabelColumns: []string{"tier"}},
+		{Now: plugintest.FixtureNow, AllNamespaces: true},
+		{Now: plugintest.FixtureNow, Wide: true},
+		{Now: plugintest.FixtureNow, NoHeaders: true},
+		{Now: plugintest.FixtureNow, AllNamespaces: true, ShowLabels: true, LabelColumns: []string{"tier"}},
 	} {
 		plain := renderTable(t, objs, opts)
 		opts.Color = true
@@ -180,21 +138,21 @@ func TestRenderColor(t *testing.T) {
 func TestRenderEdgeCases(t *testing.T) {
 	// A VMObservation the controller has not observed yet.
 	empty := v1alpha1.VMObservation{
-		ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: "ns", CreationTimestamp: metav1.NewTime(fixtureNow.Add(-5 * time.Second))},
+		ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: "ns", CreationTimestamp: metav1.NewTime(plugintest.FixtureNow.Add(-5 * time.Second))},
 		Spec:       v1alpha1.VMObservationSpec{VMName: "fresh"},
 	}
-	if got, want := renderTable(t, []v1alpha1.VMObservation{empty}, RenderOptions{Now: fixtureNow}),
+	if got, want := renderTable(t, []v1alpha1.VMObservation{empty}, RenderOptions{Now: plugintest.FixtureNow}),
 		"NAME    VERDICT   CONTROL-PLANE   NODE     GUEST    REASON   AGE\n"+
 			"fresh   <none>    <none>          <none>   <none>   <none>   5s\n"; got != want {
 		t.Errorf("table of an empty status:\n%s\nwant\n%s", got, want)
 	}
-	if got, want := RenderDescribe([]v1alpha1.VMObservation{empty}, RenderOptions{Now: fixtureNow}),
+	if got, want := RenderDescribe([]v1alpha1.VMObservation{empty}, RenderOptions{Now: plugintest.FixtureNow}),
 		"fresh  <none>\n└─ no status yet: the vmobs controller has not observed this VM\n"; got != want {
 		t.Errorf("describe of an empty status:\n%s\nwant\n%s", got, want)
 	}
 
 	// Ages in the past, the future, and a status for an older generation.
-	ts := func(d time.Duration) *metav1.Time { x := metav1.NewTime(fixtureNow.Add(d)); return &x }
+	ts := func(d time.Duration) *metav1.Time { x := metav1.NewTime(plugintest.FixtureNow.Add(d)); return &x }
 	o := v1alpha1.VMObservation{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: "ns", Generation: 3},
 		Status: v1alpha1.VMObservationStatus{
@@ -215,7 +173,7 @@ func TestRenderEdgeCases(t *testing.T) {
 ├─ guest          Suspended    <none>
 └─ live-migratable  False: DisksNotLiveMigratable, HostDeviceNotLiveMigratable
 `
-	if got := RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: fixtureNow}); got != want {
+	if got := RenderDescribe([]v1alpha1.VMObservation{o}, RenderOptions{Now: plugintest.FixtureNow}); got != want {
 		t.Errorf("describe:\n%s\nwant\n%s", got, want)
 	}
 }
@@ -228,8 +186,8 @@ func TestNormalizeAges(t *testing.T) {
 		"vm-3  node-b  restarts=0  10.0.2.2": "vm-3  node-b  restarts=0  10.0.2.2",
 		"\x1b[32mHealthy\x1b[0m  3y":         "\x1b[32mHealthy\x1b[0m  <age>",
 	} {
-		if got := normalizeAges(in); got != want {
-			t.Errorf("normalizeAges(%q) = %q, want %q", in, got, want)
+		if got := plugintest.NormalizeAges(in); got != want {
+			t.Errorf("plugintest.NormalizeAges(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

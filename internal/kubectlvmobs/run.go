@@ -77,9 +77,9 @@ func (e usageError) Unwrap() error { return e.err }
 
 // Run runs the plugin with args (without the program name), writing to
 // stdout and stderr, and returns the exit status: the health of the VMs
-// shown (see healthCode), or exitError.
+// shown (see healthCode), or ExitError.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code := exitOK
+	code := ExitOK
 	root := newCommand(&code, stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -87,7 +87,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ue, ok := errors.AsType[usageError](err); ok {
 			fmt.Fprintf(stderr, "See '%s --help'.\n", ue.command)
 		}
-		return exitError
+		return ExitError
 	}
 	return code
 }
@@ -196,7 +196,7 @@ func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 // shows it again on every change. It returns the health of the last set
 // shown.
 func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []string, stdout, stderr io.Writer) (int, error) {
-	usage := func(err error) (int, error) { return exitError, usageError{err: err, command: cmd.CommandPath()} }
+	usage := func(err error) (int, error) { return ExitError, usageError{err: err, command: cmd.CommandPath()} }
 	failOn, err := parseFailOn(o.failOn)
 	if err != nil {
 		return usage(err)
@@ -227,7 +227,7 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 
 	c, namespace, err := o.client()
 	if err != nil {
-		return exitError, err
+		return ExitError, err
 	}
 	if o.allNamespaces {
 		namespace = ""
@@ -237,7 +237,7 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 		if meta.IsNoMatchError(err) {
 			err = fmt.Errorf("the cluster does not serve VMObservations (%s): is the vmobs CRD installed? %w", v1alpha1.GroupVersion, err)
 		}
-		return exitError, err
+		return ExitError, err
 	}
 	ordered := func(objs []v1alpha1.VMObservation) ([]v1alpha1.VMObservation, error) {
 		objs = sortObservations(objs)
@@ -247,7 +247,7 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 		return sortBy(objs, o.sortBy)
 	}
 	if objs, err = ordered(objs); err != nil {
-		return exitError, err
+		return ExitError, err
 	}
 	if len(objs) == 0 && human && !o.watch {
 		if namespace == "" {
@@ -255,10 +255,10 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 		} else {
 			fmt.Fprintf(stderr, "No VMObservations found in %s namespace.\n", namespace)
 		}
-		return exitOK, nil
+		return ExitOK, nil
 	}
 	if err := show(stdout, objs); err != nil {
-		return exitError, err
+		return ExitError, err
 	}
 	code := healthCode(objs, failOn)
 	if !o.watch {
@@ -279,7 +279,7 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 		return show(stdout, objs)
 	})
 	if err != nil {
-		return exitError, err
+		return ExitError, err
 	}
 	return code, nil
 }

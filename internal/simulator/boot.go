@@ -80,7 +80,7 @@ func (s *Simulator) CreateLauncherPod(ctx context.Context, ns, name string) erro
 
 // pendingLauncher returns the VMI's newest pod that is not bound to a node.
 func (s *Simulator) pendingLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 	if err != nil {
 		return err
 	}
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}

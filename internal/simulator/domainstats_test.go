@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,7 +24,18 @@ import (
 )
 
 // These tests need no control plane: the simulator reads the VMIs from a
-// fake client holding them as KubeVirt leaves them.
+// fake client holding them as KubeVirt leaves them. The simulator's tests
+// on the control plane are in test/simulator.
+
+// t0 is second-aligned, as the API server stores times.
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func wantEqual[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
 
 // runningVMI is a VMI Running on node since t0, with 2 vCPUs, the two
 // disks and, with multus, the two interfaces of the simulator's VMs.
@@ -48,10 +60,10 @@ func runningVMI(ns, name, node string, multus bool, labels map[string]string) *k
 	return vmi
 }
 
-func fakeSim(t *testing.T, objs ...client.Object) (*Simulator, *fakeClock) {
+func fakeSim(t *testing.T, objs ...client.Object) (*Simulator, *clocktesting.FakeClock) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
-	clk := &fakeClock{now: t0}
+	clk := clocktesting.NewFakeClock(t0)
 	return New(c, WithClock(clk.Now)), clk
 }
 
@@ -112,7 +124,7 @@ func TestVirtHandlerExposition(t *testing.T) {
 	scheduled := runningVMI("prod", "starting", "node-a", false, nil)
 	scheduled.Status.Phase = kubevirtv1.Scheduled
 	s, clk := fakeSim(t, db, other, done, scheduled)
-	clk.Advance(100 * time.Second)
+	clk.Step(100 * time.Second)
 
 	code, fams := scrape(t, s.VirtHandlerMetrics(), "/nodes/node-a/metrics")
 	wantEqual(t, "status", code, http.StatusOK)
@@ -456,7 +468,7 @@ func TestMigrationMetrics(t *testing.T) {
 
 	// Through the endpoint: labels node (the source), namespace, name.
 	s, clk := fakeSim(t, migratingVMI())
-	clk.Advance(time.Minute + 2*time.Second)
+	clk.Step(time.Minute + 2*time.Second)
 	_, fams := scrape(t, s.VirtHandlerMetrics(), "/nodes/node-a/metrics")
 	for _, name := range []string{
 		"kubevirt_vmi_migration_data_bytes_total", "kubevirt_vmi_migration_data_remaining_bytes",
@@ -483,7 +495,7 @@ func TestEndpointFaults(t *testing.T) {
 		runningVMI("prod", "db", "node-a", false, nil),
 		runningVMI("prod", "web", "node-a", false, nil),
 		runningVMI("prod", "cache", "node-b", false, nil))
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	names := func(node string) []string {
 		t.Helper()
 		code, fams := scrape(t, s.VirtHandlerMetrics(), "/nodes/"+node+"/metrics")
@@ -500,7 +512,7 @@ func TestEndpointFaults(t *testing.T) {
 
 	s.SetDomainFault("prod", "db", DomainNotExported, true)
 	wantEqual(t, "node-a without db's domain", strings.Join(names("node-a"), ","), "web")
-	clk.Advance(time.Second)
+	clk.Step(time.Second)
 	s.SetDomainFault("prod", "db", DomainNotExported, false)
 	wantEqual(t, "node-a with db back", strings.Join(names("node-a"), ","), "db,web")
 

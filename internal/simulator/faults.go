@@ -365,7 +365,7 @@ func (s *Simulator) NodeUnresponsive(ctx context.Context, ns, name string) error
 		return err
 	}
 	node := vmi.Status.NodeName
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}

@@ -111,7 +111,7 @@ func (s *Simulator) beginVMIDeletion(ctx context.Context, ns, name, who string) 
 			return fmt.Errorf("deleting VMI %s/%s as %s: %w", ns, name, who, err)
 		}
 	}
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (s *Simulator) finishVMIDeletion(ctx context.Context, ns, name string) erro
 			return err
 		}
 	}
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}

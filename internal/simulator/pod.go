@@ -455,8 +455,9 @@ func (s *Simulator) terminatePod(ctx context.Context, ns, name string, phase cor
 	})
 }
 
-// launcherPods lists the pods whose controller is the VMI, oldest first.
-func (s *Simulator) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) ([]corev1.Pod, error) {
+// LauncherPods lists the virt-launcher pods whose controller is the VMI,
+// oldest first (a migration target after its source).
+func (s *Simulator) LauncherPods(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	if err := s.Client.List(ctx, &list, client.InNamespace(vmi.Namespace), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)}); err != nil {
 		return nil, fmt.Errorf("listing launcher pods of %s/%s: %w", vmi.Namespace, vmi.Name, err)
@@ -504,7 +505,7 @@ func currentPod(vmi *kubevirtv1.VirtualMachineInstance, pods []corev1.Pod) *core
 // currentLauncher is the VMI's current launcher pod (currentPod of its
 // launcher pods), nil when it has none.
 func (s *Simulator) currentLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return nil, err
 	}
@@ -547,7 +548,7 @@ func (s *Simulator) controllerSync(ctx context.Context, ns, name string) error {
 // and the Ready condition derived from the current pod; then the VM's
 // status follows.
 func (s *Simulator) syncPods(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase) error {
-	pods, err := s.launcherPods(ctx, vmi)
+	pods, err := s.LauncherPods(ctx, vmi)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 
 	// The fleet.
 	start := time.Now()
-	env, admin := startControlPlane(t)
+	env, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	nodes := []string{"node-a", "node-b", "node-c"}

@@ -77,7 +77,7 @@ func eventually(t *testing.T, what string, check func() error) {
 // them with a fault each.
 func TestDomainStatsThroughPrometheus(t *testing.T) {
 	start := time.Now()
-	_, admin := startControlPlane(t)
+	_, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx := context.Background()
 	const ns = "vms"
 	nodes := []string{"node-a", "node-b", "node-c"}

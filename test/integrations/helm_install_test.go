@@ -34,7 +34,7 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // of the chart's ServiceAccount through a VM's life, and uninstalls.
 func TestHelmInstallOnAPIServer(t *testing.T) {
 	start := time.Now()
-	env, admin := startControlPlane(t)
+	env, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

@@ -184,7 +184,7 @@ func freePort(t *testing.T) int {
 func TestKSMRealBinary(t *testing.T) {
 	ksm := builtTool(t, "kube-state-metrics", "KUBE_STATE_METRICS")
 	root := repoRoot(t)
-	env, admin := startControlPlane(t)
+	env, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 

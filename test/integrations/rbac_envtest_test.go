@@ -54,7 +54,7 @@ var saUser = envtest.User{
 func TestManifestsOnAPIServer(t *testing.T) {
 	// Aggregation: the guest probe's calls go through virt-api, an
 	// aggregated API, which the simulator serves.
-	env, admin := startControlPlaneWith(t, testenv.Options{Aggregation: true})
+	env, admin := testenv.StartForTest(t, testenv.Options{Aggregation: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

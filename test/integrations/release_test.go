@@ -56,7 +56,7 @@ func TestInstallYAMLOnAPIServer(t *testing.T) {
 		t.Fatalf("install.yaml has %d objects", len(objs))
 	}
 
-	env, admin := startControlPlane(t)
+	env, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx := context.Background()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kubeconfig(kubeconfig); err != nil {

@@ -76,7 +76,7 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 		t.Fatalf("THANOS: %v", err)
 	}
 	start := time.Now()
-	_, admin := startControlPlane(t)
+	_, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx := context.Background()
 	const ns = "vms"
 	nodes := []string{"node-a", "node-b", "node-c"}

@@ -5,12 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/simulator"
-	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // builtTool finds the binary `make <name>` builds into bin/ (with
@@ -27,34 +25,6 @@ func builtTool(t *testing.T, name, envVar string) string {
 		t.Fatalf("%s not found at %s: run `make %s` (which builds it from the Go module proxy) or set %s", name, p, name, envVar)
 	}
 	return p
-}
-
-// startControlPlane starts a control plane of the test's own, stopped when
-// the test ends, and returns it with an admin client.
-func startControlPlane(t *testing.T) (*testenv.Env, client.Client) {
-	t.Helper()
-	return startControlPlaneWith(t, testenv.Options{})
-}
-
-// startControlPlaneWith is startControlPlane with options.
-func startControlPlaneWith(t *testing.T, opts testenv.Options) (*testenv.Env, client.Client) {
-	t.Helper()
-	start := time.Now()
-	env, err := testenv.Start(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	t.Logf("control plane up in %s", time.Since(start).Round(time.Millisecond))
-	admin, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, admin
 }
 
 // simulatedCluster is a simulator writing through admin, with its real

@@ -1,4 +1,4 @@
-package simulator
+package simulator_test
 
 import (
 	"bytes"
@@ -19,9 +19,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -29,11 +31,11 @@ import (
 // with the control plane, a fresh namespace with a node, and a plain HTTP
 // client of the control plane's admin.
 type virtAPIWorld struct {
-	s    *Simulator
-	clk  *fakeClock
+	s    *simulator.Simulator
+	clk  *clocktesting.FakeClock
 	ns   string
 	node string
-	api  *VirtAPI
+	api  *simulator.VirtAPI
 	hc   *http.Client
 }
 
@@ -57,7 +59,7 @@ func newVirtAPIWorld(t *testing.T) *virtAPIWorld {
 // boot creates and boots the VM name, with a guest agent or not.
 func (w *virtAPIWorld) boot(t *testing.T, name string, agent bool) {
 	t.Helper()
-	bootVM(t, w.s, VMSpec{Namespace: w.ns, Name: name, GuestAgent: agent}, w.node)
+	bootVM(t, w.s, simulator.VMSpec{Namespace: w.ns, Name: name, GuestAgent: agent}, w.node)
 }
 
 // response is one answer of virt-api through kube-apiserver.
@@ -154,39 +156,39 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	}
 
 	w.boot(t, "vm1", true)
-	info := decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
+	info := decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo)
 	wantEqual(t, "hostname", info.Hostname, "vm1")
-	wantEqual(t, "os.prettyName", info.OS.PrettyName, GuestOSInfo.PrettyName)
-	wantEqual(t, "os.kernelRelease", info.OS.KernelRelease, GuestOSInfo.KernelRelease)
-	wantEqual(t, "timezone", info.Timezone, GuestTimezone)
-	wantEqual(t, "guestAgentVersion", info.GAVersion, GuestAgentVersion)
+	wantEqual(t, "os.prettyName", info.OS.PrettyName, simulator.GuestOSInfo.PrettyName)
+	wantEqual(t, "os.kernelRelease", info.OS.KernelRelease, simulator.GuestOSInfo.KernelRelease)
+	wantEqual(t, "timezone", info.Timezone, simulator.GuestTimezone)
+	wantEqual(t, "guestAgentVersion", info.GAVersion, simulator.GuestAgentVersion)
 	wantEqual(t, "fsFreezeStatus", info.FSFreezeStatus, "")
 	wantEqual(t, "users in guestosinfo", len(info.UserList), 0)
-	wantEqual(t, "filesystems in guestosinfo", len(info.FSInfo.Filesystems), len(GuestFilesystems))
+	wantEqual(t, "filesystems in guestosinfo", len(info.FSInfo.Filesystems), len(simulator.GuestFilesystems))
 	if len(info.SupportedCommands) == 0 {
 		t.Error("guestosinfo lists no supported command")
 	}
 
 	// The JSON names KubeVirt's clients read (kubevirt.io/api/core/v1
 	// types.go): what virtctl guestosinfo, userlist and fslist print.
-	wantEqual(t, "guestosinfo's keys", strings.Join(topKeys(t, w, "vm1", SubresourceGuestOSInfo), ","),
+	wantEqual(t, "guestosinfo's keys", strings.Join(topKeys(t, w, "vm1", simulator.SubresourceGuestOSInfo), ","),
 		"fsInfo,guestAgentVersion,hostname,os,supportedCommands,timezone")
 	// The lists carry an empty "metadata" too: their ListMeta is a struct,
 	// which encoding/json's omitempty never leaves out, in virt-api's
 	// answers as here.
-	wantEqual(t, "userlist's keys", strings.Join(topKeys(t, w, "vm1", SubresourceUserList), ","), "items,metadata")
-	wantEqual(t, "filesystemlist's keys", strings.Join(topKeys(t, w, "vm1", SubresourceFilesystemList), ","), "items,metadata")
+	wantEqual(t, "userlist's keys", strings.Join(topKeys(t, w, "vm1", simulator.SubresourceUserList), ","), "items,metadata")
+	wantEqual(t, "filesystemlist's keys", strings.Join(topKeys(t, w, "vm1", simulator.SubresourceFilesystemList), ","), "items,metadata")
 
-	users := decode[userList](t, w, "vm1", SubresourceUserList)
+	users := decode[userList](t, w, "vm1", simulator.SubresourceUserList)
 	if users.Items == nil || len(users.Items) != 0 {
 		t.Errorf("userlist of a guest nobody logged in to: %+v, want an empty list", users.Items)
 	}
-	fs := decode[fsList](t, w, "vm1", SubresourceFilesystemList)
-	if len(fs.Items) != len(GuestFilesystems) {
+	fs := decode[fsList](t, w, "vm1", simulator.SubresourceFilesystemList)
+	if len(fs.Items) != len(simulator.GuestFilesystems) {
 		t.Fatalf("filesystemlist: %+v", fs.Items)
 	}
 	for i, f := range fs.Items {
-		d := GuestFilesystems[i]
+		d := simulator.GuestFilesystems[i]
 		if f.MountPoint != d.MountPoint || f.FileSystemType != d.Type || f.DiskName != d.Disk || f.UsedBytes != d.UsedBytes || f.TotalBytes != d.TotalBytes {
 			t.Errorf("filesystem %d = %+v, want %+v", i, f, d)
 		}
@@ -195,11 +197,11 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	w.s.SetGuestUsers(w.ns, "vm1", "fedora", "root")
 	w.s.SetGuestFilesystemUsage(w.ns, "vm1", "/", 93)
 	w.s.SetGuestFilesystemUsage(w.ns, "vm1", "/var/lib/data", 50)
-	users = decode[userList](t, w, "vm1", SubresourceUserList)
+	users = decode[userList](t, w, "vm1", simulator.SubresourceUserList)
 	if len(users.Items) != 2 || users.Items[0].UserName != "fedora" || users.Items[0].LoginTime != float64(t0.Unix()) {
 		t.Errorf("userlist = %+v, want fedora and root logged in at %d", users.Items, t0.Unix())
 	}
-	fs = decode[fsList](t, w, "vm1", SubresourceFilesystemList)
+	fs = decode[fsList](t, w, "vm1", simulator.SubresourceFilesystemList)
 	byMount := map[string]kubevirtv1.VirtualMachineInstanceFileSystem{}
 	for _, f := range fs.Items {
 		byMount[f.MountPoint] = f
@@ -211,18 +213,18 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	data := byMount["/var/lib/data"]
 	wantEqual(t, "added filesystem type", data.FileSystemType, "ext4")
 	wantEqual(t, "added filesystem used", data.UsedBytes, data.TotalBytes/2)
-	info = decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
+	info = decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo)
 	wantEqual(t, "users in guestosinfo", len(info.UserList), 2)
-	wantEqual(t, "filesystems in guestosinfo", len(info.FSInfo.Filesystems), len(GuestFilesystems)+1)
+	wantEqual(t, "filesystems in guestosinfo", len(info.FSInfo.Filesystems), len(simulator.GuestFilesystems)+1)
 
 	// The freeze status follows the VMI's, unless the agent says frozen
 	// first.
 	must(t, w.s.FreezeFilesystems(ctx, w.ns, "vm1"))
-	wantEqual(t, "fsFreezeStatus when frozen", decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo).FSFreezeStatus, FSFrozen)
+	wantEqual(t, "fsFreezeStatus when frozen", decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo).FSFreezeStatus, simulator.FSFrozen)
 	must(t, w.s.ThawFilesystems(ctx, w.ns, "vm1"))
-	wantEqual(t, "fsFreezeStatus when thawed", decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo).FSFreezeStatus, "")
-	w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentReportsFrozen, true)
-	wantEqual(t, "fsFreezeStatus the agent reports", decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo).FSFreezeStatus, FSFrozen)
+	wantEqual(t, "fsFreezeStatus when thawed", decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo).FSFreezeStatus, "")
+	w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentReportsFrozen, true)
+	wantEqual(t, "fsFreezeStatus the agent reports", decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo).FSFreezeStatus, simulator.FSFrozen)
 	wantEqual(t, "the VMI's fsFreezeStatus", getVMI(t, w.s, w.ns, "vm1").Status.FSFreezeStatus, "")
 
 	// guestosinfo carries 10 users and filesystems at most, the lists all
@@ -235,15 +237,15 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 	for i := range 9 {
 		w.s.SetGuestFilesystemUsage(w.ns, "vm1", fmt.Sprintf("/data%d", i), 10)
 	}
-	info = decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
+	info = decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo)
 	wantEqual(t, "users in guestosinfo, 12 logged in", len(info.UserList), 10)
 	wantEqual(t, "filesystems in guestosinfo, 13 mounted", len(info.FSInfo.Filesystems), 10)
-	wantEqual(t, "userlist, 12 logged in", len(decode[userList](t, w, "vm1", SubresourceUserList).Items), 12)
-	wantEqual(t, "filesystemlist, 13 mounted", len(decode[fsList](t, w, "vm1", SubresourceFilesystemList).Items), 13)
+	wantEqual(t, "userlist, 12 logged in", len(decode[userList](t, w, "vm1", simulator.SubresourceUserList).Items), 12)
+	wantEqual(t, "filesystemlist, 13 mounted", len(decode[fsList](t, w, "vm1", simulator.SubresourceFilesystemList).Items), 13)
 
 	w.s.ResetGuestAgent(w.ns, "vm1")
-	info = decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
-	if info.FSFreezeStatus != "" || len(info.UserList) != 0 || len(info.FSInfo.Filesystems) != len(GuestFilesystems) {
+	info = decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo)
+	if info.FSFreezeStatus != "" || len(info.UserList) != 0 || len(info.FSInfo.Filesystems) != len(simulator.GuestFilesystems) {
 		t.Errorf("after ResetGuestAgent: %+v", info)
 	}
 }
@@ -255,7 +257,7 @@ func TestVirtAPIGuestCalls(t *testing.T) {
 // as-is by kube-apiserver.
 func TestVirtAPIErrors(t *testing.T) {
 	w := newVirtAPIWorld(t)
-	must(t, w.s.CreateVM(context.Background(), VMSpec{Namespace: w.ns, Name: "pending", GuestAgent: true}))
+	must(t, w.s.CreateVM(context.Background(), simulator.VMSpec{Namespace: w.ns, Name: "pending", GuestAgent: true}))
 	w.boot(t, "noagent", false)
 	for _, tc := range []struct {
 		vmi, want string
@@ -264,7 +266,7 @@ func TestVirtAPIErrors(t *testing.T) {
 		{"pending", `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "pending": VMI is not running`},
 		{"noagent", `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "noagent": VMI does not have guest agent connected`},
 	} {
-		for _, sub := range []string{SubresourceGuestOSInfo, SubresourceUserList, SubresourceFilesystemList} {
+		for _, sub := range []string{simulator.SubresourceGuestOSInfo, simulator.SubresourceUserList, simulator.SubresourceFilesystemList} {
 			r, err := w.call(t, w.ns, tc.vmi, sub, 10*time.Second)
 			must(t, err)
 			if r.code != http.StatusInternalServerError || string(r.body) != tc.want {
@@ -280,32 +282,32 @@ func TestVirtAPIFaults(t *testing.T) {
 	w := newVirtAPIWorld(t)
 	w.boot(t, "vm1", true)
 	w.boot(t, "vm2", true)
-	calls := []string{SubresourceGuestOSInfo, SubresourceUserList, SubresourceFilesystemList}
+	calls := []string{simulator.SubresourceGuestOSInfo, simulator.SubresourceUserList, simulator.SubresourceFilesystemList}
 
 	t.Run("unresponsive", func(t *testing.T) {
-		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentUnresponsive, true)
+		w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentUnresponsive, true)
 		var wg sync.WaitGroup
 		var blocked error
 		start := time.Now()
 		wg.Go(func() {
-			_, blocked = w.call(t, w.ns, "vm1", SubresourceGuestOSInfo, 1500*time.Millisecond)
+			_, blocked = w.call(t, w.ns, "vm1", simulator.SubresourceGuestOSInfo, 1500*time.Millisecond)
 		})
 		// The other VM answers meanwhile.
-		r, err := w.call(t, w.ns, "vm2", SubresourceGuestOSInfo, 10*time.Second)
+		r, err := w.call(t, w.ns, "vm2", simulator.SubresourceGuestOSInfo, 10*time.Second)
 		must(t, err)
 		wantEqual(t, "vm2 while vm1 hangs", r.code, http.StatusOK)
 		wg.Wait()
 		if !errors.Is(blocked, context.DeadlineExceeded) || time.Since(start) < 1500*time.Millisecond {
 			t.Errorf("a call to an unresponsive agent ended after %s with %v, want the caller's deadline", time.Since(start), blocked)
 		}
-		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentUnresponsive, false)
-		decode[guestInfo](t, w, "vm1", SubresourceGuestOSInfo)
+		w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentUnresponsive, false)
+		decode[guestInfo](t, w, "vm1", simulator.SubresourceGuestOSInfo)
 	})
 
 	t.Run("launcher timeout", func(t *testing.T) {
-		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentLauncherTimeout, true)
-		defer w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentLauncherTimeout, false)
-		for sub, cmd := range map[string]string{SubresourceGuestOSInfo: "GetGuestInfo", SubresourceUserList: "GetUsers", SubresourceFilesystemList: "GetFilesystems"} {
+		w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentLauncherTimeout, true)
+		defer w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentLauncherTimeout, false)
+		for sub, cmd := range map[string]string{simulator.SubresourceGuestOSInfo: "GetGuestInfo", simulator.SubresourceUserList: "GetUsers", simulator.SubresourceFilesystemList: "GetFilesystems"} {
 			r, err := w.call(t, w.ns, "vm1", sub, 10*time.Second)
 			must(t, err)
 			if r.code != http.StatusInternalServerError || !strings.Contains(string(r.body), "sending command "+cmd+": rpc error: code = DeadlineExceeded") {
@@ -318,33 +320,33 @@ func TestVirtAPIFaults(t *testing.T) {
 		w.s.SetGuestAgentDelay(w.ns, "vm1", 700*time.Millisecond)
 		defer w.s.SetGuestAgentDelay(w.ns, "vm1", 0)
 		start := time.Now()
-		decode[fsList](t, w, "vm1", SubresourceFilesystemList)
+		decode[fsList](t, w, "vm1", simulator.SubresourceFilesystemList)
 		if d := time.Since(start); d < 700*time.Millisecond {
 			t.Errorf("a slow agent answered in %s, want 700ms or more", d)
 		}
 	})
 
 	t.Run("huge", func(t *testing.T) {
-		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentHugeAnswer, true)
-		defer w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentHugeAnswer, false)
+		w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentHugeAnswer, true)
+		defer w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentHugeAnswer, false)
 		for _, sub := range calls {
 			start := time.Now()
 			r, err := w.call(t, w.ns, "vm1", sub, 30*time.Second)
 			must(t, err)
 			t.Logf("%s: %d bytes in %s", sub, len(r.body), time.Since(start).Round(time.Millisecond))
-			if r.code != http.StatusOK || len(r.body) < HugeAnswerBytes {
-				t.Errorf("%s of a huge answer: %d, %d bytes, want 200 and %d bytes or more", sub, r.code, len(r.body), HugeAnswerBytes)
+			if r.code != http.StatusOK || len(r.body) < simulator.HugeAnswerBytes {
+				t.Errorf("%s of a huge answer: %d, %d bytes, want 200 and %d bytes or more", sub, r.code, len(r.body), simulator.HugeAnswerBytes)
 			}
 		}
 		// Valid JSON of KubeVirt's type, tens of thousands of items.
-		if fs := decode[fsList](t, w, "vm1", SubresourceFilesystemList); len(fs.Items) < 50000 {
+		if fs := decode[fsList](t, w, "vm1", simulator.SubresourceFilesystemList); len(fs.Items) < 50000 {
 			t.Errorf("a huge answer lists %d filesystems", len(fs.Items))
 		}
 	})
 
 	t.Run("malformed", func(t *testing.T) {
-		w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentMalformed, true)
-		defer w.s.SetGuestAgentFault(w.ns, "vm1", GuestAgentMalformed, false)
+		w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentMalformed, true)
+		defer w.s.SetGuestAgentFault(w.ns, "vm1", simulator.GuestAgentMalformed, false)
 		for _, sub := range calls {
 			r, err := w.call(t, w.ns, "vm1", sub, 10*time.Second)
 			must(t, err)
@@ -368,7 +370,7 @@ func TestVirtAPIFaults(t *testing.T) {
 		} {
 			w.s.SetVirtAPIFailure(tc.code, tc.retryAfter, time.Minute)
 			for _, vm := range []string{"vm1", "vm2"} {
-				r, err := w.call(t, w.ns, vm, SubresourceUserList, 10*time.Second)
+				r, err := w.call(t, w.ns, vm, simulator.SubresourceUserList, 10*time.Second)
 				must(t, err)
 				var st metav1.Status
 				_ = json.Unmarshal(r.body, &st)
@@ -381,8 +383,8 @@ func TestVirtAPIFaults(t *testing.T) {
 			r, err := get(t, w.hc, "/apis/subresources.kubevirt.io/v1", 10*time.Second)
 			must(t, err)
 			wantEqual(t, "discovery while virt-api fails", r.code, http.StatusOK)
-			w.clk.Advance(time.Minute)
-			decode[userList](t, w, "vm1", SubresourceUserList)
+			w.clk.Step(time.Minute)
+			decode[userList](t, w, "vm1", simulator.SubresourceUserList)
 		}
 	})
 }

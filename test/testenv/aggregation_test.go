@@ -1,4 +1,4 @@
-package testenv
+package testenv_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // TestAggregatedAPI registers a small aggregated API served on loopback and
@@ -25,11 +27,11 @@ import (
 // caller without that certificate is refused by the server; unregistering
 // removes the API.
 func TestAggregatedAPI(t *testing.T) {
-	if err := CheckAssets(); err != nil {
+	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	env, err := Start(Options{Aggregation: true})
+	env, err := testenv.Start(testenv.Options{Aggregation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +43,11 @@ func TestAggregatedAPI(t *testing.T) {
 	t.Logf("control plane with aggregation up in %s", time.Since(start).Round(time.Millisecond))
 	ctx := context.Background()
 
-	api := AggregatedAPI{
+	api := testenv.AggregatedAPI{
 		Group: "echo.example.com", Version: "v1", Namespace: "echo-system", Service: "echo",
 		Port: 443, TargetPort: 8443, GroupPriorityMinimum: 1000, VersionPriority: 15,
 	}
-	ca, err := NewCA("echo-ca")
+	ca, err := testenv.NewCA("echo-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestAggregatedAPI(t *testing.T) {
 	mux.HandleFunc("GET /apis/echo.example.com/v1/namespaces/{ns}/echoes/{name}", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, fmt.Sprintf("%s %s %s", r.TLS.PeerCertificates[0].Subject.CommonName,
-			r.Header.Get(RemoteUserHeader), strings.Join(r.Header.Values(RemoteGroupHeader), ",")))
+			r.Header.Get(testenv.RemoteUserHeader), strings.Join(r.Header.Values(testenv.RemoteGroupHeader), ",")))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"name": r.PathValue("name")})
@@ -115,8 +117,8 @@ func TestAggregatedAPI(t *testing.T) {
 	mu.Lock()
 	got := append([]string(nil), seen...)
 	mu.Unlock()
-	if len(got) != 1 || !strings.HasPrefix(got[0], FrontProxyClientName+" ") || !strings.Contains(got[0], "system:masters") {
-		t.Errorf("the server saw %q, want one request from %s carrying the caller's groups", got, FrontProxyClientName)
+	if len(got) != 1 || !strings.HasPrefix(got[0], testenv.FrontProxyClientName+" ") || !strings.Contains(got[0], "system:masters") {
+		t.Errorf("the server saw %q, want one request from %s carrying the caller's groups", got, testenv.FrontProxyClientName)
 	}
 
 	// kube-apiserver publishes the front-proxy CA where aggregated API

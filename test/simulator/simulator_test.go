@@ -1,4 +1,4 @@
-package simulator
+package simulator_test
 
 import (
 	"context"
@@ -18,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -68,29 +70,12 @@ func controlPlane(t *testing.T) client.Client {
 // t0 is second-aligned: the API server stores times in seconds.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // newSim returns a simulator on a fake clock at t0 and a fresh namespace.
-func newSim(t *testing.T, opts ...Option) (*Simulator, *fakeClock, string) {
+func newSim(t *testing.T, opts ...simulator.Option) (*simulator.Simulator, *clocktesting.FakeClock, string) {
 	t.Helper()
 	c := controlPlane(t)
-	clk := &fakeClock{now: t0}
-	s := New(c, append([]Option{WithClock(clk.Now)}, opts...)...)
+	clk := clocktesting.NewFakeClock(t0)
+	s := simulator.New(c, append([]simulator.Option{simulator.WithClock(clk.Now)}, opts...)...)
 	ns := fmt.Sprintf("sim-%d", nsSeq.Add(1))
 	must(t, s.EnsureNamespace(context.Background(), ns))
 	return s, clk, ns
@@ -101,7 +86,7 @@ func newSim(t *testing.T, opts ...Option) (*Simulator, *fakeClock, string) {
 func nodeName(ns, n string) string { return ns + "-" + n }
 
 // addNode adds the node nodeName(ns, n) and returns its name.
-func addNode(t *testing.T, s *Simulator, ns, n string) string {
+func addNode(t *testing.T, s *simulator.Simulator, ns, n string) string {
 	t.Helper()
 	name := nodeName(ns, n)
 	must(t, s.AddNode(context.Background(), name))
@@ -109,7 +94,7 @@ func addNode(t *testing.T, s *Simulator, ns, n string) string {
 }
 
 // bootVM creates the VM of spec and boots it on node.
-func bootVM(t *testing.T, s *Simulator, spec VMSpec, node string) {
+func bootVM(t *testing.T, s *simulator.Simulator, spec simulator.VMSpec, node string) {
 	t.Helper()
 	must(t, s.CreateVM(context.Background(), spec))
 	must(t, s.Boot(context.Background(), spec.Namespace, spec.Name, node))
@@ -117,9 +102,9 @@ func bootVM(t *testing.T, s *Simulator, spec VMSpec, node string) {
 
 // wantGone fails the test, saying what, unless the object ns/name of obj's
 // kind is gone.
-func wantGone(t *testing.T, s *Simulator, ns, name string, obj client.Object, what string) {
+func wantGone(t *testing.T, s *simulator.Simulator, ns, name string, obj client.Object, what string) {
 	t.Helper()
-	if err := s.Client.Get(context.Background(), key(ns, name), obj); !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); !apierrors.IsNotFound(err) {
 		t.Errorf("%s: %v", what, err)
 	}
 }
@@ -131,37 +116,37 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func getVMI(t *testing.T, s *Simulator, ns, name string) *kubevirtv1.VirtualMachineInstance {
+func getVMI(t *testing.T, s *simulator.Simulator, ns, name string) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	must(t, s.Client.Get(context.Background(), key(ns, name), vmi))
+	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, vmi))
 	return vmi
 }
 
-func getVM(t *testing.T, s *Simulator, ns, name string) *kubevirtv1.VirtualMachine {
+func getVM(t *testing.T, s *simulator.Simulator, ns, name string) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	vm := &kubevirtv1.VirtualMachine{}
-	must(t, s.Client.Get(context.Background(), key(ns, name), vm))
+	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, vm))
 	return vm
 }
 
-func getPod(t *testing.T, s *Simulator, ns, name string) *corev1.Pod {
+func getPod(t *testing.T, s *simulator.Simulator, ns, name string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{}
-	must(t, s.Client.Get(context.Background(), key(ns, name), p))
+	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p))
 	return p
 }
 
-func getNode(t *testing.T, s *Simulator, name string) *corev1.Node {
+func getNode(t *testing.T, s *simulator.Simulator, name string) *corev1.Node {
 	t.Helper()
 	n := &corev1.Node{}
-	must(t, s.Client.Get(context.Background(), key("", name), n))
+	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: "", Name: name}, n))
 	return n
 }
 
-func podsOf(t *testing.T, s *Simulator, vmi *kubevirtv1.VirtualMachineInstance) []corev1.Pod {
+func podsOf(t *testing.T, s *simulator.Simulator, vmi *kubevirtv1.VirtualMachineInstance) []corev1.Pod {
 	t.Helper()
-	pods, err := s.launcherPods(context.Background(), vmi)
+	pods, err := s.LauncherPods(context.Background(), vmi)
 	must(t, err)
 	return pods
 }
@@ -173,6 +158,32 @@ func wantEqual[T comparable](t *testing.T, what string, got, want T) {
 	}
 }
 
+// find returns the first element of list that match accepts, nil when
+// none does.
+func find[T any](list []T, match func(T) bool) *T {
+	for i := range list {
+		if match(list[i]) {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// vmiCond is the VMI's condition of type ct, nil when it has none.
+func vmiCond(vmi *kubevirtv1.VirtualMachineInstance, ct kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	return find(vmi.Status.Conditions, func(c kubevirtv1.VirtualMachineInstanceCondition) bool { return c.Type == ct })
+}
+
+// nodeCond is the node's condition of type ct, nil when it has none.
+func nodeCond(n *corev1.Node, ct corev1.NodeConditionType) *corev1.NodeCondition {
+	return find(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == ct })
+}
+
+// hasTaint says whether the node carries the taint key with effect.
+func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
+	return find(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect }) != nil
+}
+
 func cond(vmi *kubevirtv1.VirtualMachineInstance, ct kubevirtv1.VirtualMachineInstanceConditionType) kubevirtv1.VirtualMachineInstanceCondition {
 	if c := vmiCond(vmi, ct); c != nil {
 		return *c
@@ -181,7 +192,7 @@ func cond(vmi *kubevirtv1.VirtualMachineInstance, ct kubevirtv1.VirtualMachineIn
 }
 
 func podCondition(p *corev1.Pod, ct corev1.PodConditionType) corev1.PodCondition {
-	if c := podCond(p, ct); c != nil {
+	if c := find(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == ct }); c != nil {
 		return *c
 	}
 	return corev1.PodCondition{}
@@ -189,7 +200,7 @@ func podCondition(p *corev1.Pod, ct corev1.PodConditionType) corev1.PodCondition
 
 func TestBootStepByStep(t *testing.T) {
 	ctx := context.Background()
-	s, clk, ns := newSim(t, WithSeed(7))
+	s, clk, ns := newSim(t, simulator.WithSeed(7))
 	nodeA := addNode(t, s, ns, "a")
 
 	node := getNode(t, s, nodeA)
@@ -202,7 +213,7 @@ func TestBootStepByStep(t *testing.T) {
 		t.Errorf("node addresses = %+v, want an InternalIP first", node.Status.Addresses)
 	}
 
-	must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
+	must(t, s.CreateVM(ctx, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}))
 	vm := getVM(t, s, ns, "vm1")
 	wantEqual(t, "VM printableStatus", vm.Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStarting)
 	wantEqual(t, "VM finalizer", strings.Join(vm.Finalizers, ","), kubevirtv1.VirtualMachineControllerFinalizer)
@@ -214,7 +225,7 @@ func TestBootStepByStep(t *testing.T) {
 	wantEqual(t, "VMI Ready reason while Pending", cond(vmi, kubevirtv1.VirtualMachineInstanceReady).Reason, kubevirtv1.PodNotExistsReason)
 
 	// Pending → Scheduling: the launcher pod exists, unbound.
-	clk.Advance(time.Second)
+	clk.Step(time.Second)
 	must(t, s.CreateLauncherPod(ctx, ns, "vm1"))
 	vmi = getVMI(t, s, ns, "vm1")
 	wantEqual(t, "VMI phase", vmi.Status.Phase, kubevirtv1.Scheduling)
@@ -247,7 +258,7 @@ func TestBootStepByStep(t *testing.T) {
 	wantEqual(t, "pod phase", pod.Status.Phase, corev1.PodPending)
 
 	// Scheduling → Scheduled on node-a.
-	clk.Advance(30 * time.Second)
+	clk.Step(30 * time.Second)
 	must(t, s.StartLauncherPod(ctx, ns, "vm1", nodeA))
 	vmi = getVMI(t, s, ns, "vm1")
 	wantEqual(t, "VMI phase", vmi.Status.Phase, kubevirtv1.Scheduled)
@@ -273,7 +284,7 @@ func TestBootStepByStep(t *testing.T) {
 	if compute == nil || !compute.Ready || compute.State.Running == nil {
 		t.Errorf("compute container status = %+v, want running and ready", compute)
 	}
-	var netStatus []NetworkStatus
+	var netStatus []simulator.NetworkStatus
 	must(t, json.Unmarshal([]byte(pod.Annotations[membership.NetworkStatusAnnotation]), &netStatus))
 	if len(netStatus) != 2 || !netStatus[0].Default || netStatus[0].IPs[0] != pod.Status.PodIP || netStatus[1].Interface != "pod16477688c0e" {
 		t.Errorf("network-status = %+v", netStatus)
@@ -283,7 +294,7 @@ func TestBootStepByStep(t *testing.T) {
 	}
 
 	// Scheduled → Running.
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	must(t, s.StartDomain(ctx, ns, "vm1"))
 	vmi = getVMI(t, s, ns, "vm1")
 	wantEqual(t, "VMI phase", vmi.Status.Phase, kubevirtv1.Running)
@@ -306,7 +317,7 @@ func TestBootStepByStep(t *testing.T) {
 	wantEqual(t, "VM ready", vm.Status.Ready, true)
 
 	// The guest agent connects.
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	must(t, s.ConnectAgent(ctx, ns, "vm1"))
 	vmi = getVMI(t, s, ns, "vm1")
 	ac := cond(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected)
@@ -350,7 +361,7 @@ func TestBootStepByStep(t *testing.T) {
 	wantEqual(t, "primary info source after disconnect", vmi.Status.Interfaces[0].InfoSource, "domain")
 
 	// Heartbeats follow the clock.
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	must(t, s.Heartbeat(ctx, nodeA))
 	wantEqual(t, "heartbeat", getNode(t, s, nodeA).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:03:31Z")
 }
@@ -359,7 +370,7 @@ func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
 	nodeA := addNode(t, s, ns, "a")
-	bootVM(t, s, VMSpec{Name: "gpu", Namespace: ns, HostDevice: true, NonSharedDisk: true}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "gpu", Namespace: ns, HostDevice: true, NonSharedDisk: true}, nodeA)
 	vmi := getVMI(t, s, ns, "gpu")
 	wantEqual(t, "phase", vmi.Status.Phase, kubevirtv1.Running)
 	lm := cond(vmi, kubevirtv1.VirtualMachineInstanceIsMigratable)
@@ -368,7 +379,7 @@ func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 	if vmiCond(vmi, kubevirtv1.VirtualMachineInstanceAgentConnected) != nil {
 		t.Error("a VM without GuestAgent got AgentConnected")
 	}
-	if _, err := s.StartMigration(ctx, ns, "gpu", MigrationOptions{}); err == nil || !strings.Contains(err.Error(), "HostDeviceNotLiveMigratable") {
+	if _, err := s.StartMigration(ctx, ns, "gpu", simulator.MigrationOptions{}); err == nil || !strings.Contains(err.Error(), "HostDeviceNotLiveMigratable") {
 		t.Errorf("StartMigration of a non-migratable VMI: err = %v, want a refusal", err)
 	}
 
@@ -378,7 +389,7 @@ func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 	wantEqual(t, "EvictionRequested", cond(vmi, kubevirtv1.VirtualMachineInstanceEvictionRequested).Reason, "EvictionRequested")
 
 	// A standalone VMI boots the same way, with no VM.
-	bootVM(t, s, VMSpec{Name: "bare", Namespace: ns, Standalone: true}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "bare", Namespace: ns, Standalone: true}, nodeA)
 	wantEqual(t, "standalone phase", getVMI(t, s, ns, "bare").Status.Phase, kubevirtv1.Running)
 	wantGone(t, s, ns, "bare", &kubevirtv1.VirtualMachine{}, "standalone VMI has a VM")
 }
@@ -387,23 +398,23 @@ func TestMigrationSucceeds(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
 	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, nodeA)
 	srcPod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
 	multusIP := getVMI(t, s, ns, "vm1").Status.Interfaces[1].IP
 
-	m, err := s.StartMigration(ctx, ns, "vm1", MigrationOptions{TargetNode: nodeB})
+	m, err := s.StartMigration(ctx, ns, "vm1", simulator.MigrationOptions{TargetNode: nodeB})
 	must(t, err)
 	if !strings.HasPrefix(m.Name, "kubevirt-migrate-vm-") {
 		t.Errorf("VMIM name %q", m.Name)
 	}
 	var seen []string
 	for !m.Done() {
-		clk.Advance(2 * time.Second)
+		clk.Step(2 * time.Second)
 		must(t, m.Step(ctx))
 		seen = append(seen, string(m.Phase()))
 		vmi := getVMI(t, s, ns, "vm1")
 		vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-		must(t, s.Client.Get(ctx, key(ns, m.Name), vmim))
+		must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
 		wantEqual(t, "VMIM phase", vmim.Status.Phase, m.Phase())
 		switch m.Phase() {
 		case kubevirtv1.MigrationPending:
@@ -429,7 +440,7 @@ func TestMigrationSucceeds(t *testing.T) {
 		}
 	}
 	wantEqual(t, "phases", strings.Join(seen, " "), "Pending Scheduling Scheduled PreparingTarget TargetReady Running Succeeded")
-	if err := m.Step(ctx); !errors.Is(err, ErrMigrationDone) {
+	if err := m.Step(ctx); !errors.Is(err, simulator.ErrMigrationDone) {
 		t.Errorf("Step after the end: %v, want ErrMigrationDone", err)
 	}
 
@@ -455,7 +466,7 @@ func TestMigrationSucceeds(t *testing.T) {
 	wantEqual(t, "primary info source after migration", vmi.Status.Interfaces[0].InfoSource, "domain, guest-agent")
 	wantEqual(t, "Multus IP after migration", vmi.Status.Interfaces[1].IP, multusIP)
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-	must(t, s.Client.Get(ctx, key(ns, m.Name), vmim))
+	must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
 	wantEqual(t, "VMIM phase transitions", len(vmim.Status.PhaseTransitionTimestamps), 7)
 	if vmim.Status.MigrationState == nil || !vmim.Status.MigrationState.Completed || vmim.Status.MigrationState.TargetPod != m.TargetPod {
 		t.Errorf("final VMIM migrationState = %+v", vmim.Status.MigrationState)
@@ -468,13 +479,13 @@ func TestMigrationFails(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
 	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
-	m, err := s.Migrate(ctx, ns, "vm1", nodeB, MigrationFails)
+	m, err := s.Migrate(ctx, ns, "vm1", nodeB, simulator.MigrationFails)
 	must(t, err)
 	wantEqual(t, "phase", m.Phase(), kubevirtv1.MigrationFailed)
 	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-	must(t, s.Client.Get(ctx, key(ns, m.Name), vmim))
+	must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
 	wantEqual(t, "VMIM phase", vmim.Status.Phase, kubevirtv1.MigrationFailed)
 	if ms := vmim.Status.MigrationState; ms == nil || !ms.Failed || ms.FailureReason != "Target pod is down" {
 		t.Errorf("VMIM migrationState = %+v", ms)
@@ -496,9 +507,9 @@ func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
 	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
-	m, err := s.StartMigration(ctx, ns, "vm1", MigrationOptions{Outcome: MigrationTargetUnschedulable, Evacuation: true})
+	m, err := s.StartMigration(ctx, ns, "vm1", simulator.MigrationOptions{Outcome: simulator.MigrationTargetUnschedulable, Evacuation: true})
 	must(t, err)
 	must(t, m.Run(ctx))
 	wantEqual(t, "phase", m.Phase(), kubevirtv1.MigrationScheduling)
@@ -516,7 +527,7 @@ func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 	wantEqual(t, "phase after Fail", m.Phase(), kubevirtv1.MigrationFailed)
 	wantGone(t, s, ns, m.TargetPod, &corev1.Pod{}, "unscheduled target pod not deleted")
 
-	m, err = s.StartMigration(ctx, ns, "vm1", MigrationOptions{TargetNode: nodeB, Outcome: MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
+	m, err = s.StartMigration(ctx, ns, "vm1", simulator.MigrationOptions{TargetNode: nodeB, Outcome: simulator.MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
 	must(t, err)
 	must(t, m.Run(ctx))
 	wantEqual(t, "stuck phase", m.Phase(), kubevirtv1.MigrationPreparingTarget)
@@ -531,7 +542,7 @@ func TestStopStartDelete(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
 	nodeA := addNode(t, s, ns, "a")
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true}, nodeA)
 	pod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
 
 	must(t, s.RequestStop(ctx, ns, "vm1"))
@@ -560,7 +571,7 @@ func TestStopStartDelete(t *testing.T) {
 	wantEqual(t, "phase after a second Boot", getVMI(t, s, ns, "vm1").Status.Phase, kubevirtv1.Running)
 
 	// Stopping a stopped VM is a no-op.
-	must(t, s.CreateVM(ctx, VMSpec{Name: "halted", Namespace: ns, RunStrategy: kubevirtv1.RunStrategyHalted}))
+	must(t, s.CreateVM(ctx, simulator.VMSpec{Name: "halted", Namespace: ns, RunStrategy: kubevirtv1.RunStrategyHalted}))
 	wantEqual(t, "halted VM", getVM(t, s, ns, "halted").Status.PrintableStatus, kubevirtv1.VirtualMachineStatusStopped)
 	must(t, s.Stop(ctx, ns, "halted"))
 
@@ -573,9 +584,9 @@ func TestNodeLoss(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
 	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
 
-	clk.Advance(time.Minute)
+	clk.Step(time.Minute)
 	must(t, s.LoseNode(ctx, nodeA))
 	node := getNode(t, s, nodeA)
 	if c := nodeCond(node, corev1.NodeReady); c == nil || c.Status != corev1.ConditionUnknown || c.Reason != "NodeStatusUnknown" {
@@ -588,7 +599,7 @@ func TestNodeLoss(t *testing.T) {
 	wantEqual(t, "VMI phase (KubeVirt keeps it Running)", vmi.Status.Phase, kubevirtv1.Running)
 	wantEqual(t, "VMI Ready", cond(vmi, kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionFalse)
 
-	clk.Advance(6 * time.Minute)
+	clk.Step(6 * time.Minute)
 	must(t, s.HeartbeatAll(ctx))
 	wantEqual(t, "lost node heartbeat (stopped)", getNode(t, s, nodeA).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:00:00Z")
 	wantEqual(t, "live node heartbeat", getNode(t, s, nodeB).Annotations[kubevirtv1.VirtHandlerHeartbeat], "2026-11-30T12:07:00Z")
@@ -612,7 +623,7 @@ func TestNodeLoss(t *testing.T) {
 	wantEqual(t, "recovered schedulable label", node.Labels[kubevirtv1.NodeSchedulable], "true")
 
 	// A VM that lives through a short outage is Ready again afterwards.
-	bootVM(t, s, VMSpec{Name: "vm2", Namespace: ns}, nodeB)
+	bootVM(t, s, simulator.VMSpec{Name: "vm2", Namespace: ns}, nodeB)
 	must(t, s.LoseNode(ctx, nodeB))
 	wantEqual(t, "VMI Ready during the outage", cond(getVMI(t, s, ns, "vm2"), kubevirtv1.VirtualMachineInstanceReady).Status, corev1.ConditionFalse)
 	must(t, s.RecoverNode(ctx, nodeB))
@@ -625,10 +636,10 @@ func TestFaults(t *testing.T) {
 	nodeA := addNode(t, s, ns, "a")
 
 	t.Run("pause", func(t *testing.T) {
-		bootVM(t, s, VMSpec{Name: "paused", Namespace: ns}, nodeA)
-		must(t, s.Pause(ctx, ns, "paused", PausedIOError))
+		bootVM(t, s, simulator.VMSpec{Name: "paused", Namespace: ns}, nodeA)
+		must(t, s.Pause(ctx, ns, "paused", simulator.PausedIOError))
 		vmi := getVMI(t, s, ns, "paused")
-		wantEqual(t, "Paused reason", cond(vmi, kubevirtv1.VirtualMachineInstancePaused).Reason, PausedIOError)
+		wantEqual(t, "Paused reason", cond(vmi, kubevirtv1.VirtualMachineInstancePaused).Reason, simulator.PausedIOError)
 		wantEqual(t, "VMI Ready", cond(vmi, kubevirtv1.VirtualMachineInstanceReady).Reason, "ReadinessGatesNotReady")
 		pod := podsOf(t, s, vmi)[0]
 		wantEqual(t, "pod gate", podCondition(&pod, kubevirtv1.VirtualMachineUnpaused).Reason, "Paused")
@@ -644,7 +655,7 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("memory-hotplug", func(t *testing.T) {
-		bootVM(t, s, VMSpec{Name: "hotplug", Namespace: ns}, nodeA)
+		bootVM(t, s, simulator.VMSpec{Name: "hotplug", Namespace: ns}, nodeA)
 		if err := s.RequestMemoryHotplug(ctx, ns, "hotplug", resource.MustParse("16Gi")); err == nil {
 			t.Error("RequestMemoryHotplug went past the VMI's maxGuest")
 		}
@@ -664,26 +675,26 @@ func TestFaults(t *testing.T) {
 	})
 
 	t.Run("freeze", func(t *testing.T) {
-		bootVM(t, s, VMSpec{Name: "noagent", Namespace: ns}, nodeA)
+		bootVM(t, s, simulator.VMSpec{Name: "noagent", Namespace: ns}, nodeA)
 		if err := s.FreezeFilesystems(ctx, ns, "noagent"); err == nil {
 			t.Error("FreezeFilesystems froze a guest without an agent")
 		}
-		bootVM(t, s, VMSpec{Name: "frozen", Namespace: ns, GuestAgent: true}, nodeA)
+		bootVM(t, s, simulator.VMSpec{Name: "frozen", Namespace: ns, GuestAgent: true}, nodeA)
 		must(t, s.FreezeFilesystems(ctx, ns, "frozen"))
-		wantEqual(t, "fsFreezeStatus", getVMI(t, s, ns, "frozen").Status.FSFreezeStatus, FSFrozen)
+		wantEqual(t, "fsFreezeStatus", getVMI(t, s, ns, "frozen").Status.FSFreezeStatus, simulator.FSFrozen)
 		must(t, s.ThawFilesystems(ctx, ns, "frozen"))
 		wantEqual(t, "fsFreezeStatus after thaw", getVMI(t, s, ns, "frozen").Status.FSFreezeStatus, "")
 	})
 
 	t.Run("crash", func(t *testing.T) {
-		bootVM(t, s, VMSpec{Name: "crash", Namespace: ns}, nodeA)
-		must(t, s.CrashLauncher(ctx, ns, "crash", CrashOOMKilled))
+		bootVM(t, s, simulator.VMSpec{Name: "crash", Namespace: ns}, nodeA)
+		must(t, s.CrashLauncher(ctx, ns, "crash", simulator.CrashOOMKilled))
 		vmi := getVMI(t, s, ns, "crash")
 		wantEqual(t, "VMI phase (status lag)", vmi.Status.Phase, kubevirtv1.Running)
 		pod := podsOf(t, s, vmi)[0]
 		wantEqual(t, "pod phase", pod.Status.Phase, corev1.PodFailed)
 		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == ComputeContainer && (cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" || cs.State.Terminated.ExitCode != 137) {
+			if cs.Name == simulator.ComputeContainer && (cs.State.Terminated == nil || cs.State.Terminated.Reason != "OOMKilled" || cs.State.Terminated.ExitCode != 137) {
 				t.Errorf("compute state = %+v", cs.State)
 			}
 		}
@@ -697,26 +708,26 @@ func TestFaults(t *testing.T) {
 		phase     kubevirtv1.VirtualMachineInstancePhase
 		printable kubevirtv1.VirtualMachinePrintableStatus
 	}{
-		{Unschedulable, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusUnschedulable},
-		{ErrImagePull, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusErrImagePull},
-		{ImagePullBackOff, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusImagePullBackOff},
-		{FailedPvcNotFound, kubevirtv1.Pending, kubevirtv1.VirtualMachineStatusPvcNotFound},
-		{FailedCreate, kubevirtv1.Pending, kubevirtv1.VirtualMachineStatusStarting},
+		{simulator.Unschedulable, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusUnschedulable},
+		{simulator.ErrImagePull, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusErrImagePull},
+		{simulator.ImagePullBackOff, kubevirtv1.Scheduling, kubevirtv1.VirtualMachineStatusImagePullBackOff},
+		{simulator.FailedPvcNotFound, kubevirtv1.Pending, kubevirtv1.VirtualMachineStatusPvcNotFound},
+		{simulator.FailedCreate, kubevirtv1.Pending, kubevirtv1.VirtualMachineStatusStarting},
 	} {
 		t.Run("fail-scheduling-"+tc.reason, func(t *testing.T) {
 			name := strings.ToLower(tc.reason)
-			must(t, s.CreateVM(ctx, VMSpec{Name: name, Namespace: ns}))
+			must(t, s.CreateVM(ctx, simulator.VMSpec{Name: name, Namespace: ns}))
 			must(t, s.FailScheduling(ctx, ns, name, tc.reason))
 			vmi := getVMI(t, s, ns, name)
 			wantEqual(t, "phase", vmi.Status.Phase, tc.phase)
 			wantEqual(t, "printableStatus", getVM(t, s, ns, name).Status.PrintableStatus, tc.printable)
-			if tc.reason == ErrImagePull {
+			if tc.reason == simulator.ErrImagePull {
 				pod := podsOf(t, s, vmi)[0]
 				wantEqual(t, "pod phase", pod.Status.Phase, corev1.PodPending)
 				if pod.Spec.NodeName == "" {
 					t.Error("the image pull failure happens on a node, but the pod is not bound")
 				}
-				wantEqual(t, "Synchronized", cond(vmi, kubevirtv1.VirtualMachineInstanceSynchronized).Reason, ErrImagePull)
+				wantEqual(t, "Synchronized", cond(vmi, kubevirtv1.VirtualMachineInstanceSynchronized).Reason, simulator.ErrImagePull)
 			}
 		})
 	}
@@ -726,7 +737,7 @@ func TestEveryScenarioPlays(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := newSim(t)
 	names := map[string]bool{}
-	for _, sc := range Scenarios {
+	for _, sc := range simulator.Scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
 			if names[sc.Name] {
 				t.Fatalf("duplicate scenario %s", sc.Name)
@@ -740,7 +751,7 @@ func TestEveryScenarioPlays(t *testing.T) {
 			}
 			ns := fmt.Sprintf("scn-%d", nsSeq.Add(1))
 			must(t, sc.Play(ctx, s, ns, "vm-"+sc.Name))
-			if _, ok := ScenarioByName(sc.Name); !ok {
+			if _, ok := simulator.ScenarioByName(sc.Name); !ok {
 				t.Error("ScenarioByName does not find it")
 			}
 		})
@@ -750,8 +761,8 @@ func TestEveryScenarioPlays(t *testing.T) {
 func TestSeedMakesNamesReproducible(t *testing.T) {
 	ctx := context.Background()
 	names := func(seed int64) string {
-		s, _, ns := newSim(t, WithSeed(seed))
-		must(t, s.CreateVM(ctx, VMSpec{Name: "vm1", Namespace: ns}))
+		s, _, ns := newSim(t, simulator.WithSeed(seed))
+		must(t, s.CreateVM(ctx, simulator.VMSpec{Name: "vm1", Namespace: ns}))
 		must(t, s.CreateLauncherPod(ctx, ns, "vm1"))
 		return podsOf(t, s, getVMI(t, s, ns, "vm1"))[0].Name
 	}
@@ -771,7 +782,7 @@ func TestConcurrentBootsWithAnotherWriter(t *testing.T) {
 	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
 	const n = 12
 	for i := range n {
-		must(t, s.CreateVM(ctx, VMSpec{Name: fmt.Sprintf("vm%d", i), Namespace: ns, GuestAgent: i%2 == 0}))
+		must(t, s.CreateVM(ctx, simulator.VMSpec{Name: fmt.Sprintf("vm%d", i), Namespace: ns, GuestAgent: i%2 == 0}))
 	}
 	stop := make(chan struct{})
 	var writes atomic.Int32
@@ -784,10 +795,10 @@ func TestConcurrentBootsWithAnotherWriter(t *testing.T) {
 			default:
 			}
 			vmi := &kubevirtv1.VirtualMachineInstance{}
-			if err := s.Client.Get(ctx, key(ns, fmt.Sprintf("vm%d", i%n)), vmi); err != nil {
+			if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("vm%d", i%n)}, vmi); err != nil {
 				continue
 			}
-			setAnnotation(vmi, "example.com/touched", fmt.Sprint(i))
+			metav1.SetMetaDataAnnotation(&vmi.ObjectMeta, "example.com/touched", fmt.Sprint(i))
 			if s.Client.Update(ctx, vmi) == nil {
 				writes.Add(1)
 			}
@@ -830,13 +841,13 @@ func TestRequestsPerBoot(t *testing.T) {
 	counter := testenv.NewRequestCounter()
 	c, err := client.New(counter.Wrap(env.Config), client.Options{Scheme: scheme.New()})
 	must(t, err)
-	s := New(c)
+	s := simulator.New(c)
 	ns := fmt.Sprintf("sim-%d", nsSeq.Add(1))
 	must(t, s.EnsureNamespace(ctx, ns))
 	node := nodeName(ns, "a")
 	must(t, s.AddNode(ctx, node))
 	counter.Reset()
-	bootVM(t, s, VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, node)
+	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, node)
 	snap := counter.Snapshot()
 	writes, reads := 0, 0
 	for k, n := range snap {

@@ -1,4 +1,4 @@
-package simulator
+package simulator_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/internal/simulator"
 )
 
 // TestEverydayPlays plays a 24-VM fleet's life 60 times faster than real
@@ -19,25 +22,25 @@ import (
 func TestEverydayPlays(t *testing.T) {
 	ctx := context.Background()
 	c := controlPlane(t)
-	s := New(c, WithSeed(3))
+	s := simulator.New(c, simulator.WithSeed(3))
 	ns := fmt.Sprintf("everyday-%d", nsSeq.Add(1))
 	var nodes []string
 	for i := range 3 {
 		nodes = append(nodes, nodeName(ns, fmt.Sprint(i)))
 	}
-	life := &Everyday{Sim: s, Namespace: ns, VMs: 24, Nodes: nodes, Factor: 60, Duration: EverydayLife, Seed: 1}
+	life := &simulator.Everyday{Sim: s, Namespace: ns, VMs: 24, Nodes: nodes, Factor: 60, Duration: simulator.EverydayLife, Seed: 1}
 	rep, err := life.Play(ctx)
 	must(t, err)
 	for _, e := range rep.Errors {
 		t.Errorf("step failed: %s", e)
 	}
-	for _, op := range EverydayOperations {
+	for _, op := range simulator.EverydayOperations {
 		if rep.Operations[op] == 0 {
 			t.Errorf("operation %s never completed: %v", op, rep.Operations)
 		}
 	}
-	if rep.Operations[OpBoot] != 24 {
-		t.Errorf("%d boots, want 24", rep.Operations[OpBoot])
+	if rep.Operations[simulator.OpBoot] != 24 {
+		t.Errorf("%d boots, want 24", rep.Operations[simulator.OpBoot])
 	}
 
 	var vmis kubevirtv1.VirtualMachineInstanceList
@@ -69,7 +72,7 @@ func TestEverydayPlays(t *testing.T) {
 			t.Errorf("%s: filesystems left %s", vmi.Name, vmi.Status.FSFreezeStatus)
 		}
 		vm := &kubevirtv1.VirtualMachine{}
-		must(t, c.Get(ctx, key(ns, vmi.Name), vm))
+		must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: vmi.Name}, vm))
 		if r := vm.Status.MemoryDumpRequest; r != nil {
 			if r.Phase != kubevirtv1.MemoryDumpCompleted || r.FileName == nil || r.EndTimestamp == nil {
 				t.Errorf("%s: memory dump %+v, want Completed with a file", vmi.Name, r)
@@ -81,7 +84,7 @@ func TestEverydayPlays(t *testing.T) {
 		t.Errorf("%d VMIs, %d memory dumps; want 24 and at least one", seen, dumped)
 	}
 	node := &corev1.Node{}
-	must(t, c.Get(ctx, key("", nodes[2]), node))
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: "", Name: nodes[2]}, node))
 	if node.Spec.Unschedulable {
 		t.Errorf("drained node %s left cordoned", nodes[2])
 	}
@@ -98,14 +101,14 @@ func TestEverydayPlays(t *testing.T) {
 		}
 	}
 	// A post-copy migration counts as a live migration too.
-	want := rep.Operations[OpMigration] + rep.Operations[OpEvacuation] + rep.Operations[OpCPUHotplug] + rep.Operations[OpMemoryHotplug]
+	want := rep.Operations[simulator.OpMigration] + rep.Operations[simulator.OpEvacuation] + rep.Operations[simulator.OpCPUHotplug] + rep.Operations[simulator.OpMemoryHotplug]
 	if migrations != want {
 		t.Errorf("%d migrations, want %d (%v)", migrations, want, rep.Operations)
 	}
 	// It plays at least its length; on a loaded machine the operations'
 	// own writes may stretch it.
-	if life := time.Duration(float64(EverydayLife) / 60); rep.Wall < life {
+	if life := time.Duration(float64(simulator.EverydayLife) / 60); rep.Wall < life {
 		t.Errorf("the life took %s, shorter than its %s", rep.Wall, life)
 	}
-	t.Logf("the life took %s (%s at factor 60): %v", rep.Wall.Round(time.Second), EverydayLife, rep.Operations)
+	t.Logf("the life took %s (%s at factor 60): %v", rep.Wall.Round(time.Second), simulator.EverydayLife, rep.Operations)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -22,18 +23,7 @@ import (
 // that is not the leader too (leader election on, a Lease it never gets
 // in time: the sync is every replica's).
 func TestStartupGCPercent(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
+	env, admin := testenv.StartForTest(t, testenv.Options{})
 	t.Setenv("GOGC", "") // restored after the test
 	if err := os.Unsetenv("GOGC"); err != nil {
 		t.Fatal(err)
@@ -58,7 +48,7 @@ func TestStartupGCPercent(t *testing.T) {
 				// Another holder keeps the Lease for longer than the test.
 				opts.LeaderElection, opts.LeaderElectionNamespace = true, "default"
 				opts.LeaderElectionID = "vmobs-startupgc-test"
-				if err := holdLease(ctx, env, opts.LeaderElectionID); err != nil {
+				if err := holdLease(ctx, admin, opts.LeaderElectionID); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -88,11 +78,7 @@ func TestStartupGCPercent(t *testing.T) {
 }
 
 // holdLease makes another holder the leader of name in default for an hour.
-func holdLease(ctx context.Context, env *testenv.Env, name string) error {
-	c, err := env.Client()
-	if err != nil {
-		return err
-	}
+func holdLease(ctx context.Context, c client.Client, name string) error {
 	now := metav1.NewMicroTime(time.Now())
 	return c.Create(ctx, &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},

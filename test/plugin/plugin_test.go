@@ -1,4 +1,4 @@
-package kubectlvmobs
+package plugin_test
 
 import (
 	"bytes"
@@ -20,12 +20,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // shiftTimes moves every timestamp of a status by d, so fixtures computed at
-// fixtureNow read the same ages when rendered d later.
+// plugintest.FixtureNow read the same ages when rendered d later.
 func shiftTimes(st *v1alpha1.VMObservationStatus, d time.Duration) {
 	shift := func(t *metav1.Time) {
 		if t != nil && !t.IsZero() {
@@ -72,7 +73,7 @@ func wantOutput(want string) func(t *testing.T, out string) {
 // and stderr.
 func runPlugin(ctx context.Context, args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := Run(ctx, args, &out, &errOut)
+	code := kubectlvmobs.Run(ctx, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -82,27 +83,11 @@ func runPlugin(ctx context.Context, args ...string) (int, string, string) {
 // missing name, --watch and a lost node's summary; and as a real kubectl
 // plugin found on PATH, with its completion.
 func TestPluginAgainstAPIServer(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Logf("stopping the control plane: %v", err)
-		}
-	})
+	env, c := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := loadFixtures(t)
-	shift := time.Now().Truncate(time.Second).Sub(fixtureNow)
+	objs := plugintest.LoadFixtures(t)
+	shift := time.Now().Truncate(time.Second).Sub(plugintest.FixtureNow)
 	namespaces := map[string]bool{}
 	for _, o := range objs {
 		if !namespaces[o.Namespace] {
@@ -141,26 +126,26 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		check  func(t *testing.T, out string)
 		code   int
 	}{
-		{name: "get", args: []string{"get", "-n", "finance"}, golden: "get-finance", code: exitDegraded},
-		{name: "bare", args: []string{"--namespace=finance"}, golden: "get-finance", code: exitDegraded},
-		{name: "get -A", args: []string{"get", "-A"}, golden: "get-all", code: exitDegraded},
-		{name: "get -A -o wide", args: []string{"get", "-A", "-o", "wide"}, golden: "get-all-wide", code: exitDegraded},
-		{name: "describe", args: []string{"describe", "-n", "finance", "win2k22-app"}, golden: "describe-win2k22-app", code: exitDegraded},
-		{name: "name alone", args: []string{"-n", "lab", "build-runner"}, golden: "describe-build-runner", code: exitDegraded},
-		{name: "describe suspended", args: []string{"describe", "archive-01", "-n", "vms-prod"}, golden: "describe-archive-01", code: exitOK},
-		{name: "summary -A", args: []string{"summary", "-A"}, golden: "summary-all", code: exitDegraded},
-		{name: "fail-on Failed", args: []string{"get", "-A", "--fail-on=Failed"}, golden: "get-all", code: exitOK},
-		{name: "fail-on Degraded", args: []string{"get", "-A", "--fail-on", "degraded"}, golden: "get-all", code: exitDegraded},
-		{name: "fail-on Degraded, unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name", "--fail-on", "Degraded"}, code: exitOK,
+		{name: "get", args: []string{"get", "-n", "finance"}, golden: "get-finance", code: kubectlvmobs.ExitDegraded},
+		{name: "bare", args: []string{"--namespace=finance"}, golden: "get-finance", code: kubectlvmobs.ExitDegraded},
+		{name: "get -A", args: []string{"get", "-A"}, golden: "get-all", code: kubectlvmobs.ExitDegraded},
+		{name: "get -A -o wide", args: []string{"get", "-A", "-o", "wide"}, golden: "get-all-wide", code: kubectlvmobs.ExitDegraded},
+		{name: "describe", args: []string{"describe", "-n", "finance", "win2k22-app"}, golden: "describe-win2k22-app", code: kubectlvmobs.ExitDegraded},
+		{name: "name alone", args: []string{"-n", "lab", "build-runner"}, golden: "describe-build-runner", code: kubectlvmobs.ExitDegraded},
+		{name: "describe suspended", args: []string{"describe", "archive-01", "-n", "vms-prod"}, golden: "describe-archive-01", code: kubectlvmobs.ExitOK},
+		{name: "summary -A", args: []string{"summary", "-A"}, golden: "summary-all", code: kubectlvmobs.ExitDegraded},
+		{name: "fail-on Failed", args: []string{"get", "-A", "--fail-on=Failed"}, golden: "get-all", code: kubectlvmobs.ExitOK},
+		{name: "fail-on Degraded", args: []string{"get", "-A", "--fail-on", "degraded"}, golden: "get-all", code: kubectlvmobs.ExitDegraded},
+		{name: "fail-on Degraded, unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name", "--fail-on", "Degraded"}, code: kubectlvmobs.ExitOK,
 			check: wantOutput("vmobservation.observability.vmobs.io/ledger-01\n")},
-		{name: "unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name"}, code: exitUnknown,
+		{name: "unknown only", args: []string{"get", "-n", "finance", "ledger-01", "-o", "name"}, code: kubectlvmobs.ExitUnknown,
 			check: wantOutput("vmobservation.observability.vmobs.io/ledger-01\n")},
-		{name: "healthy", args: []string{"get", "-n", "web"}, code: exitOK, check: func(t *testing.T, out string) {
+		{name: "healthy", args: []string{"get", "-n", "web"}, code: kubectlvmobs.ExitOK, check: func(t *testing.T, out string) {
 			if !strings.Contains(out, "fedora-web") {
 				t.Errorf("no fedora-web in %q", out)
 			}
 		}},
-		{name: "-o json -A", args: []string{"get", "-A", "-o", "json"}, code: exitDegraded, check: func(t *testing.T, out string) {
+		{name: "-o json -A", args: []string{"get", "-A", "-o", "json"}, code: kubectlvmobs.ExitDegraded, check: func(t *testing.T, out string) {
 			var list struct {
 				APIVersion, Kind string
 				Items            []v1alpha1.VMObservation
@@ -177,7 +162,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 				}
 			}
 		}},
-		{name: "-o yaml of one name", args: []string{"get", "-n", "vms-prod", "archive-01", "-o", "yaml"}, code: exitOK, check: func(t *testing.T, out string) {
+		{name: "-o yaml of one name", args: []string{"get", "-n", "vms-prod", "archive-01", "-o", "yaml"}, code: kubectlvmobs.ExitOK, check: func(t *testing.T, out string) {
 			var o v1alpha1.VMObservation
 			if err := yaml.UnmarshalStrict([]byte(out), &o); err != nil {
 				t.Fatal(err)
@@ -186,22 +171,22 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 				t.Errorf("not archive-01: %s", out)
 			}
 		}},
-		{name: "-o jsonpath", args: []string{"get", "-n", "finance", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.reason}{"\n"}{end}`}, code: exitDegraded,
+		{name: "-o jsonpath", args: []string{"get", "-n", "finance", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.reason}{"\n"}{end}`}, code: kubectlvmobs.ExitDegraded,
 			check: wantOutput("ledger-01 NodeNotReady\nwin2k22-app MigrationFailed\n")},
-		{name: "-l", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=lab", "-o", "name"}, code: exitDegraded,
+		{name: "-l", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=lab", "-o", "name"}, code: kubectlvmobs.ExitDegraded,
 			check: wantOutput("vmobservation.observability.vmobs.io/scratch-vmi\n")},
-		{name: "-l matching nothing", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=nothing", "-o", "name"}, code: exitOK, check: wantOutput("")},
-		{name: "--sort-by", args: []string{"get", "-A", "--sort-by", ".status.reason", "-o", "name"}, code: exitDegraded, check: func(t *testing.T, out string) {
+		{name: "-l matching nothing", args: []string{"get", "-A", "-l", "app.kubernetes.io/part-of=nothing", "-o", "name"}, code: kubectlvmobs.ExitOK, check: wantOutput("")},
+		{name: "--sort-by", args: []string{"get", "-A", "--sort-by", ".status.reason", "-o", "name"}, code: kubectlvmobs.ExitDegraded, check: func(t *testing.T, out string) {
 			if !strings.HasPrefix(out, "vmobservation.observability.vmobs.io/scratch-vmi\nvmobservation.observability.vmobs.io/win2k22-app\n") {
 				t.Errorf("not sorted by reason:\n%s", out)
 			}
 		}},
-		{name: "summary -o json", args: []string{"summary", "-n", "finance", "-o", "json"}, code: exitDegraded, check: func(t *testing.T, out string) {
-			var s Summary
+		{name: "summary -o json", args: []string{"summary", "-n", "finance", "-o", "json"}, code: kubectlvmobs.ExitDegraded, check: func(t *testing.T, out string) {
+			var s kubectlvmobs.Summary
 			if err := json.Unmarshal([]byte(out), &s); err != nil {
 				t.Fatal(err)
 			}
-			if s.Kind != SummaryKind || s.Total != 2 || len(s.ByNamespace) != 1 || s.ByNamespace[0].Name != "finance" || len(s.ByNode) != 2 {
+			if s.Kind != kubectlvmobs.SummaryKind || s.Total != 2 || len(s.ByNamespace) != 1 || s.ByNamespace[0].Name != "finance" || len(s.ByNode) != 2 {
 				t.Errorf("not the finance summary: %s", out)
 			}
 		}},
@@ -215,11 +200,11 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 				tc.check(t, out)
 				return
 			}
-			want, err := os.ReadFile(filepath.Join("testdata", tc.golden+".golden"))
+			want, err := os.ReadFile(plugintest.Testdata(tc.golden + ".golden"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := normalizeAges(out); got != string(want) {
+			if got := plugintest.NormalizeAges(out); got != string(want) {
 				t.Errorf("kubectl vmobs %s differs from %s.golden:\n--- got\n%s\n--- want\n%s", strings.Join(tc.args, " "), tc.golden, got, want)
 			}
 		})
@@ -227,8 +212,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 
 	t.Run("missing", func(t *testing.T) {
 		code, out, errOut := runPlugin(ctx, append([]string{"describe", "-n", "finance", "no-such-vm"}, kc...)...)
-		if want := "error: VMObservation \"no-such-vm\" not found in namespace \"finance\"\n"; code != exitError || out != "" || errOut != want {
-			t.Errorf("got exit %d, stdout %q, stderr %q; want exit %d and stderr %q", code, out, errOut, exitError, want)
+		if want := "error: VMObservation \"no-such-vm\" not found in namespace \"finance\"\n"; code != kubectlvmobs.ExitError || out != "" || errOut != want {
+			t.Errorf("got exit %d, stdout %q, stderr %q; want exit %d and stderr %q", code, out, errOut, kubectlvmobs.ExitError, want)
 		}
 	})
 
@@ -254,7 +239,7 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			var out, errOut testenv.LockedBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- Run(wctx, append(w.args, kc...), &out, &errOut)
+				done <- kubectlvmobs.Run(wctx, append(w.args, kc...), &out, &errOut)
 			}()
 			waitFor(t, func() bool { return strings.Contains(out.String(), "fedora-web") }, "the first render")
 
@@ -271,8 +256,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			select {
 			case code := <-done:
 				// The exit status is the health of the last render.
-				if code != exitFailed {
-					t.Errorf("--watch exited %d after cancel, want %d; stderr: %s", code, exitFailed, errOut.String())
+				if code != kubectlvmobs.ExitFailed {
+					t.Errorf("--watch exited %d after cancel, want %d; stderr: %s", code, kubectlvmobs.ExitFailed, errOut.String())
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("--watch did not return after its context was cancelled")
@@ -304,8 +289,8 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			}
 		}
 		code, out, errOut := runPlugin(ctx, append([]string{"summary", "-n", "fleet"}, kc...)...)
-		if code != exitUnknown {
-			t.Errorf("exit %d, want %d; stderr: %s", code, exitUnknown, errOut)
+		if code != kubectlvmobs.ExitUnknown {
+			t.Errorf("exit %d, want %d; stderr: %s", code, kubectlvmobs.ExitUnknown, errOut)
 		}
 		if n := strings.Count(out, "node-b"); n != 1 || !regexp.MustCompile(`(?m)^node-b +14 +Unknown +NodeNotReady$`).MatchString(out) {
 			t.Errorf("node-b is not one line of 14 Unknown NodeNotReady VMs:\n%s", out)
@@ -348,35 +333,35 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 
 		// The kubeconfig flags reach the plugin through kubectl.
 		code, out, errOut := kubectl("vmobs", "get", "-n", "finance", "--kubeconfig", kubeconfig)
-		want, err := os.ReadFile(filepath.Join("testdata", "get-finance.golden"))
+		want, err := os.ReadFile(plugintest.Testdata("get-finance.golden"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := normalizeAges(out); code != exitDegraded || got != string(want) {
-			t.Errorf("kubectl vmobs get: exit %d (want %d), stderr %s, output differs from get-finance.golden:\n--- got\n%s\n--- want\n%s", code, exitDegraded, errOut, got, want)
+		if got := plugintest.NormalizeAges(out); code != kubectlvmobs.ExitDegraded || got != string(want) {
+			t.Errorf("kubectl vmobs get: exit %d (want %d), stderr %s, output differs from get-finance.golden:\n--- got\n%s\n--- want\n%s", code, kubectlvmobs.ExitDegraded, errOut, got, want)
 		}
 
 		// kubectl's own table (the server's, from the CRD's printer
 		// columns) and the plugin's are the same.
 		_, own, _ := kubectl("get", "vmobs", "-n", "vms-prod", "-o", "wide")
 		code, out, errOut = kubectl("vmobs", "get", "-n", "vms-prod", "-o", "wide")
-		if normalizeAges(own) != normalizeAges(out) || code != exitOK {
+		if plugintest.NormalizeAges(own) != plugintest.NormalizeAges(out) || code != kubectlvmobs.ExitOK {
 			t.Errorf("kubectl vmobs get -o wide (exit %d, %s) differs from kubectl get vmobs -o wide:\n--- plugin\n%s\n--- kubectl\n%s", code, errOut, out, own)
 		}
 
 		// A missing name fails through kubectl too, with the error status.
 		code, out, errOut = kubectl("vmobs", "no-such-vm")
-		if code != exitError || out != "" || !strings.Contains(errOut, `"no-such-vm" not found`) {
-			t.Errorf("kubectl vmobs no-such-vm: exit %d, stdout %q, stderr %q; want exit %d and a not-found error", code, out, errOut, exitError)
+		if code != kubectlvmobs.ExitError || out != "" || !strings.Contains(errOut, `"no-such-vm" not found`) {
+			t.Errorf("kubectl vmobs no-such-vm: exit %d, stdout %q, stderr %q; want exit %d and a not-found error", code, out, errOut, kubectlvmobs.ExitError)
 		}
 
 		code, out, _ = kubectl("vmobs", "--version")
-		if code != exitOK || !strings.HasPrefix(out, "kubectl-vmobs ") {
+		if code != kubectlvmobs.ExitOK || !strings.HasPrefix(out, "kubectl-vmobs ") {
 			t.Errorf("kubectl vmobs --version: exit %d, %q", code, out)
 		}
 
 		code, out, errOut = kubectl("__complete", "vmobs", "describe", "-n", "finance", "")
-		if want := "ledger-01\nwin2k22-app\n:4\n"; code != exitOK || out != want {
+		if want := "ledger-01\nwin2k22-app\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
 			t.Errorf("kubectl __complete vmobs describe -n finance '': exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 		}
 	})

@@ -23,24 +23,9 @@ import (
 // guest agent subresources while it observes the VM; with an interval it
 // does both, so that the first run's silence is the flag's doing.
 func TestGuestProbeIntervalZero(t *testing.T) {
-	if err := testenv.CheckAssets(); err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.Start(testenv.Options{Aggregation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
+	env, k8s := testenv.StartForTest(t, testenv.Options{Aggregation: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	sim := simulator.New(k8s)
 	virtAPI, err := sim.ServeVirtAPI(ctx, env)
 	if err != nil {
