@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 )
 
 // root is the repository, from this package.
@@ -268,10 +270,6 @@ func TestLayoutTable(t *testing.T) {
 	}
 }
 
-// ageRE matches the ages the plugin prints, as internal/kubectlvmobs'
-// golden files normalise them.
-var ageRE = regexp.MustCompile(`([\s(+])\d+[smhdy](\d+[smhd])?\b`)
-
 // TestReadmeOutput checks that the output the README shows is what the
 // plugin renders: each command's lines, ages aside, are the golden file of
 // internal/kubectlvmobs' tests for the same fixtures.
@@ -291,7 +289,7 @@ func TestReadmeOutput(t *testing.T) {
 		for sc.Scan() && sc.Text() != "" && !strings.HasPrefix(sc.Text(), "```") {
 			shown.WriteString(sc.Text() + "\n")
 		}
-		got := ageRE.ReplaceAllString(shown.String(), "${1}<age>")
+		got := plugintest.NormalizeAges(shown.String())
 		if want := read(t, "internal/kubectlvmobs/testdata/"+c.golden); got != want {
 			t.Errorf("README.md's output of %q is not internal/kubectlvmobs/testdata/%s:\n--- README\n%s--- golden\n%s", c.command, c.golden, got, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -32,7 +33,7 @@ func engineFixtures(t *testing.T) []byte {
 			t.Fatalf("%s: no VM read (%d file errors)", dump, len(rep.Errors))
 		}
 		b.WriteString("---\n")
-		if err := analyze.WriteList(&b, analyze.Analyze(objs, fixtureNow, verdict.DefaultPolicy()), analyze.FormatYAML); err != nil {
+		if err := analyze.WriteList(&b, analyze.Analyze(objs, plugintest.FixtureNow, verdict.DefaultPolicy()), analyze.FormatYAML); err != nil {
 			t.Fatal(err)
 		}
 	}
