@@ -3,13 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/flags.md from the manager's flags")
@@ -22,20 +22,7 @@ var flagsReferencePath = filepath.Join("..", "..", "docs", "flags.md")
 // page, and -update (make update-golden) rewrites it.
 func TestFlagsReference(t *testing.T) {
 	_, fs := newManagerFlags()
-	got := flagsReference(fs)
-	if *update {
-		if err := os.WriteFile(flagsReferencePath, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(flagsReferencePath)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/vmobs -run TestFlagsReference -update writes it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s is not what the manager's flags say: go test ./cmd/vmobs -run TestFlagsReference -update rewrites it\n--- generated\n%s", flagsReferencePath, got)
-	}
+	golden.Check(t, flagsReferencePath, []byte(flagsReference(fs)), *update, "`go test ./cmd/vmobs -run TestFlagsReference -update` (make update-golden)")
 }
 
 // TestFlagsReferencePerVM checks the per-VM column against the API: every

@@ -1,14 +1,13 @@
 package dashboards
 
 import (
-	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 
+	"github.com/vmobs/vmobs/internal/golden"
 	"github.com/vmobs/vmobs/internal/metrics"
 )
 
@@ -32,19 +31,7 @@ func TestCommittedDashboards(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path := range committed {
-		if *update {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is not what internal/dashboards generates: run `make dashboards` and commit the result", path)
-		}
+		golden.Check(t, path, want, *update, "`make dashboards`")
 	}
 }
 

@@ -2,11 +2,11 @@ package kubectlvmobs
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/vmobs/vmobs/internal/analyze"
+	goldenfile "github.com/vmobs/vmobs/internal/golden"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs/plugintest"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -45,19 +45,5 @@ func engineFixtures(t *testing.T) []byte {
 // the engine no longer gives. With -update this test, which runs before
 // the rendering tests (the files' order), rewrites it first.
 func TestFixturesAreTheEngines(t *testing.T) {
-	want := engineFixtures(t)
-	path := filepath.Join("testdata", "fixtures.yaml")
-	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the engine computes from the analyze dumps: run `go test ./internal/kubectlvmobs -update`, review the diff and commit it", path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "fixtures.yaml"), engineFixtures(t), *update, "`go test ./internal/kubectlvmobs -update` (make update-golden)")
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/golden"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/version"
 )
@@ -238,24 +239,7 @@ func TestReferencePage(t *testing.T) {
 			t.Errorf("%s: source %q has no section on the reference page", f.Name, f.Source)
 		}
 	}
-	path := filepath.Join(repoRoot, referencePage)
-	want := reference()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is not what the catalogue generates: run `go test ./internal/metrics -update` (make update-golden) and commit the result", referencePage)
-	}
+	golden.Check(t, filepath.Join(repoRoot, referencePage), reference(), *update, "`go test ./internal/metrics -update` (make update-golden)")
 }
 
 // Where the docs, rules and dashboards name metrics, relative to the root.
