@@ -8,7 +8,7 @@
 // same through k8s.io/apiserver's delegating authenticator and authorizer,
 // which bring CEL, gRPC and OpenTelemetry into the binary: nearly a quarter
 // of its packages, a third of its size and about 12 MiB of resident memory
-// at start (docs/performance.md) for two API calls. This
+// at start (docs/scale.md) for two API calls. This
 // package keeps its behaviour (the answers, their cache times, the status
 // codes) with client-go alone.
 package metricsauth

@@ -36,7 +36,7 @@ const initialListAhead = 256
 // each informer adds every key, at low priority. The priority queue keeps a
 // map entry per queued key, and its metrics another; Go maps never shrink,
 // so after the cold start those maps keep the size of N keys for the life
-// of the process, about 225 bytes a VM (docs/performance.md). Here at most
+// of the process, about 225 bytes a VM (docs/scale.md). Here at most
 // initialListAhead keys of the initial lists are in the queue at once; the
 // rest wait in a slice and a set, which are dropped, memory and all, when
 // the backlog empties. Everything else passes straight through: events

@@ -9,7 +9,7 @@
 // allocates enough to fill the holes. How many such spans there are is set
 // by how far the heap grew between two collections, which is GOGC percent
 // of the live heap: at the default 100, the heap in use stayed about 1.5×
-// the live heap at 5,000 VMs (docs/performance.md).
+// the live heap at 5,000 VMs (docs/scale.md).
 //
 // So the informers decode their initial lists at a lower GC percent, and
 // the percent the process started with comes back once the caches have
@@ -126,7 +126,7 @@ func (p *Phase) Lowered() bool {
 // lists peaks the heap well above what the cache then holds, and the
 // runtime keeps freed pages for reuse up to the collector's goal, which an
 // unchanging fleet never reuses: at 5,000 VMs that was a third of the
-// process's memory (docs/performance.md). keys is how many keys the
+// process's memory (docs/scale.md). keys is how many keys the
 // initial lists gave.
 func (p *Phase) End(keys int) {
 	p.end(EndedMsg, keys, 0)

@@ -26,7 +26,7 @@ func typicalInput() Input {
 
 // BenchmarkEvaluate is the cost of one evaluation of a typical VM. Argo
 // CD's cached Lua health check costs about 51 µs and 800 allocations per
-// object; see docs/performance.md.
+// object; see docs/scale.md.
 func BenchmarkEvaluate(b *testing.B) { benchEvaluate(b, typicalInput()) }
 
 // BenchmarkEvaluateHealthy is a running VM with nothing going on.
