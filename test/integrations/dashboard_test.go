@@ -24,6 +24,7 @@ import (
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // grafanaVars are the values the test gives Grafana's variables: "All" for
@@ -183,7 +184,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 	t.Cleanup(metricsSrv.Close)
 	vmobsJob := testenv.ScrapeJob{Name: "vmobs", HonorLabels: true, Targets: []testenv.ScrapeTarget{{
 		Address: strings.TrimPrefix(metricsSrv.URL, "http://"),
-		Labels:  map[string]string{"namespace": systemNS, "pod": "vmobs-controller-manager-0"},
+		Labels:  map[string]string{"namespace": support.SystemNS, "pod": "vmobs-controller-manager-0"},
 	}}}
 	if err := prom.SetJobs(ctx, []testenv.ScrapeJob{vmobsJob, virtHandlerJob(strings.TrimPrefix(exporter.URL, "http://"), nodes...)}); err != nil {
 		t.Fatal(err)

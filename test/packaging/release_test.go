@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/vmobs/vmobs/internal/release"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // TestInstallYAMLOnAPIServer renders dist/install.yaml as `make release
@@ -30,7 +31,7 @@ import (
 // looser one.
 func TestInstallYAMLOnAPIServer(t *testing.T) {
 	const version = "v0.2.0"
-	b, err := release.RenderInstall(filepath.Join(repoRoot(t), "config"), release.Install{Version: version, ImageRepo: release.ImageName})
+	b, err := release.RenderInstall(filepath.Join(support.RepoRoot(t), "config"), release.Install{Version: version, ImageRepo: release.ImageName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +83,14 @@ func TestInstallYAMLOnAPIServer(t *testing.T) {
 	}
 
 	ns := &corev1.Namespace{}
-	if err := admin.Get(ctx, client.ObjectKey{Name: systemNS}, ns); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Name: support.SystemNS}, ns); err != nil {
 		t.Fatal(err)
 	}
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || ns.Labels["pod-security.kubernetes.io/enforce-version"] != "latest" {
-		t.Errorf("namespace %s labels %v: want it to enforce the restricted Pod Security Standard, latest version", systemNS, ns.Labels)
+		t.Errorf("namespace %s labels %v: want it to enforce the restricted Pod Security Standard, latest version", support.SystemNS, ns.Labels)
 	}
 	dep := &appsv1.Deployment{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmobs-controller-manager"}, dep); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "vmobs-controller-manager"}, dep); err != nil {
 		t.Fatal(err)
 	}
 	if c := dep.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != release.ImageName+":"+version {
@@ -100,7 +101,7 @@ func TestInstallYAMLOnAPIServer(t *testing.T) {
 	// Security admission in that namespace; without its security context
 	// it is refused, which shows the admission is on.
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: support.SystemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
 		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
 	}
 	if err := admin.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
