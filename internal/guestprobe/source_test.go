@@ -530,28 +530,34 @@ func TestSourceHonoursQPS(t *testing.T) {
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {
-		// The step is cut short by the test's end; its probes are
-		// counted over the first second.
+		// The step is cut short by the test's end.
 		h.step()
 		close(done)
 	}()
-	time.Sleep(1500 * time.Millisecond)
-	h.api.mu.Lock()
-	n := 0
-	for i, r := range h.api.requests {
-		if strings.HasSuffix(r, "/"+SubGuestOSInfo) && h.api.times[i].Sub(start) < time.Second {
-			n++
+	probes := func() []time.Time {
+		h.api.mu.Lock()
+		defer h.api.mu.Unlock()
+		var out []time.Time
+		for i, r := range h.api.requests {
+			if strings.HasSuffix(r, "/"+SubGuestOSInfo) {
+				out = append(out, h.api.times[i])
+			}
 		}
+		return out
 	}
-	h.api.mu.Unlock()
-	// A token bucket of qps with a burst of qps: at most 2×qps in the
-	// first second, and the rate after it.
-	if n > 2*qps+1 || n < qps {
-		t.Fatalf("%d probes in the first second at --guest-probe-qps %d", n, qps)
+	// A token bucket of qps with a burst of qps holds qps probes at the
+	// start and adds qps a second: the 3×qps-th probe cannot start before
+	// two seconds have passed, however fast the machine (a slow one only
+	// makes it later), and the round's 200 probes take nine.
+	waitFor(t, "3×qps probes", func() bool { return len(probes()) >= 3*qps })
+	if at := probes()[3*qps-1].Sub(start); at < 2*time.Second-50*time.Millisecond {
+		t.Fatalf("probe %d started %s after the round at --guest-probe-qps %d, want at least 2s", 3*qps, at, qps)
 	}
 	select {
 	case <-done:
-		t.Fatal("200 probes at 20 per second finished in 1.5s")
+		if took := time.Since(start); took < 9*time.Second-50*time.Millisecond {
+			t.Fatalf("200 probes at %d per second finished in %s", qps, took)
+		}
 	default:
 	}
 }
