@@ -128,18 +128,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 		t.Fatal(err)
 	}
 	// virt-handler beats on every node that is not lost.
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_ = sim.HeartbeatAll(ctx)
-			}
-		}
-	}()
+	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})
 
 	// Prometheus, scraping the simulated virt-handlers now and the
 	// manager once it runs, evaluating the recording rules.
