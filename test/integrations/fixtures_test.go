@@ -141,30 +141,7 @@ func scenarios(t testing.TB) []scenario {
 	stuck.VMI.Status.EvacuationNodeName = support.NodeA
 	add("degraded-stalled-migration-stuck", stuck, v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationStuck, "Degraded", "Failed")
 
-	vmiFailed := f.Input()
-	vmiFailed.VM = f.VM(kubevirtv1.RunStrategyManual)
-	vmiFailed.VM.Status.Ready, vmiFailed.VM.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopped
-	vmiFailed.VMI.Status.Phase = kubevirtv1.Failed
-	vmiFailed.VMI.Status.PhaseTransitionTimestamps = append(vmiFailed.VMI.Status.PhaseTransitionTimestamps,
-		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: kubevirtv1.Failed, PhaseTransitionTimestamp: f.At(-6 * time.Minute)})
-	vmiFailed.VMI.Status.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{
-		Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.PodTerminatingReason,
-		Message: "virt-launcher pod is terminating", LastTransitionTime: f.At(-6 * time.Minute),
-	}}
-	vmiFailed.VMI.Status.ActivePods = nil
-	failedPod := f.LauncherPod()
-	failedPod.Status.Phase = corev1.PodFailed
-	failedPod.Status.ContainerStatuses[0].Ready = false
-	failedPod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 1, Reason: "Error", StartedAt: f.At(-2*time.Hour + 9*time.Second), FinishedAt: f.At(-6 * time.Minute),
-	}}
-	for i := range failedPod.Status.Conditions {
-		c := &failedPod.Status.Conditions[i]
-		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-			c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, "PodFailed", f.At(-6*time.Minute)
-		}
-	}
-	vmiFailed.Pods = []*corev1.Pod{failedPod}
+	vmiFailed := f.Ended(kubevirtv1.RunStrategyManual, kubevirtv1.Failed)
 	add("failed-vmi-failed", vmiFailed, v1alpha1.VerdictFailed, v1alpha1.ReasonVMIFailed, "Degraded", "Failed")
 
 	// virt-handler on worker-0 stopped beating 12 minutes ago: the node

@@ -174,28 +174,40 @@ func (f Fixtures) Migration(p kubevirtv1.VirtualMachineInstanceMigrationPhase, c
 // Succeeded is the VM under run strategy rs after its guest shut down six
 // minutes ago: the VMI Succeeded, its launcher pod Completed.
 func (f Fixtures) Succeeded(rs kubevirtv1.VirtualMachineRunStrategy) verdict.Input {
+	return f.Ended(rs, kubevirtv1.Succeeded)
+}
+
+// Ended is the VM under run strategy rs whose VMI ended six minutes ago in
+// phase (Succeeded or Failed), its launcher pod Completed or in Error.
+func (f Fixtures) Ended(rs kubevirtv1.VirtualMachineRunStrategy, phase kubevirtv1.VirtualMachineInstancePhase) verdict.Input {
+	podPhase, exitCode, reason, condReason := corev1.PodSucceeded, int32(0), "Completed", "PodCompleted"
+	if phase == kubevirtv1.Failed {
+		podPhase, exitCode, reason, condReason = corev1.PodFailed, 1, "Error", "PodFailed"
+	}
 	in := f.Input()
 	in.VM = f.VM(rs)
 	in.VM.Status.Ready, in.VM.Status.PrintableStatus = false, kubevirtv1.VirtualMachineStatusStopped
-	in.VM.Status.Conditions[0].Status, in.VM.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, f.At(-6*time.Minute)
-	in.VMI.Status.Phase = kubevirtv1.Succeeded
+	if phase == kubevirtv1.Succeeded {
+		in.VM.Status.Conditions[0].Status, in.VM.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, f.At(-6*time.Minute)
+	}
+	in.VMI.Status.Phase = phase
 	in.VMI.Status.PhaseTransitionTimestamps = append(in.VMI.Status.PhaseTransitionTimestamps,
-		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: kubevirtv1.Succeeded, PhaseTransitionTimestamp: f.At(-6 * time.Minute)})
+		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: f.At(-6 * time.Minute)})
 	in.VMI.Status.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{
 		Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.PodTerminatingReason,
 		Message: "virt-launcher pod is terminating", LastTransitionTime: f.At(-6 * time.Minute),
 	}}
 	in.VMI.Status.ActivePods = nil
 	pod := f.LauncherPod()
-	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.Phase = podPhase
 	pod.Status.ContainerStatuses[0].Ready = false
 	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 0, Reason: "Completed", StartedAt: f.At(-2*time.Hour + 9*time.Second), FinishedAt: f.At(-6 * time.Minute),
+		ExitCode: exitCode, Reason: reason, StartedAt: f.At(-2*time.Hour + 9*time.Second), FinishedAt: f.At(-6 * time.Minute),
 	}}
 	for i := range pod.Status.Conditions {
 		c := &pod.Status.Conditions[i]
 		if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-			c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, "PodCompleted", f.At(-6*time.Minute)
+			c.Status, c.Reason, c.LastTransitionTime = corev1.ConditionFalse, condReason, f.At(-6*time.Minute)
 		}
 	}
 	in.Pods = []*corev1.Pod{pod}
