@@ -54,19 +54,7 @@ func TestOverlaysOnAPIServer(t *testing.T) {
 		}
 	}
 
-	env, err := testenv.Start(testenv.Options{ExtraCRDDirs: testenv.MonitoringCRDDirs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	admin, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, admin := testenv.StartForTest(t, testenv.Options{ExtraCRDDirs: testenv.MonitoringCRDDirs()})
 	ctx := context.Background()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kubeconfig(kubeconfig); err != nil {
