@@ -7,13 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,22 +94,7 @@ func TestInstallYAMLOnAPIServer(t *testing.T) {
 		t.Fatalf("the manager's containers %+v: want one, image %s:%s", c, release.ImageName, version)
 	}
 
-	// The pod the Deployment's ReplicaSet would create, judged by Pod
-	// Security admission in that namespace; without its security context
-	// it is refused, which shows the admission is on.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: support.SystemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
-		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
-	}
-	if err := admin.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
-		t.Errorf("the manager's pod is not admitted under Pod Security %q: %v", "restricted", err)
-	}
-	loose := pod.DeepCopy()
-	loose.Spec.SecurityContext = nil
-	loose.Spec.Containers[0].SecurityContext = nil
-	err = admin.Create(ctx, loose, client.DryRunAll)
-	var status apierrors.APIStatus
-	if err == nil || !errors.As(err, &status) || !strings.Contains(err.Error(), "PodSecurity") {
-		t.Errorf("a pod without a security context was not refused by PodSecurity admission (%v)", err)
-	}
+	// The pod the Deployment's ReplicaSet would create is admitted under
+	// the namespace's restricted Pod Security Standard.
+	testPodSecurity(ctx, t, admin, dep)
 }
