@@ -250,6 +250,16 @@ func (h *harness) round() {
 
 func (h *harness) facts(name string) *verdict.GuestFacts { return h.s.Facts(key(name)) }
 
+// mustFacts is the VM's facts, failing the test when it has none.
+func (h *harness) mustFacts(name string) *verdict.GuestFacts {
+	h.t.Helper()
+	f := h.facts(name)
+	if f == nil {
+		h.t.Fatalf("%s has no facts", name)
+	}
+	return f
+}
+
 func names(keys []types.NamespacedName) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
@@ -294,7 +304,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	if got := names(h.n.take()); !slices.Equal(got, []string{"vm2"}) {
 		t.Fatalf("a filling filesystem notified %v", got)
 	}
-	if f := h.facts("vm2"); f.Filesystems[0].UsedPercent != 90 {
+	if f := h.mustFacts("vm2"); len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 90 {
 		t.Fatalf("facts %+v", f)
 	}
 }
@@ -418,7 +428,7 @@ func TestSourceOutage(t *testing.T) {
 			h.setTargets(append(h.getTargets(), target("late"))...)
 			h.advance(h.s.refreshRate)
 			h.step()
-			if got := names(h.n.take()); !slices.Equal(got, []string{"late"}) || h.facts("late").Unavailable != tc.why {
+			if got := names(h.n.take()); !slices.Equal(got, []string{"late"}) || h.mustFacts("late").Unavailable != tc.why {
 				t.Fatalf("a new VM in the outage: notified %v, facts %+v", got, h.facts("late"))
 			}
 
@@ -448,7 +458,7 @@ func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2")
 	h.round()
 	h.n.take()
-	before := *h.facts("vm1")
+	before := *h.mustFacts("vm1")
 	h.set("503")
 	h.round()
 	h.set("")
@@ -492,7 +502,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.api.setGuest("vm1", guest{mode: "500"})
 	h.round()
 	h.n.take()
-	if f := h.facts("vm1"); f.Failures != 1 || f.Filesystems[0].UsedPercent != 95 {
+	if f := h.mustFacts("vm1"); f.Failures != 1 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 95 {
 		t.Fatalf("facts %+v", f)
 	}
 	// The VMI is recreated under the same name: its facts go at once.
@@ -506,7 +516,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.round()
 	h.n.take()
 	f := h.facts("vm1")
-	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
+	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
 		t.Fatalf("the new VMI's facts %+v", f)
 	}
 	// It leaves the targets (stopped, or its agent disconnected).
