@@ -570,7 +570,7 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 	}
 	// fullnameOverride "obs" names every object.
 	wantNames := []string{
-		"ServiceAccount/vmobs-manager", // support.ServiceAccount.name
+		"ServiceAccount/vmobs-manager", // serviceAccount.name
 		"Deployment/obs-controller-manager", "Service/obs-controller-manager-metrics",
 		"ClusterRole/obs-manager-role", "ClusterRoleBinding/obs-manager-rolebinding",
 		"Role/obs-leader-election-role", "RoleBinding/obs-leader-election-rolebinding",
@@ -774,10 +774,10 @@ func TestHelmTemplateModes(t *testing.T) {
 			}
 		},
 	}, {
-		name: "existing ServiceAccount", set: "support.ServiceAccount.create=false,support.ServiceAccount.name=vm-observer",
+		name: "existing ServiceAccount", set: "serviceAccount.create=false,serviceAccount.name=vm-observer",
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			if find(objs, "ServiceAccount", "vmobs-controller-manager") != nil || find(objs, "ServiceAccount", "vm-observer") != nil {
-				t.Error("a ServiceAccount is rendered with support.ServiceAccount.create=false")
+				t.Error("a ServiceAccount is rendered with serviceAccount.create=false")
 			}
 			if n := managerDeployment(t, objs).Spec.Template.Spec.ServiceAccountName; n != "vm-observer" {
 				t.Errorf("serviceAccountName %q", n)
