@@ -65,8 +65,9 @@ monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for
 	hack/monitoring-crds.sh
 
 .PHONY: dashboards
-dashboards: ## Regenerate config/grafana/*.json from the Go that builds the dashboards (internal/dashboards); also part of update-golden.
+dashboards: ## Regenerate config/grafana/*.json from the Go that builds the dashboards (internal/dashboards), and the chart's copies; also part of update-golden.
 	go test ./internal/dashboards -run '^TestCommittedDashboards$$' -update
+	hack/sync-chart.sh
 
 .PHONY: fmt
 fmt: ## Run go fmt.
