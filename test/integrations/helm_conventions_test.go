@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -18,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // The chart's conventions (docs/helm.md): first-class values for the
@@ -348,6 +352,21 @@ func TestHelmRunbooksAtTheReleaseTag(t *testing.T) {
 	}
 }
 
+// managerRoleYAML is config/rbac/role.yaml, the manager's rules as `make
+// manifests` generates them.
+func managerRoleYAML(t *testing.T) rbacv1.ClusterRole {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(b, &role); err != nil {
+		t.Fatal(err)
+	}
+	return role
+}
+
 // ruleTriples expands RBAC rules into group/resource/verb triples.
 func ruleTriples(rules []rbacv1.PolicyRule) map[string]bool {
 	out := map[string]bool{}
@@ -368,14 +387,7 @@ func ruleTriples(rules []rbacv1.PolicyRule) map[string]bool {
 // holds only cluster-scoped resources; together they grant exactly
 // config/rbac/role.yaml's rules.
 func TestHelmNamespacedRoles(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(b, &role); err != nil {
-		t.Fatal(err)
-	}
+	role := managerRoleYAML(t)
 	want := ruleTriples(role.Rules)
 	clusterScoped := map[string]bool{"/nodes": true, "authentication.k8s.io/tokenreviews": true, "authorization.k8s.io/subjectaccessreviews": true}
 
@@ -471,4 +483,78 @@ func TestHelmChartMetadata(t *testing.T) {
 			t.Errorf("artifacthub.io/crds names %s, which crds/ lacks", crd.Name)
 		}
 	}
+}
+
+// TestHelmNamespacedRolesOnAPIServer installs the chart with watchNamespaces
+// onto the test control plane and asks the API server's own authorizer
+// (SubjectAccessReviews) what the manager's ServiceAccount may do: every
+// rule of config/rbac/role.yaml in the watched namespace (cluster-wide for
+// the cluster-scoped ones), and none of the namespaced ones in a namespace
+// it does not watch.
+func TestHelmNamespacedRolesOnAPIServer(t *testing.T) {
+	_, admin, kubeconfig := helmControlPlane(t)
+	ctx := t.Context()
+	const watched, other = "vms-watched", "vms-other"
+	for _, ns := range []string{systemNS, watched, other} {
+		mustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	if out, err := runHelm(t, "install", helmRelease, chartDir, "--namespace", systemNS, "--kubeconfig", kubeconfig,
+		"--set", "watchNamespaces={"+watched+"}"); err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+
+	role := managerRoleYAML(t)
+	user := "system:serviceaccount:" + systemNS + ":" + serviceAccount
+	allowed := func(ns, group, resource, verb string) bool {
+		res, sub, _ := strings.Cut(resource, "/")
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNS, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Group: group, Resource: res, Subresource: sub, Verb: verb,
+			},
+		}}
+		if err := admin.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	clusterScoped := map[string]bool{"nodes": true, "tokenreviews": true, "subjectaccessreviews": true}
+	n := 0
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					n++
+					if clusterScoped[res] {
+						if !allowed("", g, res, v) {
+							t.Errorf("%s may not %s %s.%s cluster-wide", user, v, res, g)
+						}
+						continue
+					}
+					if !allowed(watched, g, res, v) {
+						t.Errorf("%s may not %s %s.%s in the watched namespace %s", user, v, res, g, watched)
+					}
+					if allowed(other, g, res, v) {
+						t.Errorf("%s may %s %s.%s in %s, which it does not watch", user, v, res, g, other)
+					}
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("role.yaml has %d rules", n)
+	}
+}
+
+// helmControlPlane starts a test control plane for `helm install` and
+// writes a kubeconfig for it.
+func helmControlPlane(t *testing.T) (*testenv.Env, client.Client, string) {
+	t.Helper()
+	env, admin := testenv.StartForTest(t, testenv.Options{})
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return env, admin, kubeconfig
 }
