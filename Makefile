@@ -57,8 +57,8 @@ verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt an
 	hack/verify-generated.sh
 
 .PHONY: kubevirt-crds
-kubevirt-crds: ## Regenerate KubeVirt v1.9's CRDs for tests (test/crds/kubevirt) from kubevirt.io/client-go's OpenAPI definitions.
-	hack/kubevirt-crds.sh
+kubevirt-crds: ## Regenerate the KubeVirt CRDs for tests from kubevirt.io/client-go's OpenAPI definitions: v1.9 into test/crds/kubevirt, v1.5-v1.8 into test/crds/kubevirt-vX.Y (docs/compatibility.md).
+	hack/kubevirt-crds.sh all
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for tests (test/crds/prometheus-operator, test/crds/cert-manager) from their API types with controller-gen.
