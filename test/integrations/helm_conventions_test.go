@@ -451,11 +451,11 @@ func TestHelmChartMetadata(t *testing.T) {
 	if err := yaml.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runHelm(t, "template", helmRelease, chartDir, "--kube-version", "1.28.0"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
-		t.Errorf("helm template --kube-version 1.28.0 (kubeVersion %q): %v, want a refusal", c.KubeVersion, err)
+	if _, err := runHelm(t, "template", helmRelease, chartDir, "--kube-version", "1.29.0"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("helm template --kube-version 1.29.0 (kubeVersion %q): %v, want a refusal", c.KubeVersion, err)
 	}
-	if _, err := runHelm(t, "template", helmRelease, chartDir, "--kube-version", "1.29.0"); err != nil {
-		t.Errorf("helm template --kube-version 1.29.0: %v", err)
+	if _, err := runHelm(t, "template", helmRelease, chartDir, "--kube-version", "1.30.0"); err != nil {
+		t.Errorf("helm template --kube-version 1.30.0: %v", err)
 	}
 	const raw = "https://raw.githubusercontent.com/vmobs/vmobs/main/"
 	icon, ok := strings.CutPrefix(c.Icon, raw)
