@@ -57,16 +57,17 @@ verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt an
 	hack/verify-generated.sh
 
 .PHONY: kubevirt-crds
-kubevirt-crds: ## Regenerate KubeVirt v1.9's CRDs for tests (test/crds/kubevirt) from kubevirt.io/client-go's OpenAPI definitions.
-	hack/kubevirt-crds.sh
+kubevirt-crds: ## Regenerate the KubeVirt CRDs for tests from kubevirt.io/client-go's OpenAPI definitions: v1.9 into test/crds/kubevirt, v1.5-v1.8 into test/crds/kubevirt-vX.Y (docs/compatibility.md).
+	hack/kubevirt-crds.sh all
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for tests (test/crds/prometheus-operator, test/crds/cert-manager) from their API types with controller-gen.
 	hack/monitoring-crds.sh
 
 .PHONY: dashboards
-dashboards: ## Regenerate config/grafana/*.json from the Go that builds the dashboards (internal/dashboards); also part of update-golden.
+dashboards: ## Regenerate config/grafana/*.json from the Go that builds the dashboards (internal/dashboards), and the chart's copies; also part of update-golden.
 	go test ./internal/dashboards -run '^TestCommittedDashboards$$' -update
+	hack/sync-chart.sh
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -89,7 +90,7 @@ lint-fix: ## Run golangci-lint and apply the fixes it can make (formatting, impo
 	cd hack/flux && $(GOLANGCI_LINT) run --fix --config $(CURDIR)/.golangci.yml ./...
 
 .PHONY: test
-test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew helm ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
+test: verify-generated vet lint envtest-bin promtool prometheus kube-state-metrics krew helm actionlint ## Check generated files, vet, lint, then run every test (unit, envtest suites) with -race, and the tool modules' tests.
 	go test -race -count=1 $(GOTEST_FLAGS) $(PKGS)
 	cd hack/kubevirt-crds && go test -count=1 ./...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
@@ -186,9 +187,10 @@ KUBE_STATE_METRICS ?= $(TOOLS_BIN)/kube-state-metrics
 KREW ?= $(TOOLS_BIN)/krew
 VALIDATE_KREW_MANIFEST ?= $(TOOLS_BIN)/validate-krew-manifest
 HELM ?= $(TOOLS_BIN)/helm
+ACTIONLINT ?= $(TOOLS_BIN)/actionlint
 # The tests look for the tools under these names. Not THANOS: its test
 # skips when it is unset and bin/thanos is missing, and test-thanos sets it.
-export PROMTOOL PROMETHEUS KUBE_STATE_METRICS KREW VALIDATE_KREW_MANIFEST HELM
+export PROMTOOL PROMETHEUS KUBE_STATE_METRICS KREW VALIDATE_KREW_MANIFEST HELM ACTIONLINT
 
 # The version stamps of Prometheus' and Thanos' own release builds (promu):
 # the release their VERSION file names, and the module version as revision.
@@ -237,6 +239,12 @@ helm: ## Build helm into bin/ for the chart's tests and `make helm-package`.
 	$(BUILD_TOOL) -share-cache -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version={version:helm.sh/helm/v4} -X helm.sh/helm/v4/internal/version.metadata= -X helm.sh/helm/v4/internal/version.gitCommit={version:helm.sh/helm/v4} -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
 		-version-args "version --short" hack/helm helm.sh/helm/v4/cmd/helm=$(HELM)
 
+# actionlint: the version stamp of its own release build (.goreleaser.yaml).
+.PHONY: actionlint
+actionlint: ## Build actionlint into bin/ for the workflow test (test/packaging/workflows_test.go).
+	$(BUILD_TOOL) -ldflags "-s -w -X github.com/rhysd/actionlint.version={version:github.com/rhysd/actionlint} -X 'github.com/rhysd/actionlint.installedFrom=built from the Go module proxy'" \
+		-version-args -version hack/actionlint github.com/rhysd/actionlint/cmd/actionlint=$(ACTIONLINT)
+
 .PHONY: envtest-bin
 envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
@@ -248,7 +256,7 @@ envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: se
 ##@ Integrations
 
 .PHONY: test-packaging
-test-packaging: envtest-bin krew helm ## Run test/packaging: the kustomize manifests and RBAC on a real API server, the tenant roles, the monitoring overlays, the Helm chart (lint, template, install), krew's validator, the release's install.yaml.
+test-packaging: envtest-bin krew helm actionlint ## Run test/packaging: the kustomize manifests and RBAC on a real API server, the tenant roles, the monitoring overlays, the Helm chart (lint, template, conventions, install), krew's validator, the release's install.yaml, actionlint on the CI and release workflows.
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/packaging/...
 
 .PHONY: test-integrations

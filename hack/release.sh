@@ -2,11 +2,12 @@
 # Writes a release into dist/; run by `make release VERSION=vX.Y.Z`, which
 # passes VERSION, COMMIT, IMAGE_REPO and LDFLAGS (the version stamp).
 #
-#   dist/install.yaml                      CRD, RBAC, namespace, the manager pinned to IMAGE_REPO:VERSION
+#   dist/install.yaml                      CRD, RBAC, namespace, the manager pinned to IMAGE_REPO:VERSION@DIGEST
 #   dist/vmobs_VERSION_linux_ARCH          the manager-only binary (-tags release), amd64 arm64 s390x
 #   dist/kubectl-vmobs_VERSION_OS_ARCH     the kubectl plugin, linux and darwin
 #   dist/kubectl-vmobs_VERSION_OS_ARCH.tar.gz, dist/vmobs.krew.yaml   the krew archives and manifest
 #   dist/image/, dist/image.tar            the image, multi-arch, as an OCI layout (and that layout as a tar)
+#   dist/image.digest                      the image index's digest, which install.yaml pins
 #   dist/SHA256SUMS                        over every file in dist/
 #
 # No container engine is needed: internal/release builds the image from the
@@ -84,13 +85,15 @@ tool=$(mktemp -d)
 trap 'rm -rf "$tool"' EXIT
 go build -o "$tool/release" ./hack/release
 
-"$tool/release" install -version "$VERSION" -image-repo "$IMAGE_REPO" -config config -out "$DIST/install.yaml"
-echo "release: wrote install.yaml (image $IMAGE_REPO:$VERSION)"
-
 t=$SECONDS
 "$tool/release" image -version "$VERSION" -revision "$COMMIT" -source "$SOURCE_URL" -created "$SOURCE_DATE_EPOCH" \
-  -license LICENSE -out "$DIST/image" -tar "$DIST/image.tar" "${manager_args[@]}"
+  -license LICENSE -out "$DIST/image" -tar "$DIST/image.tar" -digest-file "$DIST/image.digest" "${manager_args[@]}"
 echo "release: wrote the image (${manager_platforms[*]}) as an OCI layout in image/ and image.tar in $((SECONDS - t))s"
+
+# The manifest names the image by the index's digest, which a push of the
+# layout (crane push --index) keeps: what runs is what was built.
+"$tool/release" install -version "$VERSION" -image-repo "$IMAGE_REPO" -image-digest-file "$DIST/image.digest" -config config -out "$DIST/install.yaml"
+echo "release: wrote install.yaml (image $IMAGE_REPO:$VERSION@$(cat "$DIST/image.digest"))"
 
 "$tool/release" krew -version "$VERSION" -source "$SOURCE_URL" -created "$SOURCE_DATE_EPOCH" -license LICENSE \
   -template hack/krew/vmobs.yaml.tmpl -dir "$DIST" "${plugin_args[@]}"

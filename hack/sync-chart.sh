@@ -2,7 +2,8 @@
 # Copies into the Helm chart (charts/vmobs) what it shares with config/ and
 # Helm cannot read from outside the chart: the CRDs (crds/, which Helm
 # installs as they are), the manager's ClusterRole rules that `make
-# manifests` generates, and the alerts (files/, which the templates read).
+# manifests` generates, the alerts and the Grafana dashboards (files/, which
+# the templates read).
 # `make manifests` runs it; with --check it changes nothing and fails when a
 # copy differs (hack/verify-generated.sh, `make helm-package`).
 set -euo pipefail
@@ -15,6 +16,9 @@ for f in "$root"/config/crd/bases/*.yaml; do
 done
 pairs+=("$root/config/rbac/role.yaml" "$chart/files/role.yaml")
 pairs+=("$root/config/prometheus/prometheusrule.yaml" "$chart/files/prometheusrule.yaml")
+for f in "$root"/config/grafana/*.json; do
+  pairs+=("$f" "$chart/files/dashboards/$(basename "$f")")
+done
 
 if [[ ${1:-} == --check ]]; then
   stale=0
@@ -36,7 +40,8 @@ if [[ ${1:-} == --check ]]; then
   exit $stale
 fi
 
-rm -f "$chart"/crds/*.yaml
+rm -f "$chart"/crds/*.yaml "$chart"/files/dashboards/*.json
+mkdir -p "$chart/files/dashboards"
 for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   cp "${pairs[i]}" "${pairs[i + 1]}"
 done

@@ -1,8 +1,8 @@
 // Command release writes the Go-built parts of a release into dist/ for
 // hack/release.sh (`make release`), which compiles the binaries first:
 //
-//	go run ./hack/release install -version v0.2.0 -image-repo ghcr.io/vmobs/vmobs -out dist/install.yaml
-//	go run ./hack/release image -version v0.2.0 -revision SHA -out dist/image -tar dist/image.tar linux/amd64=dist/vmobs_v0.2.0_linux_amd64 ...
+//	go run ./hack/release image -version v0.2.0 -revision SHA -out dist/image -tar dist/image.tar -digest-file dist/image.digest linux/amd64=dist/vmobs_v0.2.0_linux_amd64 ...
+//	go run ./hack/release install -version v0.2.0 -image-repo ghcr.io/vmobs/vmobs -image-digest-file dist/image.digest -out dist/install.yaml
 //	go run ./hack/release image -version devel -revision SHA -out bin/image -docker-tar bin/image.tar -tag vmobs:dev linux/amd64=bin/vmobs_linux_amd64
 //	go run ./hack/release krew -version v0.2.0 -dir dist darwin/arm64=dist/kubectl-vmobs_v0.2.0_darwin_arm64 ...
 //
@@ -41,10 +41,19 @@ func run(args []string) error {
 		config := fs.String("config", "config", "the repository's config/")
 		repo := fs.String("image-repo", release.ImageName, "the repository the image is pushed to")
 		out := fs.String("out", "dist/install.yaml", "where to write the manifest")
+		digestFile := fs.String("image-digest-file", "", "pin the image by the digest in this file (what `release image -digest-file` wrote)")
 		if err := parse(fs, args[1:], version); err != nil {
 			return err
 		}
-		b, err := release.RenderInstall(*config, release.Install{Version: *version, ImageRepo: *repo})
+		var digest string
+		if *digestFile != "" {
+			d, err := os.ReadFile(*digestFile)
+			if err != nil {
+				return err
+			}
+			digest = strings.TrimSpace(string(d))
+		}
+		b, err := release.RenderInstall(*config, release.Install{Version: *version, ImageRepo: *repo, Digest: digest})
 		if err != nil {
 			return err
 		}
@@ -55,6 +64,7 @@ func run(args []string) error {
 		tarPath := fs.String("tar", "", "also write the layout as this tar archive")
 		dockerTar := fs.String("docker-tar", "", "also write the image, of one platform, as this `docker load` archive")
 		tag := fs.String("tag", "", "the -docker-tar archive's tag")
+		digestFile := fs.String("digest-file", "", "also write the image index's digest (sha256:...), which a push keeps, to this file")
 		// A version as `make image` has it, a release's or git describe's
 		// or "devel": it names the image, not a download.
 		if err := fs.Parse(args[1:]); err != nil {
@@ -80,6 +90,15 @@ func run(args []string) error {
 		}
 		if err := release.WriteLayout(*out, *version, idx); err != nil {
 			return err
+		}
+		if *digestFile != "" {
+			d, err := idx.Digest()
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(*digestFile, []byte(d.String()+"\n"), 0o644); err != nil {
+				return err
+			}
 		}
 		if *tarPath != "" {
 			if err := writeFile(*tarPath, func(f *os.File) error { return release.WriteDirTar(f, *out, img.Created) }); err != nil {

@@ -12,10 +12,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
+
+// digestRE is an OCI digest as the index's descriptor has it.
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // ImageName is the manager's image as config/manager names it; a release
 // replaces it with the release's repository and tag.
@@ -28,10 +32,20 @@ type Install struct {
 	Version string
 	// ImageRepo is the repository the image is pushed to, ghcr.io/vmobs/vmobs.
 	ImageRepo string
+	// Digest, sha256:..., is the image index's digest (the one `release
+	// image` writes to -digest-file): the manifest then names the image by
+	// tag and digest, so a tag moved on the registry cannot change what
+	// runs. Empty pins the tag alone.
+	Digest string
 }
 
 // Image is the manager's image reference in the manifest.
-func (i Install) Image() string { return i.ImageRepo + ":" + i.Version }
+func (i Install) Image() string {
+	if i.Digest != "" {
+		return i.ImageRepo + ":" + i.Version + "@" + i.Digest
+	}
+	return i.ImageRepo + ":" + i.Version
+}
 
 // RenderInstall renders config/default (under configDir, the repository's
 // config/) with kustomize, as `kubectl apply -k config/default` would,
@@ -41,6 +55,13 @@ func (i Install) Image() string { return i.ImageRepo + ":" + i.Version }
 func RenderInstall(configDir string, in Install) ([]byte, error) {
 	if in.Version == "" || in.ImageRepo == "" {
 		return nil, fmt.Errorf("the version (%q) and the image repository (%q) must be set", in.Version, in.ImageRepo)
+	}
+	if in.Digest != "" && !digestRE.MatchString(in.Digest) {
+		return nil, fmt.Errorf("the image digest %q is not sha256:<64 hex digits>", in.Digest)
+	}
+	digest := ""
+	if in.Digest != "" {
+		digest = "\n  digest: " + in.Digest
 	}
 	mem := filesys.MakeFsInMemory()
 	err := filepath.WalkDir(configDir, func(path string, d fs.DirEntry, err error) error {
@@ -67,11 +88,11 @@ resources:
 images:
 - name: %s
   newName: %s
-  newTag: %s
+  newTag: %s%s
 labels:
 - pairs:
     app.kubernetes.io/version: %s
-`, ImageName, in.ImageRepo, in.Version, in.Version)
+`, ImageName, in.ImageRepo, in.Version, digest, in.Version)
 	if err := mem.WriteFile("/release/kustomization.yaml", []byte(overlay)); err != nil {
 		return nil, err
 	}

@@ -106,3 +106,36 @@ func TestRenderInstallErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderInstallPinsDigest: with the index's digest, the manager's image
+// is named by digest, so what runs is what was built whatever the tag
+// becomes on the registry; a malformed digest is refused.
+func TestRenderInstallPinsDigest(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	in := Install{Version: "v0.2.0", ImageRepo: "registry.example/team/vmobs", Digest: digest}
+	b, err := RenderInstall(configDir, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var images []string
+	for _, o := range decodeAll(t, b) {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			images = append(images, c.(map[string]any)["image"].(string))
+		}
+	}
+	want := "registry.example/team/vmobs:v0.2.0@" + digest
+	if len(images) != 1 || images[0] != want {
+		t.Errorf("manager images %q, want [%s]", images, want)
+	}
+	if !strings.Contains(string(b), "(image "+want+")") {
+		t.Errorf("the header does not name %s:\n%.300s", want, b)
+	}
+	in.Digest = "sha256:latest"
+	if _, err := RenderInstall(configDir, in); err == nil || !strings.Contains(err.Error(), "sha256:latest") {
+		t.Errorf("digest sha256:latest: err %v, want one naming it", err)
+	}
+}

@@ -394,7 +394,9 @@ func (s *Simulator) NodeUnresponsive(ctx context.Context, ns, name string) error
 // Evict is a drain's eviction of the VMI's launcher pod as KubeVirt answers
 // it: virt-api's eviction webhook refuses the eviction and sets
 // status.evacuationNodeName to the VMI's node, and virt-controller adds
-// EvictionRequested=True. The evacuation controller would then create a
+// EvictionRequested=True from KubeVirt v1.7 (kv:pkg/virt-controller/watch/
+// vmi/lifecycle.go; before, evacuationNodeName is the only sign). The
+// evacuation controller would then create a
 // migration for a live-migratable VMI: call StartMigration with
 // Evacuation set for that.
 func (s *Simulator) Evict(ctx context.Context, ns, name string) error {
@@ -406,6 +408,9 @@ func (s *Simulator) Evict(ctx context.Context, ns, name string) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if !s.writes("v1.7") {
+		return s.syncVM(ctx, ns, name)
 	}
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {

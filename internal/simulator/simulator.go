@@ -77,6 +77,10 @@ type Simulator struct {
 	// LauncherImage is the image of the launcher pod's compute container
 	// and of status.launcherContainerImageVersion.
 	LauncherImage string
+	// Release is the KubeVirt release whose writes are played, "vX.Y";
+	// empty is the newest. Only what vmobs reads differs
+	// (docs/compatibility.md).
+	Release string
 
 	mu     sync.Mutex
 	rnd    *rand.Rand
@@ -105,6 +109,29 @@ func WithSeed(seed int64) Option {
 // WithLauncherImage sets the virt-launcher image (default
 // DefaultLauncherImage).
 func WithLauncherImage(image string) Option { return func(s *Simulator) { s.LauncherImage = image } }
+
+// WithKubeVirtRelease plays the writes of KubeVirt release r ("v1.5" …
+// "v1.9"): an older release leaves out what it does not write yet.
+func WithKubeVirtRelease(r string) Option { return func(s *Simulator) { s.Release = r } }
+
+// writes reports whether the played release writes what KubeVirt release
+// since ("vX.Y") introduced.
+func (s *Simulator) writes(since string) bool {
+	return s.Release == "" || !ReleaseOlder(s.Release, since)
+}
+
+// ReleaseOlder reports whether release a ("vX.Y") is older than b; a
+// release it cannot read counts as the newest.
+func ReleaseOlder(a, b string) bool {
+	var amaj, amin, bmaj, bmin int
+	if _, err := fmt.Sscanf(a, "v%d.%d", &amaj, &amin); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscanf(b, "v%d.%d", &bmaj, &bmin); err != nil {
+		return false
+	}
+	return amaj < bmaj || (amaj == bmaj && amin < bmin)
+}
 
 // New returns a Simulator that writes through c.
 func New(c client.Client, opts ...Option) *Simulator {

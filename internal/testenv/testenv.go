@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,13 +72,31 @@ func CheckAssets() error {
 	return nil
 }
 
-// CRDDirs are our CRD and the KubeVirt CRDs generated for tests.
+// KubeVirtReleases are the KubeVirt releases whose CRDs the tests can run
+// on (docs/compatibility.md), oldest first; the last is the default.
+var KubeVirtReleases = []string{"v1.5", "v1.6", "v1.7", "v1.8", "v1.9"}
+
+// CRDDirs are our CRD and the KubeVirt CRDs generated for tests, of the
+// default release.
 func CRDDirs() []string {
+	dirs, _ := crdDirs("")
+	return dirs
+}
+
+// crdDirs are our CRD and the KubeVirt CRDs of release: "" or the newest
+// in test/crds/kubevirt, an older one in test/crds/kubevirt-vX.Y
+// (hack/kubevirt-crds.sh).
+func crdDirs(release string) ([]string, error) {
 	root := RepoRoot()
-	return []string{
-		filepath.Join(root, "config", "crd", "bases"),
-		filepath.Join(root, "test", "crds", "kubevirt"),
+	kubevirt := filepath.Join(root, "test", "crds", "kubevirt")
+	switch {
+	case release == "" || release == KubeVirtReleases[len(KubeVirtReleases)-1]:
+	case slices.Contains(KubeVirtReleases, release):
+		kubevirt += "-" + release
+	default:
+		return nil, fmt.Errorf("no CRDs of KubeVirt %q for tests: the releases are %v", release, KubeVirtReleases)
 	}
+	return []string{filepath.Join(root, "config", "crd", "bases"), kubevirt}, nil
 }
 
 // MonitoringCRDDirs are the CRDs of the operators whose objects config/
@@ -93,6 +112,11 @@ func MonitoringCRDDirs() []string {
 
 // Options tune the control plane.
 type Options struct {
+	// KubeVirt is the release whose CRDs are installed (one of
+	// KubeVirtReleases); empty is the newest. The API server prunes what
+	// an older release's schema does not know, as a cluster of that
+	// release would.
+	KubeVirt string
 	// ExtraCRDDirs are installed next to CRDDirs (MonitoringCRDDirs, for
 	// a test that applies config/'s monitoring objects).
 	ExtraCRDDirs []string
@@ -126,9 +150,13 @@ func Start(opts Options) (*Env, error) {
 	if err := CheckAssets(); err != nil {
 		return nil, err
 	}
+	crds, err := crdDirs(opts.KubeVirt)
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    AssetsDir(),
-		CRDDirectoryPaths:        append(CRDDirs(), opts.ExtraCRDDirs...),
+		CRDDirectoryPaths:        append(crds, opts.ExtraCRDDirs...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  cmp.Or(opts.StopTimeout, time.Minute),
@@ -143,7 +171,6 @@ func Start(opts Options) (*Env, error) {
 	var agg *aggregation
 	if opts.Aggregation {
 		var flags map[string]string
-		var err error
 		agg, flags, err = startAggregation()
 		if err != nil {
 			return nil, fmt.Errorf("preparing API aggregation: %w", err)

@@ -35,13 +35,9 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // of the chart's ServiceAccount through a VM's life, and uninstalls.
 func TestHelmInstallOnAPIServer(t *testing.T) {
 	start := time.Now()
-	env, admin := testenv.StartForTest(t, testenv.Options{})
+	env, admin, kubeconfig := helmControlPlane(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := env.Kubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 
 	// testenv installs our CRD for every suite: remove it, so that Helm
 	// installs the chart's own (crds/) and the API server judges it.

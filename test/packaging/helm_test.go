@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,10 +64,11 @@ func runHelm(t *testing.T, args ...string) (string, error) {
 }
 
 // helmTemplate renders the chart, CRDs included, as `helm install release
-// --namespace ns` would install it, with more arguments (--values, --set).
+// --namespace ns` would install it (without `helm test`'s hooks), with more
+// arguments (--values, --set).
 func helmTemplate(t *testing.T, release, ns string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := runHelm(t, append([]string{"template", release, chartDir, "--namespace", ns, "--include-crds"}, args...)...)
+	out, err := runHelm(t, append([]string{"template", release, chartDir, "--namespace", ns, "--include-crds", "--skip-tests"}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %s: %v", strings.Join(args, " "), err)
 	}
@@ -387,13 +389,13 @@ var configCoverage = map[string]struct {
 	"manager":            {true, "through config/default"},
 	"prometheus":         {true, "rendered and compared with prometheus.serviceMonitor and prometheus.rule enabled"},
 	"samples":            {false, "an example VMObservation for users to copy next to their VMs"},
-	"shards":             {false, "with Helm, one release per shard: flags.vm-selector (docs/helm.md)"},
+	"shards":             {false, "with Helm, one release per shard: vmSelector (docs/helm.md)"},
 	"argocd":             {false, "Argo CD's health check, which goes into Argo CD's configuration (docs/argocd.md)"},
 	"kube-state-metrics": {false, "kube-state-metrics' configuration for its own deployment"},
 	"kube-prometheus-stack": {false, "config/prometheus with the release label; the chart's " +
 		"prometheus.additionalLabels (release: <kube-prometheus-stack's release>) does the same (docs/helm.md)"},
-	"grafana": {false, "the dashboards' ConfigMap for Grafana's sidecar, which goes where Grafana " +
-		"searches and ships apart from the controller (docs/helm.md)"},
+	"grafana": {false, "the dashboards' ConfigMap for Grafana's sidecar; the chart carries the same " +
+		"dashboards with grafana.dashboards.* (off by default), compared by TestHelmGrafanaDashboards"},
 	"components": {false, "metrics-cert, the kustomize component config/certmanager and config/openshift " +
 		"use to mount a metrics certificate; with Helm: extraVolumes, extraVolumeMounts and flags.metrics-cert-dir (docs/helm.md)"},
 	"certmanager": {false, "cert-manager's Issuer and Certificate and the ServiceMonitor trusting them: " +
@@ -563,6 +565,8 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 			convert[rbacv1.RoleBinding](t, o)
 		case "CustomResourceDefinition":
 			convert[apiextensionsv1.CustomResourceDefinition](t, o)
+		case "PodDisruptionBudget": // replicaCount 2
+			convert[policyv1.PodDisruptionBudget](t, o)
 		case "ServiceMonitor", "PrometheusRule":
 		default:
 			t.Errorf("unexpected %s/%s: check it here", o.GetKind(), o.GetName())
@@ -576,6 +580,7 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 		"Role/obs-leader-election-role", "RoleBinding/obs-leader-election-rolebinding",
 		"ClusterRole/obs-metrics-reader", "ClusterRoleBinding/obs-metrics-reader",
 		"ServiceMonitor/obs-controller-manager-metrics-monitor", "PrometheusRule/obs-alerts",
+		"PodDisruptionBudget/obs-controller-manager",
 		"CustomResourceDefinition/vmobservations.observability.vmobs.io",
 	}
 	if got := slices.Sorted(maps.Keys(kindNames(objs))); !slices.Equal(got, slices.Sorted(slices.Values(wantNames))) {
