@@ -63,20 +63,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr)
-	if r.DomainStats != nil {
-		changed, err := r.domainStatsSource(mgr)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(changed)
-	}
-	if r.GuestProbe != nil {
-		changed, err := r.guestProbeSource(mgr)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(changed)
+	b, err := r.watchFactSources(mgr, ctrl.NewControllerManagedBy(mgr))
+	if err != nil {
+		return err
 	}
 	if opts.LogConstructor == nil {
 		opts.LogConstructor = reconcileLog(mgr.GetLogger())

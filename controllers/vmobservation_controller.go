@@ -110,6 +110,9 @@ type Reconciler struct {
 	// GuestProbe, when set, probes the guest agents through virt-api's
 	// subresources (guestprobe.go).
 	GuestProbe *GuestProbe
+	// FactSourceMetrics holds the families every source of facts shares;
+	// nil sets none.
+	FactSourceMetrics *metrics.FactSources
 
 	// policy decides every status write; setup builds it from the fields
 	// above.

@@ -195,8 +195,7 @@ func Defaults() Options {
 		MaxConcurrentReconciles: 4,
 		StartupGCPercent:        startupgc.DefaultPercent,
 		GuestProbe: guestprobe.Config{
-			Interval: guestprobe.DefaultInterval, QPS: guestprobe.DefaultQPS,
-			Workers: guestprobe.DefaultWorkers, Timeout: guestprobe.DefaultTimeout,
+			Options: guestprobe.Defaults, QPS: guestprobe.DefaultQPS, Workers: guestprobe.DefaultWorkers,
 		},
 	}
 }
@@ -241,11 +240,13 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the status client: %w", err)
 	}
+	policy, sources := enginePolicy(opts), metrics.NewFactSources()
 	r := &controllers.Reconciler{
 		Client:                  mgr.GetClient(),
 		StatusREST:              statusREST,
 		Recorder:                mgr.GetEventRecorder("vmobs"),
-		Policy:                  enginePolicy(opts),
+		Policy:                  policy,
+		FactSourceMetrics:       sources,
 		AutoCreate:              opts.AutoCreate,
 		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
 		EvidenceRefreshQPS:      opts.EvidenceRefreshQPS,
@@ -265,7 +266,11 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 		domainMetrics = domainstats.NewMetrics()
-		r.DomainStats = &controllers.DomainStats{Querier: q, Config: opts.DomainStats, Metrics: domainMetrics}
+		cfg := opts.DomainStats
+		// The fold keeps the onset of memory pressure with the engine's
+		// thresholds.
+		cfg.MemoryPressure = policy.MemoryThresholds()
+		r.DomainStats = &controllers.DomainStats{Querier: q, Config: cfg, Metrics: domainMetrics}
 	}
 	var guestMetrics *guestprobe.Metrics
 	if opts.GuestProbe.Interval > 0 {
@@ -288,6 +293,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
 	collectors = append(collectors, metrics.BuildInfo(version.Get()))
+	collectors = append(collectors, sources.Collectors()...)
 	if domainMetrics != nil {
 		collectors = append(collectors, domainMetrics.Collectors()...)
 	}

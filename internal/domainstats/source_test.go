@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // fakeProm answers /api/v1/query the way Prometheus does, from a function
@@ -109,25 +112,36 @@ func (n *notified) take() []types.NamespacedName {
 	return k
 }
 
-func newTestSource(t *testing.T, url string, targets []Target) (*Source, *notified, *Metrics) {
+// testMetrics are the source's metrics and its series of the shared ones.
+type testMetrics struct {
+	*Metrics
+	available, lastSuccess prometheus.Gauge
+}
+
+func newTestSource(t *testing.T, url string, targets []factsource.Target) (*Source, *notified, *testMetrics) {
 	t.Helper()
 	c, err := NewClient(url, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &notified{}
-	m := NewMetrics()
+	m := &testMetrics{Metrics: NewMetrics(), available: prometheus.NewGauge(prometheus.GaugeOpts{Name: "available"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "last_success"})}
 	clock := t0
 	// The timeout only catches a hang: a round on a loaded machine running
 	// the tests with -race must never reach it. The test of a server that
 	// does not answer shortens it once the healthy round is done.
-	s := NewSource(Config{Interval: time.Minute, Timeout: time.Minute}, c,
-		func() []Target { return targets }, n.add, func() time.Time { clock = clock.Add(time.Minute); return clock }, m, logr.Discard())
+	cfg := Config{Options: factsource.Options{Interval: time.Minute, Timeout: time.Minute}, MemoryPressure: verdict.DefaultPolicy().MemoryThresholds()}
+	s := NewSource(cfg, c, m.Metrics, factsource.Deps{
+		Targets: func() []factsource.Target { return targets }, Notify: n.add,
+		Now: func() time.Time { clock = clock.Add(time.Minute); return clock }, Log: logr.Discard(),
+		Available: m.available, LastSuccess: m.lastSuccess,
+	})
 	return s, n, m
 }
 
 // factsOf returns key's facts, failing the test when it has none.
-func factsOf(t *testing.T, s *Source, key types.NamespacedName) verdict.DomainFacts {
+func factsOf(t *testing.T, s *Source, key types.NamespacedName) vmifacts.DomainFacts {
 	t.Helper()
 	f := s.Facts(key)
 	if f == nil {
@@ -136,13 +150,13 @@ func factsOf(t *testing.T, s *Source, key types.NamespacedName) verdict.DomainFa
 	return *f
 }
 
-var vm2 = Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
+var vm2 = factsource.Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
 
 func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	p := &fakeProm{}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
-	s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+	s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
 	ctx := context.Background()
 
 	s.Round(ctx)
@@ -188,7 +202,7 @@ func TestSourceOutage(t *testing.T) {
 			p := &fakeProm{}
 			srv := httptest.NewServer(p)
 			defer srv.Close()
-			s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+			s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
 			ctx := context.Background()
 			s.Round(ctx)
 			before := factsOf(t, s, vm1.Key)
@@ -199,7 +213,7 @@ func TestSourceOutage(t *testing.T) {
 				// The slow server never answers: any timeout expires.
 				s.cfg.Timeout = time.Millisecond
 			}
-			for i := 1; i < DefaultUnavailableAfter; i++ {
+			for i := 1; i < Defaults.UnavailableAfter; i++ {
 				s.Round(ctx)
 				if got := n.take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
 					t.Fatalf("failed round %d changed facts or notified %v", i, got)
@@ -214,7 +228,7 @@ func TestSourceOutage(t *testing.T) {
 				t.Fatalf("facts in the outage %+v, want Unavailable %q", f, tc.why)
 			}
 			if got := testutil.ToFloat64(m.available); got != 0 {
-				t.Errorf("vmobs_domain_stats_available = %v", got)
+				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 			}
 			if tc.kind != "" {
 				if got := testutil.ToFloat64(m.errors.WithLabelValues("vcpu", tc.kind)); got < 1 {
@@ -236,7 +250,10 @@ func TestSourceOutage(t *testing.T) {
 				t.Fatalf("facts after recovery %+v", f)
 			}
 			if got := testutil.ToFloat64(m.available); got != 1 {
-				t.Errorf("vmobs_domain_stats_available = %v after recovery", got)
+				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v after recovery", got)
+			}
+			if got, want := testutil.ToFloat64(m.lastSuccess), float64(s.Avail.LastSuccess().Unix()); got != want || got == 0 {
+				t.Errorf("last success %v, want the recovery's round %v", got, want)
 			}
 		})
 	}
@@ -246,8 +263,8 @@ func TestSourceUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	s, n, _ := newTestSource(t, url, []Target{vm1})
-	for range DefaultUnavailableAfter {
+	s, n, _ := newTestSource(t, url, []factsource.Target{vm1})
+	for range Defaults.UnavailableAfter {
 		s.Round(context.Background())
 	}
 	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "Prometheus cannot be reached" {

@@ -138,7 +138,7 @@ func NewClient(cfg *rest.Config, httpClient *http.Client, timeout time.Duration)
 		}
 	}
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = Defaults.Timeout
 	}
 	return &Client{base: base, http: httpClient, Timeout: timeout}, nil
 }

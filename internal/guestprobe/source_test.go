@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // guest is how one fake guest answers.
@@ -176,25 +178,38 @@ func (n *notified) take() []types.NamespacedName {
 	return k
 }
 
+// testMetrics are the source's metrics and its series of the shared ones.
+type testMetrics struct {
+	*Metrics
+	available, lastSuccess prometheus.Gauge
+}
+
+func newTestMetrics() *testMetrics {
+	return &testMetrics{Metrics: NewMetrics(), available: prometheus.NewGauge(prometheus.GaugeOpts{Name: "available"}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "last_success"})}
+}
+
 // harness runs a Source against a fakeVirtAPI on a clock the test moves.
 type harness struct {
 	t       *testing.T
 	api     *fakeVirtAPI
 	s       *Source
 	n       *notified
-	m       *Metrics
+	m       *testMetrics
 	mu      sync.Mutex
 	clock   time.Time
-	targets []Target
+	targets []factsource.Target
 }
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 
-func target(name string) Target { return Target{Key: key(name), UID: types.UID("uid-" + name)} }
+func target(name string) factsource.Target {
+	return factsource.Target{Key: key(name), UID: types.UID("uid-" + name)}
+}
 
 func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &notified{}, m: NewMetrics(), clock: t0}
+	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &notified{}, m: newTestMetrics(), clock: t0}
 	h.api.clock = h.now
 	for _, name := range names {
 		h.api.guests[name] = &guest{used: 42}
@@ -214,7 +229,10 @@ func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 		cfg.Timeout = time.Minute
 	}
 	c := newTestClient(t, srv.URL, cfg.Timeout)
-	h.s = NewSource(cfg, c, h.getTargets, h.n.add, h.now, h.m, logr.Discard())
+	h.s = NewSource(cfg, c, h.m.Metrics, factsource.Deps{
+		Targets: h.getTargets, Notify: h.n.add, Now: h.now, Log: logr.Discard(),
+		Available: h.m.available, LastSuccess: h.m.lastSuccess,
+	})
 	for range h.s.cfg.Workers {
 		go h.s.worker(t.Context())
 	}
@@ -227,13 +245,13 @@ func (h *harness) now() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.c
 
 func (h *harness) advance(d time.Duration) { h.mu.Lock(); h.clock = h.clock.Add(d); h.mu.Unlock() }
 
-func (h *harness) getTargets() []Target {
+func (h *harness) getTargets() []factsource.Target {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.targets)
 }
 
-func (h *harness) setTargets(ts ...Target) { h.mu.Lock(); h.targets = ts; h.mu.Unlock() }
+func (h *harness) setTargets(ts ...factsource.Target) { h.mu.Lock(); h.targets = ts; h.mu.Unlock() }
 
 // step runs one step of the schedule and waits for its probes.
 func (h *harness) step() {
@@ -248,7 +266,7 @@ func (h *harness) round() {
 	h.step()
 }
 
-func (h *harness) facts(name string) *verdict.GuestFacts { return h.s.Facts(key(name)) }
+func (h *harness) facts(name string) *vmifacts.GuestFacts { return h.s.Facts(key(name)) }
 
 func names(keys []types.NamespacedName) []string {
 	out := make([]string, len(keys))
@@ -302,7 +320,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 func TestSourceSlowAndHostileGuests(t *testing.T) {
 	// The timeout is the hung guest's wait; the others must answer within
 	// it on a loaded machine too.
-	h := newHarness(t, Config{Workers: 1, Timeout: 5 * time.Second}, "vm1", "hung", "huge", "bad", "gone", "nousers")
+	h := newHarness(t, Config{Workers: 1, Options: factsource.Options{Timeout: 5 * time.Second}}, "vm1", "hung", "huge", "bad", "gone", "nousers")
 	h.api.setGuest("hung", guest{mode: "hang"})
 	h.api.setGuest("huge", guest{mode: "huge"})
 	h.api.setGuest("bad", guest{mode: "bad"})
@@ -380,7 +398,7 @@ func TestSourceOutage(t *testing.T) {
 			}
 			// Backoff: one probe (the canary) per attempt, none before
 			// the backoff (or the server's Retry-After) has passed.
-			for attempt := 2; attempt <= DefaultUnavailableAfter; attempt++ {
+			for attempt := 2; attempt <= Defaults.UnavailableAfter; attempt++ {
 				h.api.take()
 				if tc.wait > 0 {
 					h.advance(tc.wait - time.Second)
@@ -404,7 +422,7 @@ func TestSourceOutage(t *testing.T) {
 				}
 			}
 			if got := testutil.ToFloat64(h.m.available); got != 0 {
-				t.Errorf("vmobs_guest_probe_available = %v", got)
+				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v", got)
 			}
 			// A lasting outage changes nothing more.
 			for range 3 {
@@ -434,7 +452,10 @@ func TestSourceOutage(t *testing.T) {
 				}
 			}
 			if got := testutil.ToFloat64(h.m.available); got != 1 {
-				t.Errorf("vmobs_guest_probe_available = %v after the recovery", got)
+				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v after the recovery", got)
+			}
+			if got, want := testutil.ToFloat64(h.m.lastSuccess), float64(h.now().Unix()); got != want {
+				t.Errorf("last success %v, want the recovery's probe at %v", got, want)
 			}
 		})
 	}
@@ -496,7 +517,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 		t.Fatalf("facts %+v", f)
 	}
 	// The VMI is recreated under the same name: its facts go at once.
-	h.setTargets(Target{Key: key("vm1"), UID: "uid-vm1-new"})
+	h.setTargets(factsource.Target{Key: key("vm1"), UID: "uid-vm1-new"})
 	h.advance(h.s.refreshRate)
 	h.step()
 	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
