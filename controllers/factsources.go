@@ -27,14 +27,14 @@ type factSource interface {
 // watchFactSources builds the configured sources of facts, runs each as
 // a runnable of the manager (on the leader only: one instance queries
 // and probes) and watches the VMs whose facts changed. A new source adds
-// its configuration to the Reconciler, its target list and one case here.
+// its configuration to Options, its target list and one case here.
 func (r *Reconciler) watchFactSources(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl.Request]) (*builder.TypedBuilder[ctrl.Request], error) {
 	var sources []factSource
-	if c := r.DomainStats; c != nil {
+	if c := r.opts.DomainStats; c != nil {
 		r.domain = domainstats.NewSource(c.Config, c.Querier, c.Metrics, r.factDeps(mgr, domainstats.Name, r.runningVMIs))
 		sources = append(sources, r.domain)
 	}
-	if c := r.GuestProbe; c != nil {
+	if c := r.opts.GuestProbe; c != nil {
 		r.guest = guestprobe.NewSource(c.Config, c.API, c.Metrics, r.factDeps(mgr, guestprobe.Name, r.agentConnectedVMIs))
 		sources = append(sources, r.guest)
 	}
@@ -51,7 +51,7 @@ func (r *Reconciler) watchFactSources(mgr ctrl.Manager, b *builder.TypedBuilder[
 // cache that targets picks, its clock, a logger and the source's series of
 // the shared metrics.
 func (r *Reconciler) factDeps(mgr ctrl.Manager, name string, targets func() []factsource.Target) factsource.Deps {
-	available, lastSuccess := r.FactSourceMetrics.For(name)
+	available, lastSuccess := r.opts.FactSourceMetrics.For(name)
 	return factsource.Deps{
 		Targets: targets, Now: r.Now, Log: mgr.GetLogger().WithName(name),
 		Available: available, LastSuccess: lastSuccess,

@@ -14,6 +14,7 @@ package domainstats
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sync"
 	"time"
@@ -51,6 +52,14 @@ type Config struct {
 	// overrides judge the current sample in the engine; the onset is the
 	// flags'.
 	MemoryPressure vmifacts.MemoryThresholds
+}
+
+// BindFlags defines the queries' flags on fs: the interval defaults to
+// Defaults', the window to 0 (derived from the interval). Where Prometheus
+// is and how to reach it are the manager's (internal/app).
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Interval, "domain-stats-interval", Defaults.Interval, "Query Prometheus for the whole fleet's domain stats this often (one instant query per signal, never one per VM).")
+	fs.DurationVar(&c.Window, "domain-stats-window", 0, "Range of the rate() queries; 0 is twice --domain-stats-interval, at least 2m, to span several of virt-handler's scrapes.")
 }
 
 // WithDefaults is c with every zero field at its default: the

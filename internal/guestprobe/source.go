@@ -21,6 +21,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"hash/fnv"
 	"math"
 	"slices"
@@ -80,6 +81,23 @@ type Config struct {
 	QPS float64
 	// Workers is how many probes may run at once.
 	Workers int
+}
+
+// BindFlags defines the probes' flags on fs, defaulting to c's values.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Interval, "guest-probe-interval", c.Interval, "Probe each VM's guest agent (OS info, users, filesystems) through virt-api's subresources at most this often, at a slot fixed by the VM; 0 turns the probes off (docs/guest-probe.md).")
+	fs.Float64Var(&c.QPS, "guest-probe-qps", c.QPS, "At most this many guest agent probes per second across all VMs (each is three GETs through the API server to virt-api).")
+	fs.IntVar(&c.Workers, "guest-probe-workers", c.Workers, "Guest agent probes running at once, on workers of their own (never the reconcile workers).")
+	fs.DurationVar(&c.Timeout, "guest-probe-timeout", c.Timeout, "Time a guest agent has to answer each of a probe's GETs.")
+}
+
+// Validate checks the configuration the flags gave: an interval that is
+// not negative and, with probes on, a positive budget.
+func (c Config) Validate() error {
+	if c.Interval < 0 || (c.Interval > 0 && (!(c.QPS > 0) || c.Workers < 1 || c.Timeout <= 0)) {
+		return errors.New("--guest-probe-interval must not be negative; with probes on, --guest-probe-qps, --guest-probe-workers and --guest-probe-timeout must be positive")
+	}
+	return nil
 }
 
 // WithDefaults is c with every zero field at its default: the
