@@ -84,7 +84,7 @@ func TestSourceAnnotatedAnswers(t *testing.T) {
 	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "" || !f.Exported {
 		t.Fatalf("facts %+v: annotated answers made domain stats unavailable", f)
 	}
-	if got := testutil.ToFloat64(m.available); got != 1 {
+	if got := testutil.ToFloat64(m.Available); got != 1 {
 		t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 	}
 	if got := testutil.ToFloat64(m.annotations.WithLabelValues("swap")); got != float64(Defaults.UnavailableAfter+1) {

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/factsource/factsourcetest"
 	"github.com/vmobs/vmobs/internal/verdict"
 	"github.com/vmobs/vmobs/internal/vmifacts"
 )
@@ -94,48 +94,29 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-type notified struct {
-	mu   sync.Mutex
-	keys []types.NamespacedName
-}
-
-func (n *notified) add(k types.NamespacedName) {
-	n.mu.Lock()
-	n.keys = append(n.keys, k)
-	n.mu.Unlock()
-}
-func (n *notified) take() []types.NamespacedName {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	k := n.keys
-	n.keys = nil
-	return k
-}
-
 // testMetrics are the source's metrics and its series of the shared ones.
 type testMetrics struct {
 	*Metrics
-	available, lastSuccess prometheus.Gauge
+	factsourcetest.Gauges
 }
 
-func newTestSource(t *testing.T, url string, targets []factsource.Target) (*Source, *notified, *testMetrics) {
+func newTestSource(t *testing.T, url string, targets []factsource.Target) (*Source, *factsourcetest.Recorder, *testMetrics) {
 	t.Helper()
 	c, err := NewClient(url, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &notified{}
-	m := &testMetrics{Metrics: NewMetrics(), available: prometheus.NewGauge(prometheus.GaugeOpts{Name: "available"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "last_success"})}
+	n := &factsourcetest.Recorder{}
+	m := &testMetrics{Metrics: NewMetrics(), Gauges: factsourcetest.NewGauges()}
 	clock := t0
 	// The timeout only catches a hang: a round on a loaded machine running
 	// the tests with -race must never reach it. The test of a server that
 	// does not answer shortens it once the healthy round is done.
 	cfg := Config{Options: factsource.Options{Interval: time.Minute, Timeout: time.Minute}, MemoryPressure: verdict.DefaultPolicy().MemoryThresholds()}
 	s := NewSource(cfg, c, m.Metrics, factsource.Deps{
-		Targets: func() []factsource.Target { return targets }, Notify: n.add,
+		Targets: func() []factsource.Target { return targets }, Notify: n.Notify,
 		Now: func() time.Time { clock = clock.Add(time.Minute); return clock }, Log: logr.Discard(),
-		Available: m.available, LastSuccess: m.lastSuccess,
+		Available: m.Available, LastSuccess: m.LastSuccess,
 	})
 	return s, n, m
 }
@@ -160,7 +141,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	ctx := context.Background()
 
 	s.Round(ctx)
-	if got := n.take(); len(got) != 2 {
+	if got := n.Take(); len(got) != 2 {
 		t.Fatalf("first round notified %v, want both VMIs", got)
 	}
 	f := s.Facts(vm1.Key)
@@ -178,7 +159,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 		t.Errorf("a round made %d queries, want one per signal (%d)", got, numSignals)
 	}
 	s.Round(ctx)
-	if got := n.take(); len(got) != 0 {
+	if got := n.Take(); len(got) != 0 {
 		t.Fatalf("an unchanged world notified %v", got)
 	}
 	if s.Facts(types.NamespacedName{Namespace: "ns", Name: "other"}) != nil {
@@ -206,7 +187,7 @@ func TestSourceOutage(t *testing.T) {
 			ctx := context.Background()
 			s.Round(ctx)
 			before := factsOf(t, s, vm1.Key)
-			n.take()
+			n.Take()
 
 			p.set(tc.mode)
 			if tc.mode == "slow" {
@@ -215,19 +196,19 @@ func TestSourceOutage(t *testing.T) {
 			}
 			for i := 1; i < Defaults.UnavailableAfter; i++ {
 				s.Round(ctx)
-				if got := n.take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
+				if got := n.Take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
 					t.Fatalf("failed round %d changed facts or notified %v", i, got)
 				}
 			}
 			s.Round(ctx)
-			if got := n.take(); len(got) != 2 {
+			if got := n.Take(); len(got) != 2 {
 				t.Fatalf("the outage notified %v, want both VMIs", got)
 			}
 			f := factsOf(t, s, vm1.Key)
 			if f.Unavailable != tc.why || f.Exported || f.VMIUID != vm1.UID {
 				t.Fatalf("facts in the outage %+v, want Unavailable %q", f, tc.why)
 			}
-			if got := testutil.ToFloat64(m.available); got != 0 {
+			if got := testutil.ToFloat64(m.Available); got != 0 {
 				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 			}
 			if tc.kind != "" {
@@ -236,23 +217,23 @@ func TestSourceOutage(t *testing.T) {
 				}
 			}
 			s.Round(ctx)
-			if got := n.take(); len(got) != 0 {
+			if got := n.Take(); len(got) != 0 {
 				t.Fatalf("a lasting outage notified again: %v", got)
 			}
 
 			p.set("")
 			s.cfg.Timeout = time.Minute
 			s.Round(ctx)
-			if got := n.take(); len(got) != 2 {
+			if got := n.Take(); len(got) != 2 {
 				t.Fatalf("the recovery notified %v", got)
 			}
 			if f := factsOf(t, s, vm1.Key); f.Unavailable != "" || !f.Exported {
 				t.Fatalf("facts after recovery %+v", f)
 			}
-			if got := testutil.ToFloat64(m.available); got != 1 {
+			if got := testutil.ToFloat64(m.Available); got != 1 {
 				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v after recovery", got)
 			}
-			if got, want := testutil.ToFloat64(m.lastSuccess), float64(s.Avail.LastSuccess().Unix()); got != want || got == 0 {
+			if got, want := testutil.ToFloat64(m.LastSuccess), float64(s.Avail.LastSuccess().Unix()); got != want || got == 0 {
 				t.Errorf("last success %v, want the recovery's round %v", got, want)
 			}
 		})
@@ -270,7 +251,7 @@ func TestSourceUnreachable(t *testing.T) {
 	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "Prometheus cannot be reached" {
 		t.Fatalf("facts %+v", f)
 	}
-	if got := n.take(); len(got) != 1 {
+	if got := n.Take(); len(got) != 1 {
 		t.Fatalf("notified %v", got)
 	}
 }

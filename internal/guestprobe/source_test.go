@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/factsource/factsourcetest"
 	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
@@ -159,34 +159,10 @@ func (a *fakeVirtAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type notified struct {
-	mu   sync.Mutex
-	keys []types.NamespacedName
-}
-
-func (n *notified) add(k types.NamespacedName) {
-	n.mu.Lock()
-	n.keys = append(n.keys, k)
-	n.mu.Unlock()
-}
-
-func (n *notified) take() []types.NamespacedName {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	k := n.keys
-	n.keys = nil
-	return k
-}
-
 // testMetrics are the source's metrics and its series of the shared ones.
 type testMetrics struct {
 	*Metrics
-	available, lastSuccess prometheus.Gauge
-}
-
-func newTestMetrics() *testMetrics {
-	return &testMetrics{Metrics: NewMetrics(), available: prometheus.NewGauge(prometheus.GaugeOpts{Name: "available"}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "last_success"})}
+	factsourcetest.Gauges
 }
 
 // harness runs a Source against a fakeVirtAPI on a clock the test moves.
@@ -194,7 +170,7 @@ type harness struct {
 	t       *testing.T
 	api     *fakeVirtAPI
 	s       *Source
-	n       *notified
+	n       *factsourcetest.Recorder
 	m       *testMetrics
 	mu      sync.Mutex
 	clock   time.Time
@@ -209,7 +185,7 @@ func target(name string) factsource.Target {
 
 func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &notified{}, m: newTestMetrics(), clock: t0}
+	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &factsourcetest.Recorder{}, m: &testMetrics{Metrics: NewMetrics(), Gauges: factsourcetest.NewGauges()}, clock: t0}
 	h.api.clock = h.now
 	for _, name := range names {
 		h.api.guests[name] = &guest{used: 42}
@@ -230,8 +206,8 @@ func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 	}
 	c := newTestClient(t, srv.URL, cfg.Timeout)
 	h.s = NewSource(cfg, c, h.m.Metrics, factsource.Deps{
-		Targets: h.getTargets, Notify: h.n.add, Now: h.now, Log: logr.Discard(),
-		Available: h.m.available, LastSuccess: h.m.lastSuccess,
+		Targets: h.getTargets, Notify: h.n.Notify, Now: h.now, Log: logr.Discard(),
+		Available: h.m.Available, LastSuccess: h.m.LastSuccess,
 	})
 	for range h.s.cfg.Workers {
 		go h.s.worker(t.Context())
@@ -279,11 +255,11 @@ func names(keys []types.NamespacedName) []string {
 
 func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2", "vm3")
-	if got := h.n.take(); len(got) != 0 || len(h.api.take()) != 0 {
+	if got := h.n.Take(); len(got) != 0 || len(h.api.take()) != 0 {
 		t.Fatalf("probed or notified before any slot: %v", got)
 	}
 	h.round()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1", "vm2", "vm3"}) {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1", "vm2", "vm3"}) {
 		t.Fatalf("first round notified %v", got)
 	}
 	if got := len(h.api.take()); got != 9 {
@@ -297,7 +273,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	first := *f
 	for i := range 50 {
 		h.round()
-		if got := h.n.take(); len(got) != 0 {
+		if got := h.n.Take(); len(got) != 0 {
 			t.Fatalf("unchanged round %d notified %v", i, got)
 		}
 	}
@@ -309,7 +285,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	}
 	h.api.setGuest("vm2", guest{used: 91})
 	h.round()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm2"}) {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm2"}) {
 		t.Fatalf("a filling filesystem notified %v", got)
 	}
 	if f := h.facts("vm2"); f.Filesystems[0].UsedPercent != 90 {
@@ -387,13 +363,13 @@ func TestSourceOutage(t *testing.T) {
 			}
 			h := newHarness(t, cfg, vms...)
 			h.round()
-			h.n.take()
+			h.n.Take()
 			h.api.mu.Lock()
 			h.api.mode, h.api.retryAfter = tc.mode, tc.retryAfter
 			h.api.mu.Unlock()
 
 			h.round()
-			if got := h.n.take(); len(got) != 0 && tc.mode != "500" && tc.mode != "hang" {
+			if got := h.n.Take(); len(got) != 0 && tc.mode != "500" && tc.mode != "hang" {
 				t.Fatalf("the outage's first attempt notified %v", got)
 			}
 			// Backoff: one probe (the canary) per attempt, none before
@@ -413,7 +389,7 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("attempt %d sent %v, want one canary", attempt, got)
 				}
 			}
-			if got := names(h.n.take()); len(got) != len(vms) {
+			if got := names(h.n.Take()); len(got) != len(vms) {
 				t.Fatalf("the outage notified %v, want every VM", got)
 			}
 			for _, vm := range vms {
@@ -421,14 +397,14 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("%s in the outage: %+v", vm, f)
 				}
 			}
-			if got := testutil.ToFloat64(h.m.available); got != 0 {
+			if got := testutil.ToFloat64(h.m.Available); got != 0 {
 				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v", got)
 			}
 			// A lasting outage changes nothing more.
 			for range 3 {
 				h.round()
 			}
-			if got := h.n.take(); len(got) != 0 {
+			if got := h.n.Take(); len(got) != 0 {
 				t.Fatalf("a lasting outage notified %v", got)
 			}
 			// A VM that starts during the outage says so too.
@@ -436,13 +412,13 @@ func TestSourceOutage(t *testing.T) {
 			h.setTargets(append(h.getTargets(), target("late"))...)
 			h.advance(h.s.refreshRate)
 			h.step()
-			if got := names(h.n.take()); !slices.Equal(got, []string{"late"}) || h.facts("late").Unavailable != tc.why {
+			if got := names(h.n.Take()); !slices.Equal(got, []string{"late"}) || h.facts("late").Unavailable != tc.why {
 				t.Fatalf("a new VM in the outage: notified %v, facts %+v", got, h.facts("late"))
 			}
 
 			h.set("")
 			h.round() // the canary answers: probing resumes
-			if got := names(h.n.take()); len(got) != len(vms)+1 {
+			if got := names(h.n.Take()); len(got) != len(vms)+1 {
 				t.Fatalf("the recovery notified %v, want every VM", got)
 			}
 			h.round()
@@ -451,10 +427,10 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("%s after the recovery: %+v (no failure may be charged to an agent)", vm, f)
 				}
 			}
-			if got := testutil.ToFloat64(h.m.available); got != 1 {
+			if got := testutil.ToFloat64(h.m.Available); got != 1 {
 				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v after the recovery", got)
 			}
-			if got, want := testutil.ToFloat64(h.m.lastSuccess), float64(h.now().Unix()); got != want {
+			if got, want := testutil.ToFloat64(h.m.LastSuccess), float64(h.now().Unix()); got != want {
 				t.Errorf("last success %v, want the recovery's probe at %v", got, want)
 			}
 		})
@@ -468,7 +444,7 @@ func (h *harness) set(mode string) { h.api.set(mode) }
 func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2")
 	h.round()
-	h.n.take()
+	h.n.Take()
 	before := *h.facts("vm1")
 	h.set("503")
 	h.round()
@@ -476,7 +452,7 @@ func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h.advance(2 * time.Second)
 	h.step()
 	h.round()
-	if got := h.n.take(); len(got) != 0 || !identical(&before, h.facts("vm1")) {
+	if got := h.n.Take(); len(got) != 0 || !identical(&before, h.facts("vm1")) {
 		t.Fatalf("a blip notified %v, facts %+v", got, h.facts("vm1"))
 	}
 }
@@ -512,7 +488,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.round()
 	h.api.setGuest("vm1", guest{mode: "500"})
 	h.round()
-	h.n.take()
+	h.n.Take()
 	if f := h.facts("vm1"); f.Failures != 1 || f.Filesystems[0].UsedPercent != 95 {
 		t.Fatalf("facts %+v", f)
 	}
@@ -520,12 +496,12 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.setTargets(factsource.Target{Key: key("vm1"), UID: "uid-vm1-new"})
 	h.advance(h.s.refreshRate)
 	h.step()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
 		t.Fatalf("recreated: notified %v, facts %+v", got, h.facts("vm1"))
 	}
 	h.api.setGuest("vm1", guest{used: 50})
 	h.round()
-	h.n.take()
+	h.n.Take()
 	f := h.facts("vm1")
 	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
 		t.Fatalf("the new VMI's facts %+v", f)
@@ -534,7 +510,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.setTargets()
 	h.advance(h.s.refreshRate)
 	h.step()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
 		t.Fatalf("gone: notified %v, facts %+v", got, h.facts("vm1"))
 	}
 }
