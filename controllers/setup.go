@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -32,10 +31,12 @@ import (
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-// SetupWithManager wires the watches: VMs and VMIs are primary, the rest map
-// to the VM key through the owner reference or an index.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.setup()
+// SetupWithManager wires the watches, configured by options: VMs and VMIs
+// are primary, the rest map to the VM key through the owner reference or
+// an index.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
+	r.setup(options)
+	opts := options.Controller
 	store, err := cachestore.Open(context.Background(), mgr.GetCache(), r.Informers)
 	if err != nil {
 		return err
@@ -63,20 +64,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr)
-	if r.DomainStats != nil {
-		changed, err := r.domainStatsSource(mgr)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(changed)
-	}
-	if r.GuestProbe != nil {
-		changed, err := r.guestProbeSource(mgr)
-		if err != nil {
-			return err
-		}
-		b = b.WatchesRawSource(changed)
+	b, err := r.watchFactSources(mgr, ctrl.NewControllerManagedBy(mgr))
+	if err != nil {
+		return err
 	}
 	if opts.LogConstructor == nil {
 		opts.LogConstructor = reconcileLog(mgr.GetLogger())

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -63,73 +62,42 @@ type Reconciler struct {
 	// reconcile's CPU in the scale harness. Unset, Client applies.
 	StatusREST rest.Interface
 	Recorder   recorder.EventRecorder
-	// Policy holds the default thresholds; a VMObservation's spec.policy
-	// overrides them. The caller derives it once from its options
-	// (internal/app: RenewingEvidence with the evidence refresh,
-	// DomainStatsInterval with the domain stats' interval); the reconciler
-	// never changes it.
-	Policy verdict.Policy
-	// AutoCreate creates a VMObservation for every VM and VMI in scope;
-	// when false only user-declared ones are kept up to date.
-	AutoCreate bool
-	// EvidenceRefreshInterval, when positive, opts in to the periodic
-	// evidence refresh: the engine cites renewing sources (virt-handler's
-	// heartbeat) by value and deadline (Policy.RenewingEvidence), and a
-	// status whose only change is those timestamps is written at most once
-	// per interval. 0 writes a status only when its evidence changes: an
-	// unchanging fleet costs no writes.
-	EvidenceRefreshInterval time.Duration
-	// ProgressCoalesceWindow coalesces changes between Progressing states
-	// (a boot, a migration) to one write per window; 0 writes each.
-	ProgressCoalesceWindow time.Duration
-	// EvidenceRefreshQPS bounds timestamp-only status writes across all
-	// VMs, per second; 0 leaves them unbounded.
-	EvidenceRefreshQPS float64
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Metrics records verdict transitions; nil disables it.
 	Metrics *metrics.Transitions
 	// Liveness records every finished reconcile; nil disables it.
 	Liveness *metrics.Liveness
-	// Shard is the label selector of this instance's VMs (--vm-selector);
-	// nil or empty is every VM. See shard.go.
-	Shard labels.Selector
 	// Startup is the manager's start-up phase, ended when the initial
 	// lists are reconciled; nil begins one that lowers nothing
 	// (internal/startupgc).
 	Startup *startupgc.Phase
-	// HandoverGrace is how long to wait for another shard to release a
-	// VMObservation before taking it over; 0 is DefaultHandoverGrace.
-	HandoverGrace time.Duration
 	// APIReader reads from the API server, past the cache; sharding needs
 	// it to tell a VM in another shard from a deleted one.
 	APIReader client.Reader
-	// DomainStats, when set, reads virt-handler's domain stats from
-	// Prometheus (domainstats.go).
-	DomainStats *DomainStats
-	// GuestProbe, when set, probes the guest agents through virt-api's
-	// subresources (guestprobe.go).
-	GuestProbe *GuestProbe
 
-	// policy decides every status write; setup builds it from the fields
-	// above.
+	// opts are SetupWithManager's.
+	opts Options
+	// policy decides every status write; setup builds it from opts.
 	policy *writePolicy
 	// shard is nil when unsharded.
 	shard *shard
-	// domain holds the folded domain stats; nil without DomainStats.
+	// domain holds the folded domain stats; nil without opts.DomainStats.
 	domain *domainstats.Source
-	// guest holds the folded guest probes; nil without GuestProbe.
+	// guest holds the folded guest probes; nil without opts.GuestProbe.
 	guest *guestprobe.Source
 	// beats holds the VMs whose next look is their node's heartbeat
 	// deadline (runtimekit.Heartbeats).
 	beats *runtimekit.Heartbeats
 }
 
-// setup builds what the reconciler derives from its configuration; it
-// runs once, before the first Reconcile.
-func (r *Reconciler) setup() {
-	r.policy = newWritePolicy(r.EvidenceRefreshInterval, r.ProgressCoalesceWindow, r.EvidenceRefreshQPS)
-	r.shard = newShard(r.Shard, r.HandoverGrace)
+// setup builds what the reconciler derives from its options; it runs
+// once, before the first Reconcile.
+func (r *Reconciler) setup(opts Options) {
+	r.opts = opts
+	w := opts.Write
+	r.policy = newWritePolicy(w.EvidenceRefreshInterval, w.ProgressCoalesceWindow, w.EvidenceRefreshQPS)
+	r.shard = newShard(opts.Shard, opts.HandoverGrace)
 	r.beats = runtimekit.NewHeartbeats(nil)
 }
 
@@ -177,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	if obs == nil {
-		if !r.AutoCreate {
+		if !r.opts.AutoCreate {
 			return ctrl.Result{}, nil
 		}
 		created, wait, err := r.create(ctx, in)
@@ -194,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	// Evaluate: a pure function of the gathered objects and now.
-	in.Policy = r.Policy.WithOverrides(obs.Policy)
+	in.Policy = r.opts.Policy.WithOverrides(obs.Policy)
 	prev := obs.Previous()
 	in.Previous = prev
 	now := r.now()

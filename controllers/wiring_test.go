@@ -166,9 +166,8 @@ func fakeWorld(t testing.TB, objs ...client.Object) (client.Client, *writeLog) {
 }
 
 func wReconciler(c client.Client) *Reconciler {
-	r := &Reconciler{Client: c, Policy: verdict.DefaultPolicy(), AutoCreate: true,
-		Now: func() time.Time { return wNow }}
-	r.setup()
+	r := &Reconciler{Client: c, Now: func() time.Time { return wNow }}
+	r.setup(Options{Policy: verdict.DefaultPolicy(), AutoCreate: true})
 	return r
 }
 

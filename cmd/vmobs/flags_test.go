@@ -50,7 +50,8 @@ func flagsReference(fs *flag.FlagSet) string {
 	fields := policyFields()
 	var b strings.Builder
 	b.WriteString("# `vmobs manager` flags\n\n")
-	b.WriteString("<!-- Generated from the flags cmd/vmobs/manager.go defines (TestFlagsReference); do not edit.\n")
+	b.WriteString("<!-- Generated from the flags of cmd/vmobs/manager.go and the option groups' BindFlags (TestFlagsReference);\n")
+	b.WriteString("     do not edit.\n")
 	b.WriteString("     `make update-golden` rewrites it. -->\n\n")
 	b.WriteString("`vmobs manager` runs the controller. It takes these flags on the command line (`make run ARGS=...`,\n")
 	b.WriteString("the `args` of `config/manager/manager.yaml`) or through the Helm chart's `flags` value\n")

@@ -82,18 +82,13 @@ type Options struct {
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
-	// EvidenceRefreshInterval, when positive, turns on the periodic evidence
-	// refresh: the status carries virt-handler's heartbeat value and
-	// deadline and is rewritten at most this often to keep them true. 0
-	// (the default) writes a status only when its evidence changes.
-	EvidenceRefreshInterval time.Duration
-	// EvidenceRefreshQPS bounds timestamp-only status writes across all VMs
-	// per second, so that the refreshes of a fleet written in one cold start
-	// do not all fall due together; 0 leaves them unbounded.
-	EvidenceRefreshQPS float64
-	// ProgressCoalesceWindow coalesces changes between Progressing states to
-	// one status write per window.
-	ProgressCoalesceWindow time.Duration
+	// WriteOptions are the write policy's settings: the periodic evidence
+	// refresh (EvidenceRefreshInterval, 0 by default: a status is written
+	// only when its evidence changes), its rate across the fleet
+	// (EvidenceRefreshQPS, so that the refreshes of a fleet written in one
+	// cold start do not all fall due together) and the coalescing of
+	// Progressing states (ProgressCoalesceWindow).
+	controllers.WriteOptions
 	// Policy holds the engine's default thresholds.
 	Policy verdict.Policy
 	// MaxConcurrentReconciles is the number of workers.
@@ -188,15 +183,12 @@ func Defaults() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
-		EvidenceRefreshInterval: 0,
-		EvidenceRefreshQPS:      20,
-		ProgressCoalesceWindow:  time.Second,
+		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
 		StartupGCPercent:        startupgc.DefaultPercent,
 		GuestProbe: guestprobe.Config{
-			Interval: guestprobe.DefaultInterval, QPS: guestprobe.DefaultQPS,
-			Workers: guestprobe.DefaultWorkers, Timeout: guestprobe.DefaultTimeout,
+			Options: guestprobe.Defaults, QPS: guestprobe.DefaultQPS, Workers: guestprobe.DefaultWorkers,
 		},
 	}
 }
@@ -242,21 +234,24 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the status client: %w", err)
 	}
 	r := &controllers.Reconciler{
-		Client:                  mgr.GetClient(),
-		StatusREST:              statusREST,
-		Recorder:                mgr.GetEventRecorder("vmobs"),
-		Policy:                  enginePolicy(opts),
-		AutoCreate:              opts.AutoCreate,
-		EvidenceRefreshInterval: opts.EvidenceRefreshInterval,
-		EvidenceRefreshQPS:      opts.EvidenceRefreshQPS,
-		ProgressCoalesceWindow:  opts.ProgressCoalesceWindow,
-		Now:                     opts.Now,
-		Metrics:                 transitions,
-		Liveness:                liveness,
-		Shard:                   opts.VMSelector,
-		APIReader:               mgr.GetAPIReader(),
-		Informers:               informers,
-		Startup:                 startup,
+		Client:     mgr.GetClient(),
+		StatusREST: statusREST,
+		Recorder:   mgr.GetEventRecorder("vmobs"),
+		Now:        opts.Now,
+		Metrics:    transitions,
+		Liveness:   liveness,
+		APIReader:  mgr.GetAPIReader(),
+		Informers:  informers,
+		Startup:    startup,
+	}
+	policy, sources := enginePolicy(opts), metrics.NewFactSources()
+	copts := controllers.Options{
+		Policy:            policy,
+		AutoCreate:        opts.AutoCreate,
+		Write:             opts.WriteOptions,
+		Shard:             opts.VMSelector,
+		FactSourceMetrics: sources,
+		Controller:        controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)},
 	}
 	var domainMetrics *domainstats.Metrics
 	if opts.PrometheusURL != "" {
@@ -265,7 +260,11 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 		domainMetrics = domainstats.NewMetrics()
-		r.DomainStats = &controllers.DomainStats{Querier: q, Config: opts.DomainStats, Metrics: domainMetrics}
+		cfg := opts.DomainStats
+		// The fold keeps the onset of memory pressure with the engine's
+		// thresholds.
+		cfg.MemoryPressure = policy.MemoryThresholds()
+		copts.DomainStats = &controllers.DomainStats{Querier: q, Config: cfg, Metrics: domainMetrics}
 	}
 	var guestMetrics *guestprobe.Metrics
 	if opts.GuestProbe.Interval > 0 {
@@ -276,9 +275,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("creating the guest probe client: %w", err)
 		}
 		guestMetrics = guestprobe.NewMetrics()
-		r.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
+		copts.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: max(1, opts.MaxConcurrentReconciles)}); err != nil {
+	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
 
@@ -288,6 +287,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	collectors := append(transitions.Collectors(), liveness.Collectors()...)
 	collectors = append(collectors, metrics.BuildInfo(version.Get()))
+	collectors = append(collectors, sources.Collectors()...)
 	if domainMetrics != nil {
 		collectors = append(collectors, domainMetrics.Collectors()...)
 	}
@@ -340,12 +340,6 @@ func (o onCacheSync) Start(ctx context.Context) error {
 
 func (onCacheSync) NeedLeaderElection() bool { return false }
 
-// metricsServerOptions are the metrics server's: HTTPS behind Kubernetes
-// authentication and authorization when SecureMetrics, with the
-// certificate of MetricsCertDir, and HTTP/1.1 only unless EnableHTTP2.
-// controller-runtime falls back to a self-signed certificate when the files
-// are missing; a directory that was asked for and lacks them is an error
-// instead, so a Secret mounted at the wrong path does not go unnoticed.
 // enginePolicy is the one derivation of the engine's policy from the
 // options: the thresholds as given, and what other options decide. Nothing
 // changes it afterwards.
@@ -361,6 +355,12 @@ func enginePolicy(opts Options) verdict.Policy {
 	return p
 }
 
+// metricsServerOptions are the metrics server's: HTTPS behind Kubernetes
+// authentication and authorization when SecureMetrics, with the
+// certificate of MetricsCertDir, and HTTP/1.1 only unless EnableHTTP2.
+// controller-runtime falls back to a self-signed certificate when the files
+// are missing; a directory that was asked for and lacks them is an error
+// instead, so a Secret mounted at the wrong path does not go unnoticed.
 func metricsServerOptions(opts Options) (metricsserver.Options, error) {
 	out := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.SecureMetrics}
 	if !opts.SecureMetrics {

@@ -211,11 +211,12 @@ func Fleet() (dashboard.Dashboard, error) {
 		Datasource(ds()).WithTarget(query(`max by (layer) (time() - vmobs_layer_evidence_timestamp_seconds{`+vmSel+`})`, "{{layer}}")).
 		Height(8).Span(12).Unit("s").Min(0))
 
-	// The hypervisor's view, through Prometheus.
-	b.WithRow(dashboard.NewRowBuilder("Domain stats"))
-	b.WithPanel(stat.NewPanelBuilder().Title("Domain stats readable").
-		Description("Whether the leader could query Prometheus for virt-handler's domain stats (vmobs_domain_stats_available, 0 once several rounds failed; the min over replicas, since a standby reports 1; only with --prometheus-url).").
-		Datasource(ds()).WithTarget(instant(`min(vmobs_domain_stats_available{`+controllerSel+`})`, "available")).
+	// The sources of facts outside the cluster's objects: the hypervisor's
+	// view through Prometheus, the guest agents through virt-api.
+	b.WithRow(dashboard.NewRowBuilder("Sources of facts"))
+	b.WithPanel(stat.NewPanelBuilder().Title("Sources of facts readable").
+		Description("Whether the leader could read each source of facts (vmobs_fact_source_available{source}: domain_stats with --prometheus-url, guest_probe with a --guest-probe-interval above 0; 0 once several rounds or probes in a row failed; the min over replicas, since a standby reports 1).").
+		Datasource(ds()).WithTarget(instant(`min by (source) (vmobs_fact_source_available{`+controllerSel+`})`, "{{source}}")).
 		Height(6).Span(6).ColorMode(common.BigValueColorModeBackground).GraphMode(common.BigValueGraphModeNone).
 		Mappings([]dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: map[string]dashboard.ValueMappingResult{
 			"0": {Text: cog.ToPtr("No"), Color: cog.ToPtr("red")}, "1": {Text: cog.ToPtr("Yes"), Color: cog.ToPtr("green")},
@@ -226,8 +227,9 @@ func Fleet() (dashboard.Dashboard, error) {
 		// No error is no series at all: 0 then, by on().
 		WithTarget(query(`(sum by (kind) (rate(vmobs_domain_stats_query_errors_total{`+controllerSel+`}[$__rate_interval])) * 60) or on() vector(0)`, "errors/min {{kind}}")).
 		Height(6).Span(9).Unit("short").Min(0))
-	b.WithPanel(timeseries.NewPanelBuilder().Title("Domain stats: time since the last good query").
-		Datasource(ds()).WithTarget(query(`time() - max(vmobs_domain_stats_last_success_timestamp_seconds{`+controllerSel+`})`, "since last success")).
+	b.WithPanel(timeseries.NewPanelBuilder().Title("Sources of facts: time since the last success").
+		Description("Since each source's last success (vmobs_fact_source_last_success_timestamp_seconds{source}): the last round of domain stats queries that all succeeded, the last guest agent probe that was answered.").
+		Datasource(ds()).WithTarget(query(`time() - max by (source) (vmobs_fact_source_last_success_timestamp_seconds{`+controllerSel+`} > 0)`, "{{source}}")).
 		Height(6).Span(9).Unit("s").Min(0))
 
 	// vmobs itself.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -122,8 +123,8 @@ func DemoPace() Pace {
 		ChurnMax:       15 * time.Second,
 		Slack:          10 * time.Second,
 		ScrapeEvery:    time.Second,
-		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 8 * time.Second},
-		GuestProbe:     guestprobe.Config{Interval: 10 * time.Second, QPS: 20, Workers: guestprobe.DefaultWorkers, Timeout: 2 * time.Second},
+		DomainStats:    domainstats.Config{Options: factsource.Options{Interval: p.DomainStatsInterval}, Window: 8 * time.Second},
+		GuestProbe:     guestprobe.Config{Options: factsource.Options{Interval: 10 * time.Second, Timeout: 2 * time.Second}, QPS: 20, Workers: guestprobe.DefaultWorkers},
 	}
 }
 
@@ -154,8 +155,8 @@ func FastPace() Pace {
 		ChurnMax:       3 * time.Second,
 		Slack:          5 * time.Second,
 		ScrapeEvery:    time.Second,
-		DomainStats:    domainstats.Config{Interval: p.DomainStatsInterval, Window: 4 * time.Second},
-		GuestProbe:     guestprobe.Config{Interval: 2 * time.Second, QPS: 20, Workers: guestprobe.DefaultWorkers, Timeout: time.Second},
+		DomainStats:    domainstats.Config{Options: factsource.Options{Interval: p.DomainStatsInterval}, Window: 4 * time.Second},
+		GuestProbe:     guestprobe.Config{Options: factsource.Options{Interval: 2 * time.Second, Timeout: time.Second}, QPS: 20, Workers: guestprobe.DefaultWorkers},
 	}
 }
 
@@ -176,7 +177,7 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.DomainStatsGrace, d.DomainStatsGrace},
 		{p.Policy.GuestCPUStalledAfter, d.GuestCPUStalledAfter},
 		{p.Policy.GuestMemoryPressureAfter, d.GuestMemoryPressureAfter},
-		{p.GuestProbe.Interval, guestprobe.DefaultInterval},
+		{p.GuestProbe.Interval, guestprobe.Defaults.Interval},
 	} {
 		r = max(r, float64(x[0])/float64(x[1]))
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // scale says how a signal is rounded. Values move with every sample; the
@@ -35,17 +35,17 @@ var (
 
 // bucket rounds v, keeping prev while v stays near it. A value that is not
 // a finite, non-negative number is absent.
-func bucket(prev verdict.Value, v float64, ok bool, s scale) verdict.Value {
+func bucket(prev vmifacts.Value, v float64, ok bool, s scale) vmifacts.Value {
 	if !ok || !valid(v) {
-		return verdict.Value{}
+		return vmifacts.Value{}
 	}
 	if v < s.floor {
-		return verdict.Value{V: 0, OK: true}
+		return vmifacts.Value{V: 0, OK: true}
 	}
 	if prev.OK && prev.V > 0 && s.near(prev.V, v) {
 		return prev
 	}
-	return verdict.Value{V: s.round(v), OK: true}
+	return vmifacts.Value{V: s.round(v), OK: true}
 }
 
 func valid(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }

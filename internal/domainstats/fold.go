@@ -5,16 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
-
-// Target is a Running VMI whose domain stats are folded.
-type Target struct {
-	Key types.NamespacedName
-	UID types.UID
-	// Node is the VMI's status.nodeName.
-	Node string
-}
 
 // series is one VMI's value of a signal, on one node.
 type series struct {
@@ -33,9 +26,9 @@ type answers struct {
 	// maxAge is how old a timestamped sample may be and still count (0:
 	// any age).
 	maxAge time.Duration
-	// pol holds the thresholds the fold keeps onsets with (the
-	// controller's; zero fields take their defaults).
-	pol verdict.Policy
+	// memory holds the thresholds the fold keeps the onset of memory
+	// pressure with (Config.MemoryPressure).
+	memory vmifacts.MemoryThresholds
 }
 
 func newAnswers(at time.Time) *answers {
@@ -67,7 +60,7 @@ func (a *answers) add(s signal, samples []Sample) (dropped int) {
 // pick is the VMI's value of a signal: the series from its own node, else
 // (a migration's handoff, a series without a node label) the one of the
 // lowest node name, so the choice does not depend on answer order.
-func (a *answers) pick(s signal, t *Target) (series, bool) {
+func (a *answers) pick(s signal, t *factsource.Target) (series, bool) {
 	ss := a.vals[s][t.Key]
 	if len(ss) == 0 {
 		return series{}, false
@@ -87,7 +80,7 @@ func (a *answers) pick(s signal, t *Target) (series, bool) {
 // vmiState is what the fold remembers of one VMI between rounds.
 type vmiState struct {
 	// facts are the last facts folded from answers (never Unavailable).
-	facts verdict.DomainFacts
+	facts vmifacts.DomainFacts
 	// baseline is the VM's usual time per I/O operation, an exponential
 	// average of its samples; baselineN counts them.
 	baseline  float64
@@ -117,14 +110,14 @@ const (
 // fold computes the VMI's facts from one round's answers and what it
 // remembers, and says whether they changed. SampledAt moves only with a
 // change, so an unchanged domain gives equal facts.
-func fold(st *vmiState, t *Target, a *answers) bool {
+func fold(st *vmiState, t *factsource.Target, a *answers) bool {
 	if st.facts.VMIUID != t.UID {
 		// A new VMI (or one recreated under the same name): nothing of the
 		// earlier one's history applies.
 		*st = vmiState{}
 	}
 	prev := &st.facts
-	f := verdict.DomainFacts{VMIUID: t.UID}
+	f := vmifacts.DomainFacts{VMIUID: t.UID}
 
 	if p, ok := a.pick(sigPresent, t); ok {
 		f.Exported, f.Node = true, p.node
@@ -160,7 +153,7 @@ func fold(st *vmiState, t *Target, a *answers) bool {
 	f.SwapRate = bucket(prev.SwapRate, v, ok, scaleRate)
 	v, ok = a.value(sigMajorFaults, t)
 	f.MajorFaultRate = bucket(prev.MajorFaultRate, v, ok, scaleEvents)
-	if a.pol.MemoryPressure(&f) {
+	if a.memory.Pressure(&f) {
 		f.MemoryPressureSince = since(prev.MemoryPressureSince, a.at)
 	}
 	v, ok = a.value(sigGuestPanics, t)
@@ -227,7 +220,7 @@ func fold(st *vmiState, t *Target, a *answers) bool {
 	return changed
 }
 
-func (a *answers) value(s signal, t *Target) (float64, bool) {
+func (a *answers) value(s signal, t *factsource.Target) (float64, bool) {
 	p, ok := a.pick(s, t)
 	return p.v, ok
 }

@@ -7,16 +7,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 var t0 = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 
-var vm1 = Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm1"}, UID: "uid-1", Node: "node-a"}
+var vm1 = factsource.Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm1"}, UID: "uid-1", Node: "node-a"}
 
 // healthy is one round in which vm1 runs on node-a beside vm2.
 func healthy(at time.Time) *answers {
 	a := newAnswers(at)
+	a.memory = verdict.DefaultPolicy().MemoryThresholds()
 	for _, name := range []string{"vm1", "vm2"} {
 		a.add(sigPresent, []Sample{smp(name, "node-a", 1)})
 		a.add(sigVCPU, []Sample{smp(name, "node-a", 0.37)})
@@ -72,20 +75,20 @@ func TestFoldStates(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		edit  func(a *answers)
-		check func(t *testing.T, f verdict.DomainFacts)
+		check func(t *testing.T, f vmifacts.DomainFacts)
 	}{
 		{"not exported, node exports others", func(a *answers) {
 			for s := range a.vals {
 				delete(a.vals[s], vm1.Key)
 			}
 			a.perNode["node-a"]--
-		}, func(t *testing.T, f verdict.DomainFacts) {
+		}, func(t *testing.T, f vmifacts.DomainFacts) {
 			if f.Exported || !f.NodeExports || f.MissingSince.IsZero() {
 				t.Errorf("%+v", f)
 			}
 		}},
-		{"vCPU stalled", func(a *answers) { a.vals[sigVCPU][vm1.Key][0].v = 0 }, func(t *testing.T, f verdict.DomainFacts) {
-			if f.VCPUStalledSince.IsZero() || f.VCPUUsage != (verdict.Value{V: 0, OK: true}) {
+		{"vCPU stalled", func(a *answers) { a.vals[sigVCPU][vm1.Key][0].v = 0 }, func(t *testing.T, f vmifacts.DomainFacts) {
+			if f.VCPUStalledSince.IsZero() || f.VCPUUsage != (vmifacts.Value{V: 0, OK: true}) {
 				t.Errorf("%+v", f)
 			}
 		}},
@@ -93,21 +96,21 @@ func TestFoldStates(t *testing.T) {
 			a.vals[sigVCPU][vm1.Key][0].v = math.NaN()
 			a.vals[sigMemAvailable][vm1.Key][0].v = math.Inf(1)
 			a.vals[sigMemUsable][vm1.Key][0].v = -5
-		}, func(t *testing.T, f verdict.DomainFacts) {
+		}, func(t *testing.T, f vmifacts.DomainFacts) {
 			if f.VCPUUsage.OK || f.MemoryAvailable.OK || f.MemoryUsable.OK || !f.VCPUStalledSince.IsZero() {
 				t.Errorf("%+v", f)
 			}
 		}},
 		{"a guest without the usable statistic has no headroom value", func(a *answers) {
 			delete(a.vals[sigMemUsable], vm1.Key)
-		}, func(t *testing.T, f verdict.DomainFacts) {
+		}, func(t *testing.T, f vmifacts.DomainFacts) {
 			if f.MemoryUsable.OK || !f.MemoryAvailable.OK {
 				t.Errorf("usable %+v available %+v", f.MemoryUsable, f.MemoryAvailable)
 			}
 		}},
 		{"the VMI's own node wins", func(a *answers) {
 			a.add(sigVCPU, []Sample{smp("vm1", "node-0", 3)})
-		}, func(t *testing.T, f verdict.DomainFacts) {
+		}, func(t *testing.T, f vmifacts.DomainFacts) {
 			if f.VCPUUsage.V != 0.5 {
 				t.Errorf("%+v", f.VCPUUsage)
 			}
@@ -210,26 +213,26 @@ func TestFoldMigration(t *testing.T) {
 
 func TestBucket(t *testing.T) {
 	for _, tc := range []struct {
-		prev verdict.Value
+		prev vmifacts.Value
 		v    float64
 		s    scale
-		want verdict.Value
+		want vmifacts.Value
 	}{
-		{verdict.Value{}, 0.37, scaleCores, verdict.Value{V: 0.5, OK: true}},
-		{verdict.Value{}, 0.3, scaleCores, verdict.Value{V: 0.2, OK: true}},
-		{verdict.Value{}, 0.8, scaleCores, verdict.Value{V: 1, OK: true}},
-		{verdict.Value{}, 0.005, scaleCores, verdict.Value{V: 0, OK: true}},
+		{vmifacts.Value{}, 0.37, scaleCores, vmifacts.Value{V: 0.5, OK: true}},
+		{vmifacts.Value{}, 0.3, scaleCores, vmifacts.Value{V: 0.2, OK: true}},
+		{vmifacts.Value{}, 0.8, scaleCores, vmifacts.Value{V: 1, OK: true}},
+		{vmifacts.Value{}, 0.005, scaleCores, vmifacts.Value{V: 0, OK: true}},
 		// 0.2 covers [√0.02, √0.1) = [0.141, 0.316); it moves 25% past
 		// an edge.
-		{verdict.Value{V: 0.2, OK: true}, 0.39, scaleCores, verdict.Value{V: 0.2, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.4, scaleCores, verdict.Value{V: 0.5, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.114, scaleCores, verdict.Value{V: 0.2, OK: true}},
-		{verdict.Value{V: 0.2, OK: true}, 0.11, scaleCores, verdict.Value{V: 0.1, OK: true}},
-		{verdict.Value{}, 1234567890, scaleBytes, verdict.Value{V: 1.2e9, OK: true}},
-		{verdict.Value{V: 1.2e9, OK: true}, 1.3e9, scaleBytes, verdict.Value{V: 1.2e9, OK: true}},
-		{verdict.Value{V: 1.2e9, OK: true}, 1.35e9, scaleBytes, verdict.Value{V: 1.4e9, OK: true}},
-		{verdict.Value{V: 1, OK: true}, math.NaN(), scaleEvents, verdict.Value{}},
-		{verdict.Value{V: 1, OK: true}, -1, scaleEvents, verdict.Value{}},
+		{vmifacts.Value{V: 0.2, OK: true}, 0.39, scaleCores, vmifacts.Value{V: 0.2, OK: true}},
+		{vmifacts.Value{V: 0.2, OK: true}, 0.4, scaleCores, vmifacts.Value{V: 0.5, OK: true}},
+		{vmifacts.Value{V: 0.2, OK: true}, 0.114, scaleCores, vmifacts.Value{V: 0.2, OK: true}},
+		{vmifacts.Value{V: 0.2, OK: true}, 0.11, scaleCores, vmifacts.Value{V: 0.1, OK: true}},
+		{vmifacts.Value{}, 1234567890, scaleBytes, vmifacts.Value{V: 1.2e9, OK: true}},
+		{vmifacts.Value{V: 1.2e9, OK: true}, 1.3e9, scaleBytes, vmifacts.Value{V: 1.2e9, OK: true}},
+		{vmifacts.Value{V: 1.2e9, OK: true}, 1.35e9, scaleBytes, vmifacts.Value{V: 1.4e9, OK: true}},
+		{vmifacts.Value{V: 1, OK: true}, math.NaN(), scaleEvents, vmifacts.Value{}},
+		{vmifacts.Value{V: 1, OK: true}, -1, scaleEvents, vmifacts.Value{}},
 	} {
 		if got := bucket(tc.prev, tc.v, true, tc.s); got != tc.want {
 			t.Errorf("bucket(%+v, %v) = %+v, want %+v", tc.prev, tc.v, got, tc.want)

@@ -8,14 +8,13 @@ import (
 )
 
 // Metrics are the source's own: how its queries fare, without a per-VM
-// label.
+// label. Whether it is available is in the families every source shares
+// (metrics.FactSources).
 type Metrics struct {
 	duration    *prometheus.HistogramVec
 	bytes       *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
 	annotations *prometheus.CounterVec
-	available   prometheus.Gauge
-	lastSuccess prometheus.Gauge
 	dropSeries  prometheus.Counter
 	vmis        *prometheus.GaugeVec
 }
@@ -41,14 +40,6 @@ func NewMetrics() *Metrics {
 			Name: "vmobs_domain_stats_query_annotations_total",
 			Help: "PromQL annotations (\"PromQL info: ...\", \"PromQL warning: ...\") in the answers to domain stats queries, per signal; the answers are used.",
 		}, []string{"signal"}),
-		available: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "vmobs_domain_stats_available",
-			Help: "0 once several rounds of domain stats queries in a row have failed (the VMs' verdicts then rest on their other sources); 1 otherwise, also before the first round and on a standby replica, which queries nothing.",
-		}),
-		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "vmobs_domain_stats_last_success_timestamp_seconds",
-			Help: "Unix time of the last round of domain stats queries that all succeeded.",
-		}),
 		dropSeries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "vmobs_domain_stats_series_dropped_total",
 			Help: "Series in Prometheus' answers that name no VMI (no namespace or name label).",
@@ -58,15 +49,12 @@ func NewMetrics() *Metrics {
 			Help: "Running VMIs in the last round (state running) and those among them virt-handler exports (state exported).",
 		}, []string{"state"}),
 	}
-	// Available until known to be unavailable, as every source's gauge:
-	// the alert takes the min over replicas, and a standby runs no source.
-	m.available.Set(1)
 	return m
 }
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.duration, m.bytes, m.errors, m.annotations, m.available, m.lastSuccess, m.dropSeries, m.vmis}
+	return []prometheus.Collector{m.duration, m.bytes, m.errors, m.annotations, m.dropSeries, m.vmis}
 }
 
 func (m *Metrics) queried(s signal, d time.Duration, n int, err error) {
@@ -90,19 +78,6 @@ func (m *Metrics) queried(s signal, d time.Duration, n int, err error) {
 func (m *Metrics) annotated(s signal, n int) {
 	if m != nil {
 		m.annotations.WithLabelValues(s.String()).Add(float64(n))
-	}
-}
-
-func (m *Metrics) succeeded(at time.Time) {
-	if m != nil {
-		m.available.Set(1)
-		m.lastSuccess.Set(float64(at.Unix()))
-	}
-}
-
-func (m *Metrics) unavailable() {
-	if m != nil {
-		m.available.Set(0)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vmobs/vmobs/internal/factsource"
 )
 
 // Answers as the servers write them. The info string is
@@ -75,17 +77,17 @@ func TestSourceAnnotatedAnswers(t *testing.T) {
 		_, _ = w.Write([]byte(body))
 	}))
 	defer srv.Close()
-	s, _, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
-	for range DefaultUnavailableAfter + 1 {
+	s, _, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
+	for range Defaults.UnavailableAfter + 1 {
 		s.Round(context.Background())
 	}
 	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "" || !f.Exported {
 		t.Fatalf("facts %+v: annotated answers made domain stats unavailable", f)
 	}
-	if got := testutil.ToFloat64(m.available); got != 1 {
-		t.Errorf("vmobs_domain_stats_available = %v", got)
+	if got := testutil.ToFloat64(m.Available); got != 1 {
+		t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 	}
-	if got := testutil.ToFloat64(m.annotations.WithLabelValues("swap")); got != float64(DefaultUnavailableAfter+1) {
+	if got := testutil.ToFloat64(m.annotations.WithLabelValues("swap")); got != float64(Defaults.UnavailableAfter+1) {
 		t.Errorf("annotations{swap} = %v, want one per round", got)
 	}
 	if len(s.annotated) != 1 {

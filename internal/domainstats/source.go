@@ -1,7 +1,7 @@
 // Package domainstats reads what libvirt sees of every running domain —
 // virt-handler's domain stats, scraped by Prometheus — with one instant
 // query per signal for the whole fleet per interval, and folds the answers
-// into small per-VMI facts (verdict.DomainFacts). A VMI's facts change only
+// into small per-VMI facts (vmifacts.DomainFacts). A VMI's facts change only
 // when a bucketed value or a state does; only then is its VM reconciled, so
 // domain stats never turn into status churn.
 //
@@ -14,59 +14,60 @@ package domainstats
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
-// Defaults of Config.
-const (
-	DefaultInterval         = time.Minute
-	DefaultTimeout          = 10 * time.Second
-	DefaultUnavailableAfter = 3
-	// parallelQueries bounds the queries of a round in flight at once.
-	parallelQueries = 4
-)
+// Name is the source's in logs and in the source label of the shared
+// metrics.
+const Name = "domain_stats"
 
-// Config configures a Source.
+// Defaults are the Options a Config leaves zero: a round a minute
+// (--domain-stats-interval), each query within 10 seconds, unavailable
+// after 3 failed rounds in a row.
+var Defaults = factsource.Options{Interval: time.Minute, Timeout: 10 * time.Second, UnavailableAfter: 3}
+
+// parallelQueries bounds the queries of a round in flight at once.
+const parallelQueries = 4
+
+// Config configures a Source: the Options (Interval between rounds,
+// Timeout of each query, UnavailableAfter failed rounds in a row; a single
+// failed round keeps the last facts) and the queries' own.
 type Config struct {
-	// Interval between rounds (--domain-stats-interval).
-	Interval time.Duration
+	factsource.Options
 	// Window is the range of the rate() queries; 0 is twice the interval,
 	// at least two minutes, so that it spans several of virt-handler's
 	// scrapes (30s in KubeVirt's ServiceMonitor).
 	Window time.Duration
-	// Timeout bounds each query.
-	Timeout time.Duration
-	// UnavailableAfter is how many rounds in a row must fail before the
-	// facts say Unavailable; a single failed round keeps the last facts.
-	UnavailableAfter int
-	// Policy holds the thresholds the fold keeps the onset of memory
-	// pressure with (the controller's flags; zero fields take their
-	// defaults). A VM's spec overrides judge the current sample in the
-	// engine; the onset is the flags'.
-	Policy verdict.Policy
+	// MemoryPressure holds the thresholds the fold keeps the onset of
+	// memory pressure with (the controller's flags,
+	// verdict.Policy.MemoryThresholds; zero keeps no onset). A VM's spec
+	// overrides judge the current sample in the engine; the onset is the
+	// flags'.
+	MemoryPressure vmifacts.MemoryThresholds
+}
+
+// BindFlags defines the queries' flags on fs: the interval defaults to
+// Defaults', the window to 0 (derived from the interval). Where Prometheus
+// is and how to reach it are the manager's (internal/app).
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Interval, "domain-stats-interval", Defaults.Interval, "Query Prometheus for the whole fleet's domain stats this often (one instant query per signal, never one per VM).")
+	fs.DurationVar(&c.Window, "domain-stats-window", 0, "Range of the rate() queries; 0 is twice --domain-stats-interval, at least 2m, to span several of virt-handler's scrapes.")
 }
 
 // WithDefaults is c with every zero field at its default: the
 // configuration a Source runs with.
 func (c Config) WithDefaults() Config {
-	if c.Interval <= 0 {
-		c.Interval = DefaultInterval
-	}
+	c.Options = c.Options.WithDefaults(Defaults)
 	if c.Window <= 0 {
 		c.Window = max(2*c.Interval, 2*time.Minute)
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.UnavailableAfter <= 0 {
-		c.UnavailableAfter = DefaultUnavailableAfter
 	}
 	return c
 }
@@ -76,24 +77,20 @@ type Querier interface {
 	Query(ctx context.Context, q string, t time.Time) ([]Sample, int, error)
 }
 
-// Source runs the rounds and holds the facts. Facts is safe to call from
-// any goroutine; Start runs the rounds.
+// Source runs the rounds and holds the facts (a factsource.Source). Facts
+// is safe to call from any goroutine; Start runs the rounds.
 type Source struct {
+	factsource.Kit
 	cfg     Config
 	q       Querier
-	targets func() []Target
-	// notify is told the keys whose facts changed.
-	notify  func(types.NamespacedName)
-	now     func() time.Time
 	metrics *Metrics
-	log     logr.Logger
 
 	mu    sync.RWMutex
-	facts map[types.NamespacedName]*verdict.DomainFacts
+	facts map[types.NamespacedName]*vmifacts.DomainFacts
 	// state is touched by the round only.
-	state    map[types.NamespacedName]*vmiState
-	failures int
-	why      string
+	state map[types.NamespacedName]*vmiState
+	// lastErr is the newest failed round's error, logged when it changes.
+	lastErr string
 	// annotated holds the PromQL annotations already logged, so each is
 	// logged once (bounded: maxAnnotationsLogged).
 	annoMu    sync.Mutex
@@ -110,23 +107,23 @@ type annotatedQuerier interface {
 	QueryAnnotated(ctx context.Context, q string, t time.Time) ([]Sample, int, []string, error)
 }
 
-// NewSource builds a Source. targets lists the Running VMIs (from the
-// controller's cache); notify is called for every VMI whose facts changed;
-// now may be nil (time.Now); m may be nil.
-func NewSource(cfg Config, q Querier, targets func() []Target, notify func(types.NamespacedName), now func() time.Time, m *Metrics, log logr.Logger) *Source {
-	if now == nil {
-		now = time.Now
-	}
+var _ factsource.Source[vmifacts.DomainFacts] = &Source{}
+
+// NewSource builds a Source that asks q; deps.Targets lists the Running
+// VMIs; m may be nil.
+func NewSource(cfg Config, q Querier, m *Metrics, deps factsource.Deps) *Source {
+	cfg = cfg.WithDefaults()
 	return &Source{
-		cfg: cfg.WithDefaults(), q: q, targets: targets, notify: notify, now: now, metrics: m, log: log,
-		facts:     map[types.NamespacedName]*verdict.DomainFacts{},
+		Kit: factsource.NewKit(cfg.Options, deps),
+		cfg: cfg, q: q, metrics: m,
+		facts:     map[types.NamespacedName]*vmifacts.DomainFacts{},
 		state:     map[types.NamespacedName]*vmiState{},
 		annotated: map[string]bool{},
 	}
 }
 
 // Facts returns a copy of the VMI's facts, nil when it has none yet.
-func (s *Source) Facts(key types.NamespacedName) *verdict.DomainFacts {
+func (s *Source) Facts(key types.NamespacedName) *vmifacts.DomainFacts {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	f, ok := s.facts[key]
@@ -140,7 +137,7 @@ func (s *Source) Facts(key types.NamespacedName) *verdict.DomainFacts {
 // Start runs a round every interval until ctx ends. It is a manager
 // Runnable that needs leader election: only the leader queries Prometheus.
 func (s *Source) Start(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Interval)
+	t := time.NewTicker(s.Interval())
 	defer t.Stop()
 	for {
 		s.Round(ctx)
@@ -155,8 +152,8 @@ func (s *Source) Start(ctx context.Context) error {
 // Round runs every query once, at the same evaluation time, and folds the
 // answers. Exported for tests.
 func (s *Source) Round(ctx context.Context) {
-	at := s.now().Truncate(time.Second)
-	targets := s.targets()
+	at := s.Deps.Now().Truncate(time.Second)
+	targets := s.Deps.Targets()
 	a, err := s.ask(ctx, at)
 	if err == nil && len(a.vals[sigPresent]) == 0 && len(targets) > 0 {
 		err = errors.New("no domain series of virt-handler (kubevirt_vmi_vcpu_seconds_total and others) in Prometheus for any VMI: is virt-handler scraped?")
@@ -165,8 +162,8 @@ func (s *Source) Round(ctx context.Context) {
 		s.failed(ctx, targets, err)
 		return
 	}
-	s.failures, s.why = 0, ""
-	s.metrics.succeeded(at)
+	s.Avail.Succeeded(at)
+	s.lastErr = ""
 	for i := range targets {
 		a.running[targets[i].Node]++
 	}
@@ -174,12 +171,12 @@ func (s *Source) Round(ctx context.Context) {
 	// timestamped sample older than that was not renewed by the scrapes
 	// since the last round either.
 	a.maxAge = max(2*s.cfg.Interval, time.Minute)
-	a.pol = s.cfg.Policy
+	a.memory = s.cfg.MemoryPressure
 
 	var changed []types.NamespacedName
 	exported := 0
 	live := make(map[types.NamespacedName]bool, len(targets))
-	next := make(map[types.NamespacedName]*verdict.DomainFacts, len(targets))
+	next := make(map[types.NamespacedName]*vmifacts.DomainFacts, len(targets))
 	for i := range targets {
 		t := &targets[i]
 		live[t.Key] = true
@@ -206,13 +203,11 @@ func (s *Source) Round(ctx context.Context) {
 	s.facts = next
 	s.mu.Unlock()
 	s.metrics.folded(len(targets), exported)
-	for _, k := range changed {
-		s.notify(k)
-	}
+	s.Notify(ctx, changed...)
 }
 
 // published is the facts the engine reads now for key.
-func (s *Source) published(key types.NamespacedName) *verdict.DomainFacts {
+func (s *Source) published(key types.NamespacedName) *vmifacts.DomainFacts {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.facts[key]
@@ -221,23 +216,21 @@ func (s *Source) published(key types.NamespacedName) *verdict.DomainFacts {
 // failed handles a round that could not be read: the last facts stand
 // until UnavailableAfter rounds in a row have failed, then every VMI's
 // facts say why.
-func (s *Source) failed(ctx context.Context, targets []Target, err error) {
-	s.failures++
-	if s.failures < s.cfg.UnavailableAfter {
-		s.log.Info("Reading domain stats failed; keeping the last facts", "error", err.Error(), "failedRounds", s.failures)
+func (s *Source) failed(ctx context.Context, targets []factsource.Target, err error) {
+	why, _ := s.Avail.Failed(unavailableReason(err))
+	if why == "" {
+		s.Deps.Log.Info("Reading domain stats failed; keeping the last facts", "error", err.Error(), "failedRounds", s.Avail.Failures())
 		return
 	}
-	why := err.Error()
-	if s.failures == s.cfg.UnavailableAfter || why != s.why {
-		s.log.Error(err, "Domain stats unavailable; verdicts rest on the other sources", "failedRounds", s.failures)
+	if s.Avail.Failures() == s.cfg.UnavailableAfter || err.Error() != s.lastErr {
+		s.Deps.Log.Error(err, "Domain stats unavailable; verdicts rest on the other sources", "failedRounds", s.Avail.Failures())
 	}
-	s.why = why
-	s.metrics.unavailable()
-	next := make(map[types.NamespacedName]*verdict.DomainFacts, len(targets))
+	s.lastErr = err.Error()
+	next := make(map[types.NamespacedName]*vmifacts.DomainFacts, len(targets))
 	var changed []types.NamespacedName
 	for i := range targets {
 		t := &targets[i]
-		f := &verdict.DomainFacts{Unavailable: unavailableReason(err), VMIUID: t.UID}
+		f := &vmifacts.DomainFacts{Unavailable: why, VMIUID: t.UID}
 		if p := s.published(t.Key); p == nil || *p != *f {
 			changed = append(changed, t.Key)
 		}
@@ -246,11 +239,7 @@ func (s *Source) failed(ctx context.Context, targets []Target, err error) {
 	s.mu.Lock()
 	s.facts = next
 	s.mu.Unlock()
-	if ctx.Err() == nil {
-		for _, k := range changed {
-			s.notify(k)
-		}
-	}
+	s.Notify(ctx, changed...)
 }
 
 // unavailableReason is the short cause the status shows. It must not
@@ -294,7 +283,7 @@ func (s *Source) annotations(sig signal, notes []string) {
 			continue
 		}
 		s.annotated[n] = true
-		s.log.Info("Prometheus annotated a domain stats query; the answer is used", "signal", sig.String(), "annotation", n)
+		s.Deps.Log.Info("Prometheus annotated a domain stats query; the answer is used", "signal", sig.String(), "annotation", n)
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/factsource/factsourcetest"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // fakeProm answers /api/v1/query the way Prometheus does, from a function
@@ -91,43 +94,35 @@ func (p *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-type notified struct {
-	mu   sync.Mutex
-	keys []types.NamespacedName
+// testMetrics are the source's metrics and its series of the shared ones.
+type testMetrics struct {
+	*Metrics
+	factsourcetest.Gauges
 }
 
-func (n *notified) add(k types.NamespacedName) {
-	n.mu.Lock()
-	n.keys = append(n.keys, k)
-	n.mu.Unlock()
-}
-func (n *notified) take() []types.NamespacedName {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	k := n.keys
-	n.keys = nil
-	return k
-}
-
-func newTestSource(t *testing.T, url string, targets []Target) (*Source, *notified, *Metrics) {
+func newTestSource(t *testing.T, url string, targets []factsource.Target) (*Source, *factsourcetest.Recorder, *testMetrics) {
 	t.Helper()
 	c, err := NewClient(url, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &notified{}
-	m := NewMetrics()
+	n := &factsourcetest.Recorder{}
+	m := &testMetrics{Metrics: NewMetrics(), Gauges: factsourcetest.NewGauges()}
 	clock := t0
 	// The timeout only catches a hang: a round on a loaded machine running
 	// the tests with -race must never reach it. The test of a server that
 	// does not answer shortens it once the healthy round is done.
-	s := NewSource(Config{Interval: time.Minute, Timeout: time.Minute}, c,
-		func() []Target { return targets }, n.add, func() time.Time { clock = clock.Add(time.Minute); return clock }, m, logr.Discard())
+	cfg := Config{Options: factsource.Options{Interval: time.Minute, Timeout: time.Minute}, MemoryPressure: verdict.DefaultPolicy().MemoryThresholds()}
+	s := NewSource(cfg, c, m.Metrics, factsource.Deps{
+		Targets: func() []factsource.Target { return targets }, Notify: n.Notify,
+		Now: func() time.Time { clock = clock.Add(time.Minute); return clock }, Log: logr.Discard(),
+		Available: m.Available, LastSuccess: m.LastSuccess,
+	})
 	return s, n, m
 }
 
 // factsOf returns key's facts, failing the test when it has none.
-func factsOf(t *testing.T, s *Source, key types.NamespacedName) verdict.DomainFacts {
+func factsOf(t *testing.T, s *Source, key types.NamespacedName) vmifacts.DomainFacts {
 	t.Helper()
 	f := s.Facts(key)
 	if f == nil {
@@ -136,17 +131,17 @@ func factsOf(t *testing.T, s *Source, key types.NamespacedName) verdict.DomainFa
 	return *f
 }
 
-var vm2 = Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
+var vm2 = factsource.Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm2"}, UID: "uid-2", Node: "node-a"}
 
 func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	p := &fakeProm{}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
-	s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+	s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
 	ctx := context.Background()
 
 	s.Round(ctx)
-	if got := n.take(); len(got) != 2 {
+	if got := n.Take(); len(got) != 2 {
 		t.Fatalf("first round notified %v, want both VMIs", got)
 	}
 	f := s.Facts(vm1.Key)
@@ -164,7 +159,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 		t.Errorf("a round made %d queries, want one per signal (%d)", got, numSignals)
 	}
 	s.Round(ctx)
-	if got := n.take(); len(got) != 0 {
+	if got := n.Take(); len(got) != 0 {
 		t.Fatalf("an unchanged world notified %v", got)
 	}
 	if s.Facts(types.NamespacedName{Namespace: "ns", Name: "other"}) != nil {
@@ -188,33 +183,33 @@ func TestSourceOutage(t *testing.T) {
 			p := &fakeProm{}
 			srv := httptest.NewServer(p)
 			defer srv.Close()
-			s, n, m := newTestSource(t, srv.URL, []Target{vm1, vm2})
+			s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
 			ctx := context.Background()
 			s.Round(ctx)
 			before := factsOf(t, s, vm1.Key)
-			n.take()
+			n.Take()
 
 			p.set(tc.mode)
 			if tc.mode == "slow" {
 				// The slow server never answers: any timeout expires.
 				s.cfg.Timeout = time.Millisecond
 			}
-			for i := 1; i < DefaultUnavailableAfter; i++ {
+			for i := 1; i < Defaults.UnavailableAfter; i++ {
 				s.Round(ctx)
-				if got := n.take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
+				if got := n.Take(); len(got) != 0 || factsOf(t, s, vm1.Key) != before {
 					t.Fatalf("failed round %d changed facts or notified %v", i, got)
 				}
 			}
 			s.Round(ctx)
-			if got := n.take(); len(got) != 2 {
+			if got := n.Take(); len(got) != 2 {
 				t.Fatalf("the outage notified %v, want both VMIs", got)
 			}
 			f := factsOf(t, s, vm1.Key)
 			if f.Unavailable != tc.why || f.Exported || f.VMIUID != vm1.UID {
 				t.Fatalf("facts in the outage %+v, want Unavailable %q", f, tc.why)
 			}
-			if got := testutil.ToFloat64(m.available); got != 0 {
-				t.Errorf("vmobs_domain_stats_available = %v", got)
+			if got := testutil.ToFloat64(m.Available); got != 0 {
+				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 			}
 			if tc.kind != "" {
 				if got := testutil.ToFloat64(m.errors.WithLabelValues("vcpu", tc.kind)); got < 1 {
@@ -222,21 +217,24 @@ func TestSourceOutage(t *testing.T) {
 				}
 			}
 			s.Round(ctx)
-			if got := n.take(); len(got) != 0 {
+			if got := n.Take(); len(got) != 0 {
 				t.Fatalf("a lasting outage notified again: %v", got)
 			}
 
 			p.set("")
 			s.cfg.Timeout = time.Minute
 			s.Round(ctx)
-			if got := n.take(); len(got) != 2 {
+			if got := n.Take(); len(got) != 2 {
 				t.Fatalf("the recovery notified %v", got)
 			}
 			if f := factsOf(t, s, vm1.Key); f.Unavailable != "" || !f.Exported {
 				t.Fatalf("facts after recovery %+v", f)
 			}
-			if got := testutil.ToFloat64(m.available); got != 1 {
-				t.Errorf("vmobs_domain_stats_available = %v after recovery", got)
+			if got := testutil.ToFloat64(m.Available); got != 1 {
+				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v after recovery", got)
+			}
+			if got, want := testutil.ToFloat64(m.LastSuccess), float64(s.Avail.LastSuccess().Unix()); got != want || got == 0 {
+				t.Errorf("last success %v, want the recovery's round %v", got, want)
 			}
 		})
 	}
@@ -246,14 +244,14 @@ func TestSourceUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	s, n, _ := newTestSource(t, url, []Target{vm1})
-	for range DefaultUnavailableAfter {
+	s, n, _ := newTestSource(t, url, []factsource.Target{vm1})
+	for range Defaults.UnavailableAfter {
 		s.Round(context.Background())
 	}
 	if f := s.Facts(vm1.Key); f == nil || f.Unavailable != "Prometheus cannot be reached" {
 		t.Fatalf("facts %+v", f)
 	}
-	if got := n.take(); len(got) != 1 {
+	if got := n.Take(); len(got) != 1 {
 		t.Fatalf("notified %v", got)
 	}
 }

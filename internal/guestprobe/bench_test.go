@@ -10,7 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // Typical answers of a Linux guest: KubeVirt's JSON for a guest with two
@@ -43,7 +44,7 @@ func BenchmarkDecodeAndFold(b *testing.B) {
 		}
 		return r
 	}
-	prev, _ := fold(&verdict.GuestFacts{}, "uid-1", decode(), t0)
+	prev, _ := fold(&vmifacts.GuestFacts{}, "uid-1", decode(), t0)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, changed := fold(&prev, "uid-1", decode(), t0); changed {
@@ -55,7 +56,7 @@ func BenchmarkDecodeAndFold(b *testing.B) {
 // BenchmarkFold is the fold alone.
 func BenchmarkFold(b *testing.B) {
 	r := answered(gfs("/", 85), gfs("/boot", 20), gfs("/home", 35), gfs("/boot/efi", 15))
-	prev, _ := fold(&verdict.GuestFacts{}, "uid-1", r, t0)
+	prev, _ := fold(&vmifacts.GuestFacts{}, "uid-1", r, t0)
 	fs := r.fs
 	b.ReportAllocs()
 	for b.Loop() {
@@ -80,13 +81,16 @@ func BenchmarkProbe(b *testing.B) {
 		}
 	}))
 	defer srv.Close()
-	c, err := NewClient(&rest.Config{Host: srv.URL}, nil, DefaultTimeout)
+	c, err := NewClient(&rest.Config{Host: srv.URL}, nil, Defaults.Timeout)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := NewSource(Config{}, c, func() []Target { return []Target{{Key: vm1, UID: "uid-1"}} }, func(types.NamespacedName) {}, nil, nil, logr.Discard())
+	s := NewSource(Config{}, c, nil, factsource.Deps{
+		Targets: func() []factsource.Target { return []factsource.Target{{Key: vm1, UID: "uid-1"}} },
+		Notify:  func(types.NamespacedName) {}, Log: logr.Discard(),
+	})
 	s.step(context.Background()) // the target, not yet due
-	j := job{t: Target{Key: vm1, UID: "uid-1"}}
+	j := job{t: factsource.Target{Key: vm1, UID: "uid-1"}}
 	s.finish(context.Background(), j, s.probe(context.Background(), vm1), 0)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/vmobs/vmobs/internal/factsource"
 )
 
 // probedAt groups the guestosinfo requests (one per probe) by VM.
@@ -30,7 +32,7 @@ func TestSourceProbesEachVMOncePerIntervalAtItsSlot(t *testing.T) {
 	for i := range vms {
 		vms[i] = fmt.Sprintf("vm%02d", i)
 	}
-	h := newHarness(t, Config{Interval: interval}, vms...)
+	h := newHarness(t, Config{Options: factsource.Options{Interval: interval}}, vms...)
 	h.api.takeAt()
 	start, busiest := h.now(), 0
 	for h.now().Sub(start) < rounds*interval {
@@ -83,7 +85,7 @@ func TestSourceWorkersAreBounded(t *testing.T) {
 	for i := range vms {
 		vms[i] = fmt.Sprintf("vm%02d", i)
 	}
-	h := newHarness(t, Config{Workers: workers, Timeout: time.Minute}, vms...)
+	h := newHarness(t, Config{Workers: workers, Options: factsource.Options{Timeout: time.Minute}}, vms...)
 	h.round()
 	for _, vm := range vms {
 		h.api.setGuest(vm, guest{mode: "block", used: 42})
@@ -158,7 +160,7 @@ func TestSourceProbesOncePerIntervalBetweenWholeSeconds(t *testing.T) {
 	for i := range vms {
 		vms[i] = fmt.Sprintf("vm%02d", i)
 	}
-	h := newHarness(t, Config{Interval: interval, QPS: 1000}, vms...)
+	h := newHarness(t, Config{Options: factsource.Options{Interval: interval}, QPS: 1000}, vms...)
 	h.api.takeAt()
 	last := map[string]time.Time{}
 	start := h.now()

@@ -126,7 +126,7 @@ type Client struct {
 
 // NewClient builds a client for the API server of cfg, sending through
 // httpClient (the manager's: mgr.GetHTTPClient()). timeout bounds each call;
-// 0 is DefaultTimeout.
+// 0 is Defaults.Timeout.
 func NewClient(cfg *rest.Config, httpClient *http.Client, timeout time.Duration) (*Client, error) {
 	base, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
@@ -138,7 +138,7 @@ func NewClient(cfg *rest.Config, httpClient *http.Client, timeout time.Duration)
 		}
 	}
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = Defaults.Timeout
 	}
 	return &Client{base: base, http: httpClient, Timeout: timeout}, nil
 }

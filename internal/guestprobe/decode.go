@@ -12,7 +12,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // Everything below is decoded from what the guest agent said, and the
@@ -64,14 +64,14 @@ func decodeGuestOSInfo(body []byte) (osInfo, *Error) {
 }
 
 // decodeUserList counts userlist's users with a name, up to
-// verdict.MaxGuestUsers; skipped counts the items that are not a user.
+// vmifacts.MaxGuestUsers; skipped counts the items that are not a user.
 func decodeUserList(body []byte) (users int32, skipped int, err *Error) {
 	var l list
 	if err := json.Unmarshal(body, &l); err != nil {
 		return 0, 0, badAnswer(SubUserList, err)
 	}
 	for _, raw := range l.Items {
-		if users == verdict.MaxGuestUsers {
+		if users == vmifacts.MaxGuestUsers {
 			break
 		}
 		var u kubevirtv1.VirtualMachineInstanceGuestOSUser
@@ -86,19 +86,19 @@ func decodeUserList(body []byte) (users int32, skipped int, err *Error) {
 
 // decodeFilesystemList keeps filesystemlist's filesystems, fullest first
 // (then by mount point), one per mount point, at most
-// verdict.MaxGuestFilesystems, their use rounded down to 5 points. An
+// vmifacts.MaxGuestFilesystems, their use rounded down to 5 points. An
 // entry that is not a filesystem, has no mount point, or whose sizes do
 // not make sense (not integers of int64, negative, total 0, used over
 // total) is skipped and counted. A filesystem KubeVirt's own space alerts
-// leave out (verdict.FilesystemIgnored: ISO, squashfs, pseudo filesystems,
+// leave out (vmifacts.FilesystemIgnored: ISO, squashfs, pseudo filesystems,
 // "System Reserved") is dropped before the cap, uncounted: a guest with
 // dozens of snap loops, each 100% used, must not push its real disks out.
-func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped int, err *Error) {
+func decodeFilesystemList(body []byte) (fs []vmifacts.GuestFilesystem, skipped int, err *Error) {
 	var l list
 	if err := json.Unmarshal(body, &l); err != nil {
 		return nil, 0, badAnswer(SubFilesystemList, err)
 	}
-	all := make([]verdict.GuestFilesystem, 0, min(len(l.Items), 4*verdict.MaxGuestFilesystems))
+	all := make([]vmifacts.GuestFilesystem, 0, min(len(l.Items), 4*vmifacts.MaxGuestFilesystems))
 	for _, raw := range l.Items {
 		var f kubevirtv1.VirtualMachineInstanceFileSystem
 		if json.Unmarshal(raw, &f) != nil {
@@ -111,23 +111,23 @@ func decodeFilesystemList(body []byte) (fs []verdict.GuestFilesystem, skipped in
 			continue
 		}
 		typ := clean(f.FileSystemType)
-		if verdict.FilesystemIgnored(typ, mp) {
+		if vmifacts.FilesystemIgnored(typ, mp) {
 			continue
 		}
-		all = append(all, verdict.GuestFilesystem{MountPoint: mp, Type: typ, UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
+		all = append(all, vmifacts.GuestFilesystem{MountPoint: mp, Type: typ, UsedPercent: usedPercent(f.UsedBytes, f.TotalBytes)})
 	}
 	// The same mount point twice (a bind mount, btrfs subvolumes): the
 	// fullest stays.
-	slices.SortFunc(all, func(a, b verdict.GuestFilesystem) int {
+	slices.SortFunc(all, func(a, b vmifacts.GuestFilesystem) int {
 		return cmp.Or(strings.Compare(a.MountPoint, b.MountPoint), cmp.Compare(b.UsedPercent, a.UsedPercent), strings.Compare(a.Type, b.Type))
 	})
-	all = slices.CompactFunc(all, func(a, b verdict.GuestFilesystem) bool { return a.MountPoint == b.MountPoint })
-	slices.SortStableFunc(all, func(a, b verdict.GuestFilesystem) int { return cmp.Compare(b.UsedPercent, a.UsedPercent) })
+	all = slices.CompactFunc(all, func(a, b vmifacts.GuestFilesystem) bool { return a.MountPoint == b.MountPoint })
+	slices.SortStableFunc(all, func(a, b vmifacts.GuestFilesystem) int { return cmp.Compare(b.UsedPercent, a.UsedPercent) })
 	if len(all) == 0 {
 		return nil, skipped, nil
 	}
-	if len(all) > verdict.MaxGuestFilesystems {
-		all = all[:verdict.MaxGuestFilesystems]
+	if len(all) > vmifacts.MaxGuestFilesystems {
+		all = all[:vmifacts.MaxGuestFilesystems]
 	}
 	return slices.Clip(all), skipped, nil
 }
@@ -147,9 +147,9 @@ func badAnswer(sub string, err error) *Error {
 
 // clean makes a guest's string safe to keep and show: control and
 // bidirectional-control characters and invalid UTF-8 dropped, spaces
-// trimmed, cut at verdict.MaxGuestString bytes on a character boundary.
+// trimmed, cut at vmifacts.MaxGuestString bytes on a character boundary.
 func clean(s string) string {
-	plain := len(s) <= verdict.MaxGuestString
+	plain := len(s) <= vmifacts.MaxGuestString
 	for i := 0; plain && i < len(s); i++ {
 		plain = s[i] >= 0x20 && s[i] < 0x7f
 	}
@@ -157,14 +157,14 @@ func clean(s string) string {
 		return strings.TrimSpace(s)
 	}
 	var b strings.Builder
-	b.Grow(min(len(s), verdict.MaxGuestString))
+	b.Grow(min(len(s), vmifacts.MaxGuestString))
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		if (r == utf8.RuneError && size == 1) || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			continue
 		}
-		if b.Len()+size > verdict.MaxGuestString {
+		if b.Len()+size > vmifacts.MaxGuestString {
 			break
 		}
 		b.WriteRune(r)

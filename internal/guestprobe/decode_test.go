@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 func TestClean(t *testing.T) {
@@ -21,8 +21,8 @@ func TestClean(t *testing.T) {
 		{"C1 and DEL dropped", "a\u0085b\x7fc", "abc"},
 		{"bidirectional controls dropped", "evil\u202etxt.exe", "eviltxt.exe"},
 		{"invalid UTF-8 dropped", "a\xff\xfeb", "ab"},
-		{"cut on a character boundary", long, strings.Repeat("é", verdict.MaxGuestString/2)},
-		{"cut at the bound", strings.Repeat("x", 300), strings.Repeat("x", verdict.MaxGuestString)},
+		{"cut on a character boundary", long, strings.Repeat("é", vmifacts.MaxGuestString/2)},
+		{"cut at the bound", strings.Repeat("x", 300), strings.Repeat("x", vmifacts.MaxGuestString)},
 		{"empty", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -30,7 +30,7 @@ func TestClean(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("clean(%q) = %q, want %q", tc.in, got, tc.want)
 			}
-			if len(got) > verdict.MaxGuestString || !utf8.ValidString(got) {
+			if len(got) > vmifacts.MaxGuestString || !utf8.ValidString(got) {
 				t.Fatalf("clean(%q) = %q: over the bound or invalid UTF-8", tc.in, got)
 			}
 		})
@@ -60,26 +60,26 @@ func TestDecodeFilesystemList(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		body    []byte
-		want    []verdict.GuestFilesystem
+		want    []vmifacts.GuestFilesystem
 		skipped int
 		err     bool
 	}{
 		{"fullest first, rounded down to 5", fsJSON(
 			fsEntry("/", "xfs", "899", "1000"), fsEntry("/boot", "ext4", "100", "1000"), fsEntry("/var", "xfs", "900", "1000"), fsEntry("/full", "xfs", "7", "7")),
-			[]verdict.GuestFilesystem{{MountPoint: "/full", Type: "xfs", UsedPercent: 100}, {MountPoint: "/var", Type: "xfs", UsedPercent: 90},
+			[]vmifacts.GuestFilesystem{{MountPoint: "/full", Type: "xfs", UsedPercent: 100}, {MountPoint: "/var", Type: "xfs", UsedPercent: 90},
 				{MountPoint: "/", Type: "xfs", UsedPercent: 85}, {MountPoint: "/boot", Type: "ext4", UsedPercent: 10}}, 0, false},
 		{"sizes that make no sense are skipped and counted", fsJSON(
 			fsEntry("/neg", "xfs", "-1", "10"), fsEntry("/over", "xfs", "11", "10"), fsEntry("/zero", "xfs", "0", "0"),
 			fsEntry("/negtotal", "xfs", "0", "-10"), fsEntry("/huge", "xfs", "1", "99999999999999999999999"),
 			fsEntry("/float", "xfs", "1.5", "10"), fsEntry("/exp", "xfs", "1e30", "1e31"), fsEntry("/text", "xfs", `"1"`, "10"),
 			fsEntry("", "xfs", "1", "10"), `"not an object"`, `null`, fsEntry("/ok", "xfs", "0", "10")),
-			[]verdict.GuestFilesystem{{MountPoint: "/ok", Type: "xfs", UsedPercent: 0}}, 11, false},
+			[]vmifacts.GuestFilesystem{{MountPoint: "/ok", Type: "xfs", UsedPercent: 0}}, 11, false},
 		{"sizes near int64's end are exact", fsJSON(fsEntry("/big", "xfs", "9223372036854775806", "9223372036854775807")),
-			[]verdict.GuestFilesystem{{MountPoint: "/big", Type: "xfs", UsedPercent: 95}}, 0, false},
-		{"at most 16, the fullest", fsJSON(many...), func() []verdict.GuestFilesystem {
-			var out []verdict.GuestFilesystem
-			for i := 39; len(out) < verdict.MaxGuestFilesystems; i-- {
-				out = append(out, verdict.GuestFilesystem{MountPoint: fmt.Sprintf("/data/%02d", i), Type: "xfs", UsedPercent: int32(i * 100 / 40 / 5 * 5)})
+			[]vmifacts.GuestFilesystem{{MountPoint: "/big", Type: "xfs", UsedPercent: 95}}, 0, false},
+		{"at most 16, the fullest", fsJSON(many...), func() []vmifacts.GuestFilesystem {
+			var out []vmifacts.GuestFilesystem
+			for i := 39; len(out) < vmifacts.MaxGuestFilesystems; i-- {
+				out = append(out, vmifacts.GuestFilesystem{MountPoint: fmt.Sprintf("/data/%02d", i), Type: "xfs", UsedPercent: int32(i * 100 / 40 / 5 * 5)})
 			}
 			// Equal buckets are ordered by mount point.
 			for i := 0; i+1 < len(out); i++ {
@@ -90,9 +90,9 @@ func TestDecodeFilesystemList(t *testing.T) {
 			return out
 		}(), 0, false},
 		{"a mount point twice keeps the fullest", fsJSON(fsEntry("/", "btrfs", "10", "100"), fsEntry("/", "btrfs", "50", "100")),
-			[]verdict.GuestFilesystem{{MountPoint: "/", Type: "btrfs", UsedPercent: 50}}, 0, false},
+			[]vmifacts.GuestFilesystem{{MountPoint: "/", Type: "btrfs", UsedPercent: 50}}, 0, false},
 		{"hostile strings", fsJSON(fsEntry("/mnt/\u202eevil\x00"+strings.Repeat("a", 400), "x\nfs", "1", "2")),
-			[]verdict.GuestFilesystem{{MountPoint: "/mnt/evil" + strings.Repeat("a", verdict.MaxGuestString-len("/mnt/evil")), Type: "xfs", UsedPercent: 50}}, 0, false},
+			[]vmifacts.GuestFilesystem{{MountPoint: "/mnt/evil" + strings.Repeat("a", vmifacts.MaxGuestString-len("/mnt/evil")), Type: "xfs", UsedPercent: 50}}, 0, false},
 		{"no items", []byte(`{"items":null}`), nil, 0, false},
 		{"empty object", []byte(`{}`), nil, 0, false},
 		{"malformed JSON", []byte(`{"items":[`), nil, 0, true},
@@ -143,7 +143,7 @@ func TestDecodeUserList(t *testing.T) {
 	}{
 		{"none", []byte(`{"items":[]}`), 0, 0, false},
 		{"two", users(2), 2, 0, false},
-		{"counted up to 16", users(5000), verdict.MaxGuestUsers, 0, false},
+		{"counted up to 16", users(5000), vmifacts.MaxGuestUsers, 0, false},
 		{"entries without a user skipped", []byte(`{"items":[{"userName":""},{"userName":"\u0000"},{"userName":7},"x",{"userName":"root","loginTime":1e999},{"userName":"root"}]}`), 1, 5, false},
 		{"malformed", []byte(`{"items":[{"userName":"root"}`), 0, 0, true},
 	} {
@@ -171,7 +171,7 @@ func TestDecodeGuestOSInfo(t *testing.T) {
 		// The OS info must stay readable whatever the capped copies of the
 		// lists carry.
 		{"hostile lists ignored", `{"hostname":"h","userList":[{"loginTime":1e999}],"fsInfo":{"disks":[{"usedBytes":1e400,"totalBytes":"x"}]}}`, osInfo{Hostname: "h"}, false},
-		{"hostile strings", `{"hostname":"h\u0007\u202e` + strings.Repeat("x", 1000) + `"}`, osInfo{Hostname: "h" + strings.Repeat("x", verdict.MaxGuestString-1)}, false},
+		{"hostile strings", `{"hostname":"h\u0007\u202e` + strings.Repeat("x", 1000) + `"}`, osInfo{Hostname: "h" + strings.Repeat("x", vmifacts.MaxGuestString-1)}, false},
 		{"wrong type", `{"hostname":5}`, osInfo{}, true},
 		{"malformed", `{"hostname":`, osInfo{}, true},
 	} {

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // result is one probe of one VMI: what it answered, or why not.
@@ -14,7 +14,7 @@ type result struct {
 	info       osInfo
 	users      int32
 	usersKnown bool
-	fs         []verdict.GuestFilesystem
+	fs         []vmifacts.GuestFilesystem
 	// skipped counts the list entries the decoders dropped.
 	skipped int
 	// err is nil when guestosinfo answered, and userlist and
@@ -37,21 +37,21 @@ func (r *result) kind() Kind {
 // and says whether they changed. ProbedAt moves only with a change, so an
 // unchanging guest folds to equal facts: no notification, no reconcile,
 // no write.
-func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (verdict.GuestFacts, bool) {
+func fold(prev *vmifacts.GuestFacts, uid types.UID, r *result, at time.Time) (vmifacts.GuestFacts, bool) {
 	if prev == nil {
-		prev = &verdict.GuestFacts{}
+		prev = &vmifacts.GuestFacts{}
 	}
 	f := *prev
 	if f.VMIUID != uid {
 		// A new VMI, or one recreated under the same name: nothing the
 		// earlier one answered applies.
-		f = verdict.GuestFacts{VMIUID: uid}
+		f = vmifacts.GuestFacts{VMIUID: uid}
 	}
 	base := f
 	if r.err != nil {
 		// What the agent answered before stays: a failed probe says
 		// nothing new of the filesystems.
-		f.Failures = min(f.Failures+1, verdict.MaxGuestProbeFailures)
+		f.Failures = min(f.Failures+1, vmifacts.MaxGuestProbeFailures)
 		if f.FailingSince.IsZero() {
 			f.FailingSince = at
 		}
@@ -75,7 +75,7 @@ func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (ver
 }
 
 // filesystems dates each filesystem: for every level from
-// verdict.MinFilesystemStep up to its use, since when it has been at that
+// vmifacts.MinFilesystemStep up to its use, since when it has been at that
 // level or more without a probe below (its Steps), so that a rule can ask
 // how long it has been at a threshold (FilesystemNearlyFull's duration).
 // A level it stays at keeps its date, one it climbs to starts now, and
@@ -84,9 +84,9 @@ func fold(prev *verdict.GuestFacts, uid types.UID, r *result, at time.Time) (ver
 // reached 90%). Since is the date of its current level. The list before
 // is returned as is when nothing changed, so that unchanged facts share
 // it.
-func filesystems(prev, now []verdict.GuestFilesystem, at time.Time) []verdict.GuestFilesystem {
+func filesystems(prev, now []vmifacts.GuestFilesystem, at time.Time) []vmifacts.GuestFilesystem {
 	for i := range now {
-		var before *verdict.GuestFilesystem
+		var before *vmifacts.GuestFilesystem
 		for j := range prev {
 			if prev[j].MountPoint == now[i].MountPoint {
 				before = &prev[j]
@@ -109,18 +109,18 @@ func filesystems(prev, now []verdict.GuestFilesystem, at time.Time) []verdict.Gu
 
 // steps is the run's levels of a filesystem now at used percent, from its
 // levels before (nil: first seen).
-func steps(before *verdict.GuestFilesystem, used int32, at time.Time) []verdict.FilesystemStep {
-	if used < verdict.MinFilesystemStep {
+func steps(before *vmifacts.GuestFilesystem, used int32, at time.Time) []vmifacts.FilesystemStep {
+	if used < vmifacts.MinFilesystemStep {
 		return nil
 	}
-	var old []verdict.FilesystemStep
+	var old []vmifacts.FilesystemStep
 	if before != nil {
 		old = before.Steps
-		if len(old) == 0 && before.UsedPercent >= verdict.MinFilesystemStep {
-			old = []verdict.FilesystemStep{{Percent: before.UsedPercent, Since: before.Since}}
+		if len(old) == 0 && before.UsedPercent >= vmifacts.MinFilesystemStep {
+			old = []vmifacts.FilesystemStep{{Percent: before.UsedPercent, Since: before.Since}}
 		}
 	}
-	out := make([]verdict.FilesystemStep, 0, len(old)+1)
+	out := make([]vmifacts.FilesystemStep, 0, len(old)+1)
 	for _, s := range old {
 		if s.Percent <= used {
 			out = append(out, s)
@@ -129,25 +129,25 @@ func steps(before *verdict.GuestFilesystem, used int32, at time.Time) []verdict.
 		// The first level above the use now: it held every level up to
 		// used since then.
 		if len(out) == 0 || out[len(out)-1].Percent < used {
-			out = append(out, verdict.FilesystemStep{Percent: used, Since: s.Since})
+			out = append(out, vmifacts.FilesystemStep{Percent: used, Since: s.Since})
 		}
 		break
 	}
 	if len(out) == 0 || out[len(out)-1].Percent < used {
-		out = append(out, verdict.FilesystemStep{Percent: used, Since: at})
+		out = append(out, vmifacts.FilesystemStep{Percent: used, Since: at})
 	}
 	return out
 }
 
-func sameFilesystem(a, b verdict.GuestFilesystem) bool {
+func sameFilesystem(a, b vmifacts.GuestFilesystem) bool {
 	return a.MountPoint == b.MountPoint && a.Type == b.Type && a.UsedPercent == b.UsedPercent && a.Since.Equal(b.Since) &&
-		slices.EqualFunc(a.Steps, b.Steps, func(x, y verdict.FilesystemStep) bool { return x.Percent == y.Percent && x.Since.Equal(y.Since) })
+		slices.EqualFunc(a.Steps, b.Steps, func(x, y vmifacts.FilesystemStep) bool { return x.Percent == y.Percent && x.Since.Equal(y.Since) })
 }
 
 // same compares two facts, ProbedAt aside (it dates the change itself).
 // Every field must be here: TestSameSeesEveryField fails when one is
-// added to verdict.GuestFacts and not to this.
-func same(a, b *verdict.GuestFacts) bool {
+// added to vmifacts.GuestFacts and not to this.
+func same(a, b *vmifacts.GuestFacts) bool {
 	return a.Unavailable == b.Unavailable && a.VMIUID == b.VMIUID &&
 		a.Failures == b.Failures && a.FailingSince.Equal(b.FailingSince) && a.LastError == b.LastError &&
 		a.Answered == b.Answered && a.Hostname == b.Hostname && a.OSName == b.OSName &&

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // FuzzDecodeAnswer feeds the decoders anything a guest (through virt-api)
@@ -29,7 +29,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 				checkError(t, err)
 				return
 			}
-			if users < 0 || users > verdict.MaxGuestUsers || skipped < 0 {
+			if users < 0 || users > vmifacts.MaxGuestUsers || skipped < 0 {
 				t.Fatalf("users %d, skipped %d", users, skipped)
 			}
 		case 2:
@@ -38,7 +38,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 				checkError(t, err)
 				return
 			}
-			if len(fs) > verdict.MaxGuestFilesystems || skipped < 0 {
+			if len(fs) > vmifacts.MaxGuestFilesystems || skipped < 0 {
 				t.Fatalf("%d filesystems, skipped %d", len(fs), skipped)
 			}
 			seen := map[string]bool{}
@@ -59,7 +59,7 @@ func FuzzDecodeAnswer(f *testing.F) {
 
 func checkString(t *testing.T, s string) {
 	t.Helper()
-	if len(s) > verdict.MaxGuestString || !utf8.ValidString(s) {
+	if len(s) > vmifacts.MaxGuestString || !utf8.ValidString(s) {
 		t.Fatalf("string of %d bytes, valid UTF-8 %v", len(s), utf8.ValidString(s))
 	}
 	for _, r := range s {

@@ -7,14 +7,14 @@ import (
 )
 
 // Metrics are the source's own: how its probes fare, without a per-VM
-// label.
+// label. Whether it is available is in the families every source shares
+// (metrics.FactSources).
 type Metrics struct {
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	probes          *prometheus.CounterVec
 	probeDuration   prometheus.Histogram
 	inFlight        prometheus.Gauge
-	available       prometheus.Gauge
 	targets         prometheus.Gauge
 	skipped         *prometheus.CounterVec
 }
@@ -44,10 +44,6 @@ func NewMetrics() *Metrics {
 			Name: "vmobs_guest_probes_in_flight",
 			Help: "Probes running now (at most --guest-probe-workers).",
 		}),
-		available: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "vmobs_guest_probe_available",
-			Help: "0 while the API cannot be used or the fleet's probes fail alike (probing pauses and no agent is charged); 1 otherwise, also before the first probe and on a standby replica, which probes nothing.",
-		}),
 		targets: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "vmobs_guest_probe_targets",
 			Help: "Running VMIs whose guest agent is connected: the VMs probed once per --guest-probe-interval.",
@@ -57,13 +53,12 @@ func NewMetrics() *Metrics {
 			Help: "Entries of a guest's answer dropped for not making sense (sizes negative, past int64, used over total, total 0; no name or mount point), per subresource.",
 		}, []string{"subresource"}),
 	}
-	m.available.Set(1)
 	return m
 }
 
 // Collectors returns what to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.requestDuration, m.probes, m.probeDuration, m.inFlight, m.available, m.targets, m.skipped}
+	return []prometheus.Collector{m.requests, m.requestDuration, m.probes, m.probeDuration, m.inFlight, m.targets, m.skipped}
 }
 
 func (m *Metrics) called(sub string, err *Error, d time.Duration) {
@@ -92,17 +87,6 @@ func (m *Metrics) probed(result string, d time.Duration) {
 	m.probes.WithLabelValues(result).Inc()
 	if result != "canceled" {
 		m.probeDuration.Observe(d.Seconds())
-	}
-}
-
-func (m *Metrics) unavailable(out bool) {
-	if m == nil {
-		return
-	}
-	if out {
-		m.available.Set(0)
-	} else {
-		m.available.Set(1)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // A probe that caught a snapshot's brief freeze must not make the guest
@@ -75,14 +76,14 @@ func TestFilesystemListDropsWhatKubeVirtExcludes(t *testing.T) {
 // ask how long it has been at 85% or more while it climbed to 90% and fell
 // back (engine review B2: KubeVirt's warning is 85% for 10 minutes).
 func TestFilesystemLevelsDated(t *testing.T) {
-	var f *verdict.GuestFacts
-	probe := func(pct int32, at time.Time) *verdict.GuestFilesystem {
+	var f *vmifacts.GuestFacts
+	probe := func(pct int32, at time.Time) *vmifacts.GuestFilesystem {
 		t.Helper()
 		next, _ := fold(f, "uid-1", answered(gfs("/", pct)), at)
 		f = &next
 		return &f.Filesystems[0]
 	}
-	since := func(fs *verdict.GuestFilesystem, p int32) time.Time {
+	since := func(fs *vmifacts.GuestFilesystem, p int32) time.Time {
 		got, ok := fs.AtLeastSince(p)
 		if !ok {
 			t.Fatalf("%d%% is not at %d%%", fs.UsedPercent, p)

@@ -6,7 +6,7 @@
 // per interval at a slot fixed by its UID, a fleet-wide rate, a bounded
 // pool of workers of its own and a timeout per call, so that neither a
 // slow virt-api nor a stuck guest holds a reconcile or the other probes.
-// The answers are folded into small per-VMI facts (verdict.GuestFacts),
+// The answers are folded into small per-VMI facts (vmifacts.GuestFacts),
 // bounded and rounded; a VM is reconciled only when its facts change.
 //
 // An API that cannot be used is a fact for the whole fleet, never a
@@ -21,26 +21,33 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"hash/fnv"
 	"math"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
-// Defaults of Config.
+// Name is the source's in logs and in the source label of the shared
+// metrics.
+const Name = "guest_probe"
+
+// Defaults are the Options a Config leaves zero: each VM probed every 5
+// minutes (--guest-probe-interval), each GET within 10 seconds, unavailable
+// after 3 attempts in a row that found the API unusable.
+var Defaults = factsource.Options{Interval: 5 * time.Minute, Timeout: 10 * time.Second, UnavailableAfter: 3}
+
+// Defaults of the Config's own fields.
 const (
-	DefaultInterval         = 5 * time.Minute
-	DefaultQPS              = 5.0
-	DefaultWorkers          = 4
-	DefaultTimeout          = 10 * time.Second
-	DefaultUnavailableAfter = 3
+	DefaultQPS     = 5.0
+	DefaultWorkers = 4
 )
 
 // The fleet-wide rule: among the newest outcome of each of the VMs probed
@@ -62,47 +69,48 @@ const (
 	maxBackoff = 5 * time.Minute
 )
 
-// Config configures a Source.
+// Config configures a Source: the Options (Interval between two probes
+// of a VM, --guest-probe-interval, 0 turning probing off: the controller
+// builds no Source; Timeout of each GET, the Client's; UnavailableAfter
+// attempts in a row that find the API unusable, a shorter outage keeping
+// the last facts) and the probes' own.
 type Config struct {
-	// Interval is how often each VM is probed (--guest-probe-interval); 0
-	// turns probing off (the controller builds no Source).
-	Interval time.Duration
+	factsource.Options
 	// QPS bounds probes per second across the fleet (each probe is three
 	// GETs).
 	QPS float64
 	// Workers is how many probes may run at once.
 	Workers int
-	// Timeout bounds each GET (the Client's).
-	Timeout time.Duration
-	// UnavailableAfter is how many attempts in a row must find the API
-	// unusable before the facts say Unavailable; a shorter outage keeps
-	// the last facts.
-	UnavailableAfter int
 }
 
-func (c Config) withDefaults() Config {
-	if c.Interval <= 0 {
-		c.Interval = DefaultInterval
+// BindFlags defines the probes' flags on fs, defaulting to c's values.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Interval, "guest-probe-interval", c.Interval, "Probe each VM's guest agent (OS info, users, filesystems) through virt-api's subresources at most this often, at a slot fixed by the VM; 0 turns the probes off (docs/guest-probe.md).")
+	fs.Float64Var(&c.QPS, "guest-probe-qps", c.QPS, "At most this many guest agent probes per second across all VMs (each is three GETs through the API server to virt-api).")
+	fs.IntVar(&c.Workers, "guest-probe-workers", c.Workers, "Guest agent probes running at once, on workers of their own (never the reconcile workers).")
+	fs.DurationVar(&c.Timeout, "guest-probe-timeout", c.Timeout, "Time a guest agent has to answer each of a probe's GETs.")
+}
+
+// Validate checks the configuration the flags gave: an interval that is
+// not negative and, with probes on, a positive budget.
+func (c Config) Validate() error {
+	if c.Interval < 0 || (c.Interval > 0 && (!(c.QPS > 0) || c.Workers < 1 || c.Timeout <= 0)) {
+		return errors.New("--guest-probe-interval must not be negative; with probes on, --guest-probe-qps, --guest-probe-workers and --guest-probe-timeout must be positive")
 	}
+	return nil
+}
+
+// WithDefaults is c with every zero field at its default: the
+// configuration a Source runs with.
+func (c Config) WithDefaults() Config {
+	c.Options = c.Options.WithDefaults(Defaults)
 	if !(c.QPS > 0) {
 		c.QPS = DefaultQPS
 	}
 	if c.Workers <= 0 {
 		c.Workers = DefaultWorkers
 	}
-	if c.Timeout <= 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.UnavailableAfter <= 0 {
-		c.UnavailableAfter = DefaultUnavailableAfter
-	}
 	return c
-}
-
-// Target is a Running VMI whose agent is connected.
-type Target struct {
-	Key types.NamespacedName
-	UID types.UID
 }
 
 // entry is what the source holds of one target.
@@ -118,30 +126,27 @@ type entry struct {
 	// first probe that counted; pub is what the engine reads: facts, the
 	// fleet's Unavailable, or nil. Both are never written through: a change
 	// folds new facts, so unchanged facts cost nothing and are shared.
-	facts *verdict.GuestFacts
-	pub   *verdict.GuestFacts
+	facts *vmifacts.GuestFacts
+	pub   *vmifacts.GuestFacts
 	// run is the kind of the newest failures in a row, since runStart;
 	// prior the facts before them, restored if the fleet-wide rule finds
 	// they were not the guest's.
 	run      Kind
 	runStart time.Time
-	prior    *verdict.GuestFacts
+	prior    *vmifacts.GuestFacts
 }
 
 // outage is the state of an API that cannot be used.
 type outage struct {
 	// kind is "" while the API works.
 	kind Kind
-	// attempts counts the attempts in a row that failed; epoch moves with
-	// each, so that probes sent before it do not count it again.
-	attempts int
-	epoch    uint64
-	until    time.Time
-	backoff  time.Duration
+	// epoch moves with each attempt that failed (the Kit's Avail counts
+	// them), so that probes sent before it do not count it again.
+	epoch   uint64
+	until   time.Time
+	backoff time.Duration
 	// canary: the one probe that tests the API is in flight.
 	canary bool
-	// why is what the facts say once published; "" before.
-	why string
 }
 
 type outcome struct {
@@ -151,22 +156,19 @@ type outcome struct {
 }
 
 type job struct {
-	t     Target
+	t     factsource.Target
 	epoch uint64
 }
 
 // Source schedules the probes, runs them on its workers and holds the
-// facts. Facts is safe from any goroutine; Start runs the rest.
+// facts (a factsource.Source). Facts is safe from any goroutine; Start
+// runs the rest. The Kit's Avail is touched under mu.
 type Source struct {
+	factsource.Kit
 	cfg     Config
 	api     API
-	targets func() []Target
-	// notify is told the keys whose facts changed.
-	notify  func(types.NamespacedName)
-	now     func() time.Time
 	limiter *rate.Limiter
 	metrics *Metrics
-	log     logr.Logger
 	work    chan job
 	// running counts the probes sent to the workers and not settled.
 	running     sync.WaitGroup
@@ -181,17 +183,16 @@ type Source struct {
 	lastRefresh time.Time
 }
 
-// NewSource builds a Source. targets lists the Running VMIs whose agent is
-// connected (from the controller's cache); notify is called for every VMI
-// whose facts changed; now may be nil (time.Now); m may be nil.
-func NewSource(cfg Config, api API, targets func() []Target, notify func(types.NamespacedName), now func() time.Time, m *Metrics, log logr.Logger) *Source {
-	cfg = cfg.withDefaults()
-	if now == nil {
-		now = time.Now
-	}
+var _ factsource.Source[vmifacts.GuestFacts] = &Source{}
+
+// NewSource builds a Source that probes through api; deps.Targets lists
+// the Running VMIs whose agent is connected; m may be nil.
+func NewSource(cfg Config, api API, m *Metrics, deps factsource.Deps) *Source {
+	cfg = cfg.WithDefaults()
 	tick := min(max(cfg.Interval/64, 10*time.Millisecond), time.Second)
 	return &Source{
-		cfg: cfg, api: api, targets: targets, notify: notify, now: now, metrics: m, log: log,
+		Kit: factsource.NewKit(cfg.Options, deps),
+		cfg: cfg, api: api, metrics: m,
 		limiter:     rate.NewLimiter(rate.Limit(cfg.QPS), max(1, int(math.Ceil(cfg.QPS)))),
 		work:        make(chan job),
 		tick:        tick,
@@ -201,12 +202,9 @@ func NewSource(cfg Config, api API, targets func() []Target, notify func(types.N
 	}
 }
 
-// Interval is the configured interval between two probes of a VM.
-func (s *Source) Interval() time.Duration { return s.cfg.Interval }
-
 // Facts returns a copy of the VMI's facts, nil when it has none yet. The
 // copy shares Filesystems, which is never written after it is published.
-func (s *Source) Facts(key types.NamespacedName) *verdict.GuestFacts {
+func (s *Source) Facts(key types.NamespacedName) *vmifacts.GuestFacts {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	e := s.entries[key]
@@ -239,10 +237,10 @@ func (s *Source) Start(ctx context.Context) error {
 // step refreshes the targets when due and sends the probes that are due
 // to the workers, as the rate allows; it blocks while every worker is busy.
 func (s *Source) step(ctx context.Context) {
-	now := s.now()
+	now := s.Deps.Now()
 	if s.lastRefresh.IsZero() || now.Sub(s.lastRefresh) >= s.refreshRate {
 		s.lastRefresh = now
-		s.notifyAll(ctx, s.refresh(s.targets(), now))
+		s.Notify(ctx, s.refresh(s.Deps.Targets(), now)...)
 	}
 	jobs := s.due(now)
 	for i, j := range jobs {
@@ -279,7 +277,7 @@ func (s *Source) worker(ctx context.Context) {
 // refresh makes the entries the targets: new ones get their slot, gone
 // ones (and a VMI recreated under the same name) lose their facts. It
 // returns the keys whose published facts changed.
-func (s *Source) refresh(targets []Target, now time.Time) []types.NamespacedName {
+func (s *Source) refresh(targets []factsource.Target, now time.Time) []types.NamespacedName {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -290,13 +288,14 @@ func (s *Source) refresh(targets []Target, now time.Time) []types.NamespacedName
 			e.gen = s.gen
 			continue
 		}
-		if (e != nil && e.pub != nil) || s.out.why != "" {
+		why := s.Avail.Unavailable()
+		if (e != nil && e.pub != nil) || why != "" {
 			changed = append(changed, t.Key)
 		}
 		slot := slotOf(t.UID, s.cfg.Interval)
 		e = &entry{uid: t.UID, slot: slot, next: nextSlot(now, s.cfg.Interval, slot), gen: s.gen}
-		if s.out.why != "" {
-			e.pub = &verdict.GuestFacts{Unavailable: s.out.why, VMIUID: t.UID}
+		if why != "" {
+			e.pub = &vmifacts.GuestFacts{Unavailable: why, VMIUID: t.UID}
 		}
 		s.entries[t.Key] = e
 	}
@@ -340,7 +339,7 @@ func (s *Source) due(now time.Time) []job {
 	jobs := make([]job, len(ds))
 	for i, d := range ds {
 		d.e.inflight = true
-		jobs[i] = job{t: Target{Key: d.key, UID: d.e.uid}, epoch: s.out.epoch}
+		jobs[i] = job{t: factsource.Target{Key: d.key, UID: d.e.uid}, epoch: s.out.epoch}
 	}
 	return jobs
 }
@@ -431,13 +430,13 @@ func (s *Source) finish(ctx context.Context, j job, r *result, took time.Duratio
 	// scheduled from the exact time: from the truncated one, a probe
 	// that ran within a second after its slot would find the slot still
 	// ahead and run again, and again, until the second is over.
-	now := s.now()
+	now := s.Deps.Now()
 	at := now.Truncate(time.Second)
 	s.mu.Lock()
 	changed, label := s.settle(j, r, at, now)
 	s.mu.Unlock()
 	s.metrics.probed(label, took)
-	s.notifyAll(ctx, changed)
+	s.Notify(ctx, changed...)
 }
 
 // settle decides what a probe's result means, under s.mu: an API that
@@ -472,7 +471,7 @@ func (s *Source) settle(j job, r *result, at, now time.Time) ([]types.Namespaced
 	}
 	var changed []types.NamespacedName
 	if canary {
-		changed = s.recover()
+		changed = s.recover(at)
 	}
 	if e == nil {
 		return changed, "gone"
@@ -484,6 +483,9 @@ func (s *Source) settle(j job, r *result, at, now time.Time) ([]types.Namespaced
 		return changed, "gone"
 	}
 	if s.out.kind == "" {
+		if kind == "" {
+			s.Avail.Succeeded(at)
+		}
 		s.record(j.t.Key, kind, at)
 		if kind != "" && s.fleetFailing(kind, at) {
 			return append(changed, s.fleetFailed(j.epoch, r.err, at)...), "excused"
@@ -511,7 +513,7 @@ func (s *Source) settle(j job, r *result, at, now time.Time) ([]types.Namespaced
 // or the facts say Unavailable; it says whether what the engine reads
 // changed.
 func (s *Source) show(e *entry) bool {
-	if s.out.why != "" || e.pub == e.facts {
+	if s.Avail.Unavailable() != "" || e.pub == e.facts {
 		return false
 	}
 	e.pub = e.facts
@@ -558,7 +560,7 @@ func (s *Source) fleetFailed(epoch uint64, err *Error, at time.Time) []types.Nam
 			}
 		}
 	}
-	s.log.Info("Guest probes fail alike across the fleet; not charging the agents", "kind", string(err.Kind), "error", err.Msg)
+	s.Deps.Log.Info("Guest probes fail alike across the fleet; not charging the agents", "kind", string(err.Kind), "error", err.Msg)
 	return append(changed, s.failedAttempt(epoch, err, at)...)
 }
 
@@ -572,43 +574,36 @@ func (s *Source) failedAttempt(epoch uint64, err *Error, at time.Time) []types.N
 	}
 	if s.out.kind == "" {
 		s.out.backoff = min(minBackoff, s.cfg.Interval)
-		s.log.Info("Guest probes paused: the API cannot be used", "kind", string(err.Kind), "error", err.Msg)
+		s.Deps.Log.Info("Guest probes paused: the API cannot be used", "kind", string(err.Kind), "error", err.Msg)
 	} else {
 		s.out.backoff = min(2*s.out.backoff, s.cfg.Interval, maxBackoff)
 	}
 	s.out.kind = err.Kind
-	s.out.attempts++
 	s.out.epoch++
-	s.out.until = s.now().Add(max(s.out.backoff, err.RetryAfter))
+	s.out.until = s.Deps.Now().Add(max(s.out.backoff, err.RetryAfter))
 	s.recent = s.recent[:0]
-	if s.out.attempts < s.cfg.UnavailableAfter {
+	why, isNew := s.Avail.Failed(unavailableReason(err.Kind))
+	if !isNew {
 		return nil
 	}
-	why := unavailableReason(err.Kind)
-	if why == s.out.why {
-		return nil
-	}
-	s.log.Error(err, "Guest agents cannot be probed; verdicts rest on the other sources", "reason", why, "attempts", s.out.attempts)
-	s.out.why = why
-	s.metrics.unavailable(true)
+	s.Deps.Log.Error(err, "Guest agents cannot be probed; verdicts rest on the other sources", "reason", why, "attempts", s.Avail.Failures())
 	var changed []types.NamespacedName
 	for k, e := range s.entries {
 		if e.pub == nil || e.pub.Unavailable != why {
-			e.pub = &verdict.GuestFacts{Unavailable: why, VMIUID: e.uid}
+			e.pub = &vmifacts.GuestFacts{Unavailable: why, VMIUID: e.uid}
 			changed = append(changed, k)
 		}
 	}
 	return changed
 }
 
-// recover ends an outage: the facts folded before it are the engine's
-// again.
-func (s *Source) recover() []types.NamespacedName {
-	was := s.out
+// recover ends an outage, at the time of the probe that found the API
+// usable: the facts folded before it are the engine's again.
+func (s *Source) recover(at time.Time) []types.NamespacedName {
+	was, attempts := s.out, s.Avail.Failures()
 	s.out = outage{epoch: was.epoch + 1}
-	s.metrics.unavailable(false)
-	s.log.Info("Guest probes resumed", "pausedFor", string(was.kind), "attempts", was.attempts)
-	if was.why == "" {
+	s.Deps.Log.Info("Guest probes resumed", "pausedFor", string(was.kind), "attempts", attempts)
+	if s.Avail.Succeeded(at) == "" {
 		return nil
 	}
 	var changed []types.NamespacedName
@@ -643,15 +638,6 @@ func unavailableReason(k Kind) string {
 		return "virt-api finds no virt-handler on the nodes of the fleet's VMs"
 	}
 	return "guest agent probes fail alike across the fleet: virt-api or virt-handler fails"
-}
-
-func (s *Source) notifyAll(ctx context.Context, keys []types.NamespacedName) {
-	for _, k := range keys {
-		if ctx.Err() != nil {
-			return
-		}
-		s.notify(k)
-	}
 }
 
 // slotOf is the VM's offset within the interval, fixed by its UID (in

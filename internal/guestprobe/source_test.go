@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/factsource/factsourcetest"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // guest is how one fake guest answers.
@@ -157,23 +159,10 @@ func (a *fakeVirtAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type notified struct {
-	mu   sync.Mutex
-	keys []types.NamespacedName
-}
-
-func (n *notified) add(k types.NamespacedName) {
-	n.mu.Lock()
-	n.keys = append(n.keys, k)
-	n.mu.Unlock()
-}
-
-func (n *notified) take() []types.NamespacedName {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	k := n.keys
-	n.keys = nil
-	return k
+// testMetrics are the source's metrics and its series of the shared ones.
+type testMetrics struct {
+	*Metrics
+	factsourcetest.Gauges
 }
 
 // harness runs a Source against a fakeVirtAPI on a clock the test moves.
@@ -181,20 +170,22 @@ type harness struct {
 	t       *testing.T
 	api     *fakeVirtAPI
 	s       *Source
-	n       *notified
-	m       *Metrics
+	n       *factsourcetest.Recorder
+	m       *testMetrics
 	mu      sync.Mutex
 	clock   time.Time
-	targets []Target
+	targets []factsource.Target
 }
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 
-func target(name string) Target { return Target{Key: key(name), UID: types.UID("uid-" + name)} }
+func target(name string) factsource.Target {
+	return factsource.Target{Key: key(name), UID: types.UID("uid-" + name)}
+}
 
 func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 	t.Helper()
-	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &notified{}, m: NewMetrics(), clock: t0}
+	h := &harness{t: t, api: &fakeVirtAPI{guests: map[string]*guest{}, release: make(chan struct{})}, n: &factsourcetest.Recorder{}, m: &testMetrics{Metrics: NewMetrics(), Gauges: factsourcetest.NewGauges()}, clock: t0}
 	h.api.clock = h.now
 	for _, name := range names {
 		h.api.guests[name] = &guest{used: 42}
@@ -214,7 +205,10 @@ func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 		cfg.Timeout = time.Minute
 	}
 	c := newTestClient(t, srv.URL, cfg.Timeout)
-	h.s = NewSource(cfg, c, h.getTargets, h.n.add, h.now, h.m, logr.Discard())
+	h.s = NewSource(cfg, c, h.m.Metrics, factsource.Deps{
+		Targets: h.getTargets, Notify: h.n.Notify, Now: h.now, Log: logr.Discard(),
+		Available: h.m.Available, LastSuccess: h.m.LastSuccess,
+	})
 	for range h.s.cfg.Workers {
 		go h.s.worker(t.Context())
 	}
@@ -227,13 +221,13 @@ func (h *harness) now() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.c
 
 func (h *harness) advance(d time.Duration) { h.mu.Lock(); h.clock = h.clock.Add(d); h.mu.Unlock() }
 
-func (h *harness) getTargets() []Target {
+func (h *harness) getTargets() []factsource.Target {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.targets)
 }
 
-func (h *harness) setTargets(ts ...Target) { h.mu.Lock(); h.targets = ts; h.mu.Unlock() }
+func (h *harness) setTargets(ts ...factsource.Target) { h.mu.Lock(); h.targets = ts; h.mu.Unlock() }
 
 // step runs one step of the schedule and waits for its probes.
 func (h *harness) step() {
@@ -248,10 +242,10 @@ func (h *harness) round() {
 	h.step()
 }
 
-func (h *harness) facts(name string) *verdict.GuestFacts { return h.s.Facts(key(name)) }
+func (h *harness) facts(name string) *vmifacts.GuestFacts { return h.s.Facts(key(name)) }
 
 // mustFacts is the VM's facts, failing the test when it has none.
-func (h *harness) mustFacts(name string) *verdict.GuestFacts {
+func (h *harness) mustFacts(name string) *vmifacts.GuestFacts {
 	h.t.Helper()
 	f := h.facts(name)
 	if f == nil {
@@ -271,11 +265,11 @@ func names(keys []types.NamespacedName) []string {
 
 func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2", "vm3")
-	if got := h.n.take(); len(got) != 0 || len(h.api.take()) != 0 {
+	if got := h.n.Take(); len(got) != 0 || len(h.api.take()) != 0 {
 		t.Fatalf("probed or notified before any slot: %v", got)
 	}
 	h.round()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1", "vm2", "vm3"}) {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1", "vm2", "vm3"}) {
 		t.Fatalf("first round notified %v", got)
 	}
 	if got := len(h.api.take()); got != 9 {
@@ -289,7 +283,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	first := *f
 	for i := range 50 {
 		h.round()
-		if got := h.n.take(); len(got) != 0 {
+		if got := h.n.Take(); len(got) != 0 {
 			t.Fatalf("unchanged round %d notified %v", i, got)
 		}
 	}
@@ -301,7 +295,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	}
 	h.api.setGuest("vm2", guest{used: 91})
 	h.round()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm2"}) {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm2"}) {
 		t.Fatalf("a filling filesystem notified %v", got)
 	}
 	if f := h.mustFacts("vm2"); len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 90 {
@@ -312,7 +306,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 func TestSourceSlowAndHostileGuests(t *testing.T) {
 	// The timeout is the hung guest's wait; the others must answer within
 	// it on a loaded machine too.
-	h := newHarness(t, Config{Workers: 1, Timeout: 5 * time.Second}, "vm1", "hung", "huge", "bad", "gone", "nousers")
+	h := newHarness(t, Config{Workers: 1, Options: factsource.Options{Timeout: 5 * time.Second}}, "vm1", "hung", "huge", "bad", "gone", "nousers")
 	h.api.setGuest("hung", guest{mode: "hang"})
 	h.api.setGuest("huge", guest{mode: "huge"})
 	h.api.setGuest("bad", guest{mode: "bad"})
@@ -379,18 +373,18 @@ func TestSourceOutage(t *testing.T) {
 			}
 			h := newHarness(t, cfg, vms...)
 			h.round()
-			h.n.take()
+			h.n.Take()
 			h.api.mu.Lock()
 			h.api.mode, h.api.retryAfter = tc.mode, tc.retryAfter
 			h.api.mu.Unlock()
 
 			h.round()
-			if got := h.n.take(); len(got) != 0 && tc.mode != "500" && tc.mode != "hang" {
+			if got := h.n.Take(); len(got) != 0 && tc.mode != "500" && tc.mode != "hang" {
 				t.Fatalf("the outage's first attempt notified %v", got)
 			}
 			// Backoff: one probe (the canary) per attempt, none before
 			// the backoff (or the server's Retry-After) has passed.
-			for attempt := 2; attempt <= DefaultUnavailableAfter; attempt++ {
+			for attempt := 2; attempt <= Defaults.UnavailableAfter; attempt++ {
 				h.api.take()
 				if tc.wait > 0 {
 					h.advance(tc.wait - time.Second)
@@ -405,7 +399,7 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("attempt %d sent %v, want one canary", attempt, got)
 				}
 			}
-			if got := names(h.n.take()); len(got) != len(vms) {
+			if got := names(h.n.Take()); len(got) != len(vms) {
 				t.Fatalf("the outage notified %v, want every VM", got)
 			}
 			for _, vm := range vms {
@@ -413,14 +407,14 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("%s in the outage: %+v", vm, f)
 				}
 			}
-			if got := testutil.ToFloat64(h.m.available); got != 0 {
-				t.Errorf("vmobs_guest_probe_available = %v", got)
+			if got := testutil.ToFloat64(h.m.Available); got != 0 {
+				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v", got)
 			}
 			// A lasting outage changes nothing more.
 			for range 3 {
 				h.round()
 			}
-			if got := h.n.take(); len(got) != 0 {
+			if got := h.n.Take(); len(got) != 0 {
 				t.Fatalf("a lasting outage notified %v", got)
 			}
 			// A VM that starts during the outage says so too.
@@ -428,13 +422,13 @@ func TestSourceOutage(t *testing.T) {
 			h.setTargets(append(h.getTargets(), target("late"))...)
 			h.advance(h.s.refreshRate)
 			h.step()
-			if got := names(h.n.take()); !slices.Equal(got, []string{"late"}) || h.mustFacts("late").Unavailable != tc.why {
+			if got := names(h.n.Take()); !slices.Equal(got, []string{"late"}) || h.mustFacts("late").Unavailable != tc.why {
 				t.Fatalf("a new VM in the outage: notified %v, facts %+v", got, h.facts("late"))
 			}
 
 			h.set("")
 			h.round() // the canary answers: probing resumes
-			if got := names(h.n.take()); len(got) != len(vms)+1 {
+			if got := names(h.n.Take()); len(got) != len(vms)+1 {
 				t.Fatalf("the recovery notified %v, want every VM", got)
 			}
 			h.round()
@@ -443,8 +437,11 @@ func TestSourceOutage(t *testing.T) {
 					t.Fatalf("%s after the recovery: %+v (no failure may be charged to an agent)", vm, f)
 				}
 			}
-			if got := testutil.ToFloat64(h.m.available); got != 1 {
-				t.Errorf("vmobs_guest_probe_available = %v after the recovery", got)
+			if got := testutil.ToFloat64(h.m.Available); got != 1 {
+				t.Errorf("vmobs_fact_source_available{source=\"guest_probe\"} = %v after the recovery", got)
+			}
+			if got, want := testutil.ToFloat64(h.m.LastSuccess), float64(h.now().Unix()); got != want {
+				t.Errorf("last success %v, want the recovery's probe at %v", got, want)
 			}
 		})
 	}
@@ -457,7 +454,7 @@ func (h *harness) set(mode string) { h.api.set(mode) }
 func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2")
 	h.round()
-	h.n.take()
+	h.n.Take()
 	before := *h.mustFacts("vm1")
 	h.set("503")
 	h.round()
@@ -465,7 +462,7 @@ func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h.advance(2 * time.Second)
 	h.step()
 	h.round()
-	if got := h.n.take(); len(got) != 0 || !identical(&before, h.facts("vm1")) {
+	if got := h.n.Take(); len(got) != 0 || !identical(&before, h.facts("vm1")) {
 		t.Fatalf("a blip notified %v, facts %+v", got, h.facts("vm1"))
 	}
 }
@@ -501,20 +498,20 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.round()
 	h.api.setGuest("vm1", guest{mode: "500"})
 	h.round()
-	h.n.take()
+	h.n.Take()
 	if f := h.mustFacts("vm1"); f.Failures != 1 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 95 {
 		t.Fatalf("facts %+v", f)
 	}
 	// The VMI is recreated under the same name: its facts go at once.
-	h.setTargets(Target{Key: key("vm1"), UID: "uid-vm1-new"})
+	h.setTargets(factsource.Target{Key: key("vm1"), UID: "uid-vm1-new"})
 	h.advance(h.s.refreshRate)
 	h.step()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
 		t.Fatalf("recreated: notified %v, facts %+v", got, h.facts("vm1"))
 	}
 	h.api.setGuest("vm1", guest{used: 50})
 	h.round()
-	h.n.take()
+	h.n.Take()
 	f := h.facts("vm1")
 	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
 		t.Fatalf("the new VMI's facts %+v", f)
@@ -523,7 +520,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.setTargets()
 	h.advance(h.s.refreshRate)
 	h.step()
-	if got := names(h.n.take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
+	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm1"}) || h.facts("vm1") != nil {
 		t.Fatalf("gone: notified %v, facts %+v", got, h.facts("vm1"))
 	}
 }

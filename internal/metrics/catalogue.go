@@ -1,6 +1,9 @@
 package metrics
 
-import dto "github.com/prometheus/client_model/go"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Family is one metric family vmobs exports, as a Prometheus scrape shows
 // it: the contract that docs, alerts, recording rules and dashboards rely on.
@@ -22,6 +25,9 @@ type Source string
 const (
 	// SourceController is the controller itself: always registered.
 	SourceController Source = "controller"
+	// SourceFactSources is internal/factsource's shared families, one
+	// series per source that runs (label source): always registered.
+	SourceFactSources Source = "fact sources"
 	// SourceDomainStats is internal/domainstats: registered only with
 	// --prometheus-url.
 	SourceDomainStats Source = "domain stats"
@@ -61,6 +67,11 @@ var Catalogue = []Family{
 	{Name: "vmobs_build_info", Type: gauge, Labels: []string{"version", "commit", "goversion"}, Source: SourceController,
 		Help: "The version, commit and Go version the running vmobs binary was built from; always 1."},
 
+	{Name: "vmobs_fact_source_available", Type: gauge, Labels: []string{"source"}, Source: SourceFactSources,
+		Help: "0 once a source of facts has failed several times in a row (the VMs' facts then say it is unavailable, and their verdicts rest on their other sources); 1 otherwise, also before its first round and on a standby replica, which runs no source. One series per source: domain_stats, guest_probe."},
+	{Name: "vmobs_fact_source_last_success_timestamp_seconds", Type: gauge, Labels: []string{"source"}, Source: SourceFactSources,
+		Help: "Unix time of a source's last success: the last round of domain stats queries that all succeeded, the last guest agent probe that was answered; 0 before the first."},
+
 	{Name: "vmobs_domain_stats_query_duration_seconds", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
 		Help: "Time an instant query for domain stats took, per signal, failed ones included."},
 	{Name: "vmobs_domain_stats_response_bytes", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
@@ -69,10 +80,6 @@ var Catalogue = []Family{
 		Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query, partial)."},
 	{Name: "vmobs_domain_stats_query_annotations_total", Type: counter, Labels: []string{"signal"}, Source: SourceDomainStats,
 		Help: "PromQL annotations (\"PromQL info: ...\", \"PromQL warning: ...\") in the answers to domain stats queries, per signal; the answers are used."},
-	{Name: "vmobs_domain_stats_available", Type: gauge, Source: SourceDomainStats,
-		Help: "0 once several rounds of domain stats queries in a row have failed (the VMs' verdicts then rest on their other sources); 1 otherwise, also before the first round and on a standby replica, which queries nothing."},
-	{Name: "vmobs_domain_stats_last_success_timestamp_seconds", Type: gauge, Source: SourceDomainStats,
-		Help: "Unix time of the last round of domain stats queries that all succeeded."},
 	{Name: "vmobs_domain_stats_series_dropped_total", Type: counter, Source: SourceDomainStats,
 		Help: "Series in Prometheus' answers that name no VMI (no namespace or name label)."},
 	{Name: "vmobs_domain_stats_vmis", Type: gauge, Labels: []string{"state"}, Source: SourceDomainStats,
@@ -88,10 +95,26 @@ var Catalogue = []Family{
 		Help: "Time a probe of a guest agent took, its GETs together."},
 	{Name: "vmobs_guest_probes_in_flight", Type: gauge, Source: SourceGuestProbe,
 		Help: "Probes running now (at most --guest-probe-workers)."},
-	{Name: "vmobs_guest_probe_available", Type: gauge, Source: SourceGuestProbe,
-		Help: "0 while the API cannot be used or the fleet's probes fail alike (probing pauses and no agent is charged); 1 otherwise, also before the first probe and on a standby replica, which probes nothing."},
 	{Name: "vmobs_guest_probe_targets", Type: gauge, Source: SourceGuestProbe,
 		Help: "Running VMIs whose guest agent is connected: the VMs probed once per --guest-probe-interval."},
 	{Name: "vmobs_guest_probe_entries_skipped_total", Type: counter, Labels: []string{"subresource"}, Source: SourceGuestProbe,
 		Help: "Entries of a guest's answer dropped for not making sense (sizes negative, past int64, used over total, total 0; no name or mount point), per subresource."},
+}
+
+// family is the catalogue's entry of name. A name that is not there is a
+// mistake of the code that registers it, which the catalogue's tests
+// catch; it is made with no help rather than a panic.
+func family(name string) Family {
+	for _, f := range Catalogue {
+		if f.Name == name {
+			return f
+		}
+	}
+	return Family{Name: name}
+}
+
+// gaugeVec makes the catalogue's gauge family name.
+func gaugeVec(name string) *prometheus.GaugeVec {
+	f := family(name)
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.Name, Help: f.Help}, f.Labels)
 }

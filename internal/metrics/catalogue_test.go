@@ -64,6 +64,7 @@ func registered(t *testing.T) []prometheus.Collector {
 	}
 	cs := append(NewTransitions().Collectors(), NewLiveness().Collectors()...)
 	cs = append(cs, BuildInfo(version.Get()), &Collector{Observations: store})
+	cs = append(cs, NewFactSources().Collectors()...)
 	cs = append(cs, domainstats.NewMetrics().Collectors()...)
 	return append(cs, guestprobe.NewMetrics().Collectors()...)
 }
@@ -161,7 +162,7 @@ func TestCatalogueIsWhatIsRegistered(t *testing.T) {
 // A metric defined anywhere in the Go, even in a source this package's
 // tests do not register, is in the catalogue.
 func TestCatalogueNamesEveryDefinition(t *testing.T) {
-	defRe := regexp.MustCompile(`(?:Name:\s*|NewDesc\()"(vmobs_[a-z0-9_]+)"`)
+	defRe := regexp.MustCompile(`(?:Name:\s*|NewDesc\(|gaugeVec\()"(vmobs_[a-z0-9_]+)"`)
 	found := 0
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -204,6 +205,7 @@ type section struct {
 
 var sections = []section{
 	{SourceController, "Controller", "Always registered. The per-VM series are computed at scrape time from the cache, so a deleted VM leaves none behind; the meaning of each label and how many series a VM has: [controller.md](controller.md#metrics)."},
+	{SourceFactSources, "Fact sources", "Always registered, shared by every source of facts outside the cluster's objects (internal/factsource), with one series per source that runs: `source` is `domain_stats` ([domain-stats.md](domain-stats.md)) or `guest_probe` ([guest-probe.md](guest-probe.md))."},
 	{SourceDomainStats, "Domain stats", "Registered with `--prometheus-url` only ([domain-stats.md](domain-stats.md)). None has a per-VM label."},
 	{SourceGuestProbe, "Guest probe", "Registered with a `--guest-probe-interval` above 0 only ([guest-probe.md](guest-probe.md)). None has a per-VM label."},
 }

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The series of virt-handler's domain stats collector the rules cite
@@ -57,25 +58,16 @@ const (
 
 // domainFacts are the domain stats of the VMI when a rule may read them
 // (vmiFacts).
-func (f *facts) domainFacts() *DomainFacts { return vmiFacts(f, f.in.Domain) }
+func (f *facts) domainFacts() *vmifacts.DomainFacts { return vmiFacts(f, f.in.Domain) }
 
 // domainSeries are the facts when they carry the domain's series: readable,
 // this VMI's, and exported by virt-handler.
-func (f *facts) domainSeries() *DomainFacts {
+func (f *facts) domainSeries() *vmifacts.DomainFacts {
 	d := f.domainFacts()
 	if d == nil || d.Unavailable != "" || !d.Exported {
 		return nil
 	}
 	return d
-}
-
-// val is v when it is a number the rules can judge; a value that is not
-// finite or is negative is absent, whatever OK says.
-func val(v Value) (float64, bool) {
-	if !v.OK || !(v.V >= 0) || math.IsInf(v.V, 1) {
-		return 0, false
-	}
-	return v.V, true
 }
 
 // domainNode runs the node layer's rules on domain stats: whether
@@ -99,8 +91,8 @@ func (e *engine) domainNode(l *layer) {
 		return
 	}
 	pol := &f.pol
-	lat, okLat := val(d.StorageLatency)
-	base, okBase := val(d.StorageBaseline)
+	lat, okLat := d.StorageLatency.Valid()
+	base, okBase := d.StorageBaseline.Valid()
 	if okLat && okBase && lat >= float64(pol.StorageSlowFactor)*base && lat >= pol.StorageSlowLatency.Seconds() {
 		msg := "I/O operations take " + secondsText(lat) + " each"
 		if base > 0 {
@@ -118,7 +110,7 @@ func (e *engine) domainNode(l *layer) {
 	// the domain's tx_drop is what the host dropped of the guest's
 	// packets. Receive drops are packets the guest did not take: the
 	// guest's business (domainGuest), not the node's.
-	if r, ok := val(d.NetworkErrorRate); ok && r >= pol.NetworkErrorRate {
+	if r, ok := d.NetworkErrorRate.Valid(); ok && r >= pol.NetworkErrorRate {
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNetworkErrors,
 			"the domain's interfaces report "+num(r)+" errors and transmit drops per second (from "+num(pol.NetworkErrorRate)+"/s)", d.SampledAt)
 		l.cite(kindSeries, seriesNetworkErrors, fieldRate, num(r)+"/s", d.SampledAt)
@@ -143,7 +135,7 @@ var domainCauses = [...]string{
 // migration that moved the VMI to another node's virt-handler), and a
 // series that vanishes from a VMI running for long counts once it stayed
 // away for the grace: one sample does not decide.
-func (e *engine) domainMissing(l *layer, d *DomainFacts) {
+func (e *engine) domainMissing(l *layer, d *vmifacts.DomainFacts) {
 	f := &e.f
 	if f.mig.inProgress {
 		// The handoff changes the node, and so the exporter.
@@ -232,7 +224,7 @@ func (e *engine) domainGuest(l *layer) {
 		return
 	}
 	pol := &f.pol
-	if n, ok := val(d.GuestPanics); ok && n > 0 {
+	if n, ok := d.GuestPanics.Valid(); ok && n > 0 {
 		// virt-handler counts each GUEST_PANICKED event of the domain
 		// (kv:pkg/virt-handler/vm.go emitPanicMetricIfNeeded); KubeVirt's
 		// VMNonRecoverableOSPanic alert pages on more than 5 in 24 hours
@@ -257,7 +249,7 @@ func (e *engine) domainGuest(l *layer) {
 		}
 	}
 	e.memoryPressure(l, d)
-	if r, ok := val(d.NetworkReceiveDropRate); ok && r >= pol.NetworkErrorRate {
+	if r, ok := d.NetworkReceiveDropRate.Valid(); ok && r >= pol.NetworkErrorRate {
 		l.note(v1alpha1.ReasonGuestNetworkDrops,
 			"the guest does not take "+num(r)+" received packets per second (an interface down or unconfigured in the guest, or its receive ring full)",
 			d.SampledAt)
@@ -317,31 +309,31 @@ func (e *engine) kubeVirtPauseEnded() time.Time {
 // only severity info. So low headroom is a note, low headroom with
 // thrashing is Degraded once it lasted GuestMemoryPressureAfter (the
 // fold keeps its onset), and thrashing with plenty of headroom is nothing.
-func (e *engine) memoryPressure(l *layer, d *DomainFacts) {
+func (e *engine) memoryPressure(l *layer, d *vmifacts.DomainFacts) {
 	f := &e.f
 	pol := &f.pol
-	m := pol.memoryState(d)
-	if !m.low {
+	m := pol.MemoryThresholds().State(d)
+	if !m.Low {
 		return
 	}
 	var b strings.Builder
-	b.WriteString("the guest can use only " + bytesText(m.usable) + " of its " + bytesText(m.avail) +
+	b.WriteString("the guest can use only " + bytesText(m.Usable) + " of its " + bytesText(m.Available) +
 		" without swapping (under " + num(float64(pol.GuestMemoryAvailablePercent)) + "%)")
-	if m.thrashing() {
+	if m.Thrashing() {
 		b.WriteString(" and ")
-		if m.swapping {
-			b.WriteString("swaps " + bytesText(m.swap) + "/s (from " + bytesText(pol.GuestSwapRate) + "/s)")
+		if m.Swapping {
+			b.WriteString("swaps " + bytesText(m.Swap) + "/s (from " + bytesText(pol.GuestSwapRate) + "/s)")
 		}
-		if m.swapping && m.faulting {
+		if m.Swapping && m.Faulting {
 			b.WriteString(" with ")
 		}
-		if m.faulting {
-			b.WriteString(num(m.faults) + " major page faults per second (above " + num(pol.GuestMajorFaultRate) + "/s)")
+		if m.Faulting {
+			b.WriteString(num(m.Faults) + " major page faults per second (above " + num(pol.GuestMajorFaultRate) + "/s)")
 		}
 	}
 	since := d.MemoryPressureSince
 	degraded := false
-	if m.thrashing() && !since.IsZero() {
+	if m.Thrashing() && !since.IsZero() {
 		due := ceilSec(since.Add(pol.GuestMemoryPressureAfter))
 		if crossed(f.now, due) {
 			degraded = true
@@ -356,53 +348,30 @@ func (e *engine) memoryPressure(l *layer, d *DomainFacts) {
 	} else {
 		l.note(v1alpha1.ReasonGuestMemoryAvailableLow, b.String(), d.SampledAt)
 	}
-	l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(m.usable), d.SampledAt)
-	l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(m.avail), d.SampledAt)
-	if m.swapping {
-		l.cite(kindSeries, seriesSwap, fieldSwap, bytesText(m.swap)+"/s", d.SampledAt)
+	l.cite(kindSeries, seriesMemoryUsable, fieldMax, bytesText(m.Usable), d.SampledAt)
+	l.cite(kindSeries, seriesMemoryAvailable, fieldMax, bytesText(m.Available), d.SampledAt)
+	if m.Swapping {
+		l.cite(kindSeries, seriesSwap, fieldSwap, bytesText(m.Swap)+"/s", d.SampledAt)
 	}
-	if m.faulting {
-		l.cite(kindSeries, seriesMajorFaults, fieldRate, num(m.faults)+"/s", d.SampledAt)
+	if m.Faulting {
+		l.cite(kindSeries, seriesMajorFaults, fieldRate, num(m.Faults)+"/s", d.SampledAt)
 	}
 	if degraded {
 		l.cite(kindSeries, seriesMemoryUsable, fieldPressure, rfc(since), since)
 	}
 }
 
-// memoryState is a domain's memory judged by the policy's thresholds.
-type memoryState struct {
-	avail, usable, swap, faults float64
-	// low: usable memory under GuestMemoryAvailablePercent of available.
-	low bool
-	// swapping and faulting: swap or major faults at or above their rate.
-	swapping, faulting bool
-}
-
-func (m memoryState) thrashing() bool { return m.swapping || m.faulting }
-
-func (p *Policy) memoryState(d *DomainFacts) memoryState {
-	var m memoryState
-	var okAvail, okUsable, okSwap, okFaults bool
-	m.avail, okAvail = val(d.MemoryAvailable)
-	m.usable, okUsable = val(d.MemoryUsable)
-	m.swap, okSwap = val(d.SwapRate)
-	m.faults, okFaults = val(d.MajorFaultRate)
-	m.low = okAvail && m.avail > 0 && okUsable && m.usable*100 < m.avail*float64(p.GuestMemoryAvailablePercent)
-	m.swapping = okSwap && m.swap >= p.GuestSwapRate
-	// KubeVirt's alert: rate(pgmajfault) > 5, strictly above.
-	m.faulting = okFaults && m.faults > p.GuestMajorFaultRate
-	return m
-}
-
-// MemoryPressure says whether the domain's memory, by the policy's
-// thresholds (defaults filling what p leaves zero), is under pressure: low
-// headroom and thrashing. The domain stats fold calls it to keep the onset
-// (DomainFacts.MemoryPressureSince) with the controller's thresholds; the
-// engine judges the same facts with the VM's.
-func (p Policy) MemoryPressure(d *DomainFacts) bool {
+// MemoryThresholds are the policy's thresholds of a domain's memory
+// (defaults filling what p leaves zero): the domain stats fold keeps the
+// onset of pressure (DomainFacts.MemoryPressureSince) with the
+// controller's; the engine judges the same facts with the VM's.
+func (p Policy) MemoryThresholds() vmifacts.MemoryThresholds {
 	p = p.withDefaults()
-	m := p.memoryState(d)
-	return m.low && m.thrashing()
+	return vmifacts.MemoryThresholds{
+		AvailablePercent: p.GuestMemoryAvailablePercent,
+		SwapRate:         p.GuestSwapRate,
+		MajorFaultRate:   p.GuestMajorFaultRate,
+	}
 }
 
 // countText is a count of events: "once", "twice", "3 times".
@@ -428,8 +397,8 @@ func (e *engine) domainMigration(l *layer) {
 	if d == nil || !m.inProgress {
 		return
 	}
-	dirty, okDirty := val(d.MigrationDirtyRate)
-	xfer, okXfer := val(d.MigrationTransferRate)
+	dirty, okDirty := d.MigrationDirtyRate.Valid()
+	xfer, okXfer := d.MigrationTransferRate.Valid()
 	n := d.MigrationNotShrinking
 	outpaced := okDirty && okXfer && dirty >= xfer && n >= 1
 	if n < f.pol.MigrationNotConvergingSamples && !outpaced {
@@ -441,7 +410,7 @@ func (e *engine) domainMigration(l *layer) {
 	}
 	var b strings.Builder
 	b.WriteString(label + " is not converging: ")
-	remaining, okRem := val(d.MigrationDataRemaining)
+	remaining, okRem := d.MigrationDataRemaining.Valid()
 	if okRem {
 		b.WriteString(bytesText(remaining) + " remaining")
 	} else {
@@ -478,15 +447,15 @@ func (e *engine) domainSummary() *v1alpha1.DomainSummary {
 	s.Node = bound(d.Node, maxValue)
 	s.VCPUUsage = a.milli(d.VCPUUsage)
 	s.MemoryAvailable = a.bytes(d.MemoryAvailable)
-	if avail, ok := val(d.MemoryAvailable); ok {
-		if usable, ok := val(d.MemoryUsable); ok && usable <= avail {
-			s.MemoryUsed = a.bytes(Value{V: avail - usable, OK: true})
+	if avail, ok := d.MemoryAvailable.Valid(); ok {
+		if usable, ok := d.MemoryUsable.Valid(); ok && usable <= avail {
+			s.MemoryUsed = a.bytes(vmifacts.Value{V: avail - usable, OK: true})
 		}
 	}
 	s.SwapRate = a.bytes(d.SwapRate)
 	s.StorageReadRate = a.bytes(d.StorageReadRate)
 	s.StorageWriteRate = a.bytes(d.StorageWriteRate)
-	if lat, ok := val(d.StorageLatency); ok && lat < maxSeconds {
+	if lat, ok := d.StorageLatency.Valid(); ok && lat < maxSeconds {
 		a.dur = metav1.Duration{Duration: time.Duration(math.Round(lat * float64(time.Second)))}
 		s.StorageLatency = &a.dur
 	}
@@ -510,8 +479,8 @@ const (
 
 // bytes is a whole number of bytes (or bytes per second) as a binary-SI
 // quantity ("4Gi"), nil when absent.
-func (a *arena) bytes(v Value) *resource.Quantity {
-	x, ok := val(v)
+func (a *arena) bytes(v vmifacts.Value) *resource.Quantity {
+	x, ok := v.Valid()
 	if !ok || x >= maxWhole {
 		return nil
 	}
@@ -521,8 +490,8 @@ func (a *arena) bytes(v Value) *resource.Quantity {
 }
 
 // milli is a quantity in thousandths, decimal-SI ("250m"), nil when absent.
-func (a *arena) milli(v Value) *resource.Quantity {
-	x, ok := val(v)
+func (a *arena) milli(v vmifacts.Value) *resource.Quantity {
+	x, ok := v.Valid()
 	if !ok || x*1000 >= maxWhole {
 		return nil
 	}

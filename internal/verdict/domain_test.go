@@ -12,15 +12,16 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 func TestDomainStats(t *testing.T) { run(t, domainSituations()) }
 
 // missing is domain stats without the domain's series: virt-handler on the
 // node exports other domains, or none.
-func missing(nodeExports bool, since time.Duration) func(*DomainFacts) {
-	return func(d *DomainFacts) {
-		*d = DomainFacts{VMIUID: d.VMIUID, SampledAt: d.SampledAt, NodeExports: nodeExports, MissingSince: now.Add(since)}
+func missing(nodeExports bool, since time.Duration) func(*vmifacts.DomainFacts) {
+	return func(d *vmifacts.DomainFacts) {
+		*d = vmifacts.DomainFacts{VMIUID: d.VMIUID, SampledAt: d.SampledAt, NodeExports: nodeExports, MissingSince: now.Add(since)}
 	}
 }
 
@@ -35,8 +36,8 @@ func migrating(in *Input) {
 }
 
 // migrationJob is the source domain's migration job as the fold gives it.
-func migrationJob(remaining, dirty, transfer float64, notShrinking int32) func(*DomainFacts) {
-	return func(d *DomainFacts) {
+func migrationJob(remaining, dirty, transfer float64, notShrinking int32) func(*vmifacts.DomainFacts) {
+	return func(d *vmifacts.DomainFacts) {
 		d.MigrationDataRemaining, d.MigrationDirtyRate, d.MigrationTransferRate = sample(remaining), sample(dirty), sample(transfer)
 		d.MigrationNotShrinking = notShrinking
 	}
@@ -112,14 +113,14 @@ func domainSituations() []situation {
 			}
 		})}
 	}
-	unavailable := func(d *DomainFacts) {
-		*d = DomainFacts{Unavailable: "query kubevirt_vmi_vcpu_seconds_total: Prometheus at http://prometheus:9090 refused the connection"}
+	unavailable := func(d *vmifacts.DomainFacts) {
+		*d = vmifacts.DomainFacts{Unavailable: "query kubevirt_vmi_vcpu_seconds_total: Prometheus at http://prometheus:9090 refused the connection"}
 	}
 	nodeNotReady := func(in *Input) { in.Nodes[nodeA] = node(nodeA, nodeReady(corev1.ConditionFalse)) }
 	memoryOverride := func(in *Input) {
 		in.Policy = DefaultPolicy().WithOverrides(&v1alpha1.PolicyOverrides{GuestMemoryAvailablePercent: ptr(int32(30))})
 	}
-	quarterUsable := func(d *DomainFacts) { d.MemoryUsable = sample(1 << 30) }
+	quarterUsable := func(d *vmifacts.DomainFacts) { d.MemoryUsable = sample(1 << 30) }
 	return append([]situation{
 		{
 			name:    "domain stats of a healthy domain change nothing but status.domain",
@@ -175,7 +176,7 @@ func domainSituations() []situation {
 		},
 		{
 			name: "domain stats of an earlier VMI of the same name are ignored",
-			in: input(withDomain(missing(false, -time.Hour), func(d *DomainFacts) {
+			in: input(withDomain(missing(false, -time.Hour), func(d *vmifacts.DomainFacts) {
 				d.VMIUID = "an-earlier-vmi"
 				d.VCPUStalledSince = now.Add(-time.Hour)
 				d.NetworkErrorRate = sample(100)
@@ -271,7 +272,7 @@ func domainSituations() []situation {
 		},
 		{
 			name: "vCPUs stalled for 4 minutes",
-			in: input(withDomain(func(d *DomainFacts) {
+			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				d.VCPUUsage, d.VCPUStalledSince = sample(0), now.Add(-4*time.Minute)
 			})),
 			overall: "Degraded/GuestCPUStalled", node: "Healthy/LauncherRunning", guest: "Degraded/GuestCPUStalled",
@@ -288,7 +289,7 @@ func domainSituations() []situation {
 		},
 		{
 			name: "vCPUs stalled for a minute: a fixed deadline",
-			in: input(withDomain(func(d *DomainFacts) {
+			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				d.VCPUUsage, d.VCPUStalledSince = sample(0), now.Add(-time.Minute)
 			})),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
@@ -301,7 +302,7 @@ func domainSituations() []situation {
 		},
 		{
 			name: "a paused guest's vCPUs stand still by design",
-			in: input(pausedByUserIn, withDomain(func(d *DomainFacts) {
+			in: input(pausedByUserIn, withDomain(func(d *vmifacts.DomainFacts) {
 				d.VCPUUsage, d.VCPUStalledSince = sample(0), now.Add(-time.Hour)
 				d.MemoryUsable = sample(0)
 			})),
@@ -309,13 +310,13 @@ func domainSituations() []situation {
 		},
 		{
 			name:    "guest memory almost all in use, no thrashing: a note (KubeVirtVMGuestMemoryAvailableLow is info)",
-			in:      input(withDomain(func(d *DomainFacts) { d.MemoryUsable = sample(100 << 20) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.MemoryUsable = sample(100 << 20) })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: wantNote(layerGuest, v1alpha1.ReasonGuestMemoryAvailableLow),
 		},
 		{
 			name:    "guest swapping with plenty of headroom is nothing",
-			in:      input(withDomain(func(d *DomainFacts) { d.SwapRate = sample(3 << 20) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.SwapRate = sample(3 << 20) })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				if strings.Contains(r.Status.Layers.Guest.Message, "(also:") {
@@ -336,7 +337,7 @@ func domainSituations() []situation {
 		},
 		{
 			name: "storage 30 times slower than usual",
-			in: input(withDomain(func(d *DomainFacts) {
+			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				d.StorageLatency, d.StorageBaseline = sample(0.120), sample(0.004)
 			})),
 			overall: "Degraded/StorageSlow", node: "Degraded/StorageSlow", guest: "Healthy/GuestAgentConnected",
@@ -352,14 +353,14 @@ func domainSituations() []situation {
 		},
 		{
 			name: "storage 15 times slower than usual but under 50 ms",
-			in: input(withDomain(func(d *DomainFacts) {
+			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				d.StorageLatency, d.StorageBaseline = sample(0.030), sample(0.002)
 			})),
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning",
 		},
 		{
 			name:    "network errors",
-			in:      input(withDomain(func(d *DomainFacts) { d.NetworkErrorRate = sample(3.5) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.NetworkErrorRate = sample(3.5) })),
 			overall: "Degraded/NetworkErrors", node: "Degraded/NetworkErrors",
 			check: func(t *testing.T, r Result) {
 				wantMessage(t, r.Status.Layers.Node, "the domain's interfaces report 3.5 errors and transmit drops per second (from 1/s)")
@@ -405,16 +406,16 @@ func domainSituations() []situation {
 		},
 		{
 			name: "values that are not finite numbers are absent",
-			in: input(withDomain(func(d *DomainFacts) {
+			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				nan, inf := math.NaN(), math.Inf(1)
-				for _, v := range []*Value{&d.VCPUUsage, &d.MemoryDomain, &d.SwapRate, &d.StorageReadRate,
+				for _, v := range []*vmifacts.Value{&d.VCPUUsage, &d.MemoryDomain, &d.SwapRate, &d.StorageReadRate,
 					&d.NetworkReceiveRate, &d.MigrationDataRemaining} {
 					*v = sample(nan)
 				}
-				for _, v := range []*Value{&d.MemoryAvailable, &d.StorageLatency, &d.NetworkErrorRate, &d.MigrationDirtyRate} {
+				for _, v := range []*vmifacts.Value{&d.MemoryAvailable, &d.StorageLatency, &d.NetworkErrorRate, &d.MigrationDirtyRate} {
 					*v = sample(inf)
 				}
-				for _, v := range []*Value{&d.MemoryUsable, &d.StorageBaseline, &d.StorageWriteRate, &d.NetworkTransmitRate,
+				for _, v := range []*vmifacts.Value{&d.MemoryUsable, &d.StorageBaseline, &d.StorageWriteRate, &d.NetworkTransmitRate,
 					&d.MigrationTransferRate} {
 					*v = sample(-1)
 				}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/kvtest"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The engine's tables build their objects with internal/kvtest, written the
@@ -101,9 +102,9 @@ func input(mods ...inputMod) Input {
 // fold hands them over: exported on node-a, sampled 20 s ago, a guest at
 // a quarter of a core with 4 GiB of memory, storage at its usual 2 ms per
 // operation, no network errors. mods change them.
-func withDomain(mods ...func(*DomainFacts)) inputMod {
+func withDomain(mods ...func(*vmifacts.DomainFacts)) inputMod {
 	return func(in *Input) {
-		d := &DomainFacts{
+		d := &vmifacts.DomainFacts{
 			VMIUID:              vmiUID,
 			SampledAt:           now.Add(-20 * time.Second),
 			Exported:            true,
@@ -135,9 +136,9 @@ func withDomain(mods ...func(*DomainFacts)) inputMod {
 // fold hands them over: answered 30 s ago by the running VMI's agent, a
 // Fedora guest with two users and its root filesystem 40% used. mods change
 // them.
-func withGuest(mods ...func(*GuestFacts)) inputMod {
+func withGuest(mods ...func(*vmifacts.GuestFacts)) inputMod {
 	return func(in *Input) {
-		g := &GuestFacts{
+		g := &vmifacts.GuestFacts{
 			VMIUID:        vmiUID,
 			ProbedAt:      now.Add(-30 * time.Second),
 			Answered:      true,
@@ -147,7 +148,7 @@ func withGuest(mods ...func(*GuestFacts)) inputMod {
 			Timezone:      "UTC, 0",
 			Users:         2,
 			UsersKnown:    true,
-			Filesystems: []GuestFilesystem{
+			Filesystems: []vmifacts.GuestFilesystem{
 				{MountPoint: "/", Type: "xfs", UsedPercent: 40, Since: now.Add(-time.Hour)},
 				{MountPoint: "/boot", Type: "ext4", UsedPercent: 20, Since: now.Add(-time.Hour)},
 			},
@@ -160,4 +161,4 @@ func withGuest(mods ...func(*GuestFacts)) inputMod {
 }
 
 // sample is a value that is there.
-func sample(v float64) Value { return Value{V: v, OK: true} }
+func sample(v float64) vmifacts.Value { return vmifacts.Value{V: v, OK: true} }

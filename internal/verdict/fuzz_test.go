@@ -20,6 +20,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/fuzz/FuzzEvaluate from the table fixtures (make update-golden)")
@@ -67,8 +68,8 @@ const (
 )
 
 // values lists the facts' values in fuzzDomain's order.
-func (d *DomainFacts) values() [18]*Value {
-	return [...]*Value{&d.VCPUUsage, &d.MemoryDomain, &d.MemoryAvailable, &d.MemoryUsable, &d.SwapRate,
+func domainValues(d *vmifacts.DomainFacts) [18]*vmifacts.Value {
+	return [...]*vmifacts.Value{&d.VCPUUsage, &d.MemoryDomain, &d.MemoryAvailable, &d.MemoryUsable, &d.SwapRate,
 		&d.StorageLatency, &d.StorageBaseline, &d.StorageReadRate, &d.StorageWriteRate,
 		&d.NetworkReceiveRate, &d.NetworkTransmitRate, &d.NetworkErrorRate,
 		&d.MigrationDataRemaining, &d.MigrationDirtyRate, &d.MigrationTransferRate,
@@ -81,7 +82,7 @@ func fuzzTime(offset int64) time.Time {
 	return now.Add(time.Duration(max(min(offset, century), -century)) * time.Second)
 }
 
-func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts {
+func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *vmifacts.DomainFacts {
 	if len(b) == 0 {
 		return nil
 	}
@@ -90,7 +91,7 @@ func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts
 	buf := make([]byte, max(size, len(b)))
 	copy(buf, b)
 	_ = binary.Read(bytes.NewReader(buf[:size]), binary.LittleEndian, &fd)
-	d := &DomainFacts{
+	d := &vmifacts.DomainFacts{
 		Exported:              fd.Flags&fuzzExported != 0,
 		NodeExports:           fd.Flags&fuzzNodeExports != 0,
 		NodeRunsOthers:        fd.Flags&fuzzNodeRunsOthers != 0,
@@ -121,13 +122,13 @@ func decodeDomain(b []byte, vmi *kubevirtv1.VirtualMachineInstance) *DomainFacts
 			*t.dst = fuzzTime(t.off)
 		}
 	}
-	for i, v := range d.values() {
-		*v = Value{V: fd.Values[i].V, OK: fd.Values[i].OK}
+	for i, v := range domainValues(d) {
+		*v = vmifacts.Value{V: fd.Values[i].V, OK: fd.Values[i].OK}
 	}
 	return d
 }
 
-func encodeDomain(t testing.TB, d *DomainFacts, vmi *kubevirtv1.VirtualMachineInstance) []byte {
+func encodeDomain(t testing.TB, d *vmifacts.DomainFacts, vmi *kubevirtv1.VirtualMachineInstance) []byte {
 	if d == nil {
 		return nil
 	}
@@ -161,7 +162,7 @@ func encodeDomain(t testing.TB, d *DomainFacts, vmi *kubevirtv1.VirtualMachineIn
 			*tt.dst = int64(tt.src.Sub(now) / time.Second)
 		}
 	}
-	for i, v := range d.values() {
+	for i, v := range domainValues(d) {
 		fd.Values[i] = fuzzValue{V: v.V, OK: v.OK}
 	}
 	var b bytes.Buffer
@@ -226,7 +227,7 @@ func (a fuzzArgs) input() Input {
 	in.Now = fuzzTime(a.nowOffset)
 	in.Domain = decodeDomain(a.domain, in.VMI)
 	if len(a.guest) > 0 && string(a.guest) != "null" {
-		in.Guest = &GuestFacts{}
+		in.Guest = &vmifacts.GuestFacts{}
 		_ = json.Unmarshal(a.guest, in.Guest)
 	}
 	return in
@@ -340,8 +341,8 @@ func FuzzEvaluate(f *testing.F) {
 		if st.VMI != nil && len(st.VMI.HotplugVolumes) > maxHotplugVolumes {
 			t.Fatalf("%d hotplug volumes", len(st.VMI.HotplugVolumes))
 		}
-		if g := st.Guest; g != nil && (len(g.Filesystems) > MaxGuestFilesystems || len(g.Hostname) > MaxGuestString ||
-			len(g.Timezone) > MaxGuestString || g.Users != nil && (*g.Users < 0 || *g.Users > MaxGuestUsers)) {
+		if g := st.Guest; g != nil && (len(g.Filesystems) > vmifacts.MaxGuestFilesystems || len(g.Hostname) > vmifacts.MaxGuestString ||
+			len(g.Timezone) > vmifacts.MaxGuestString || g.Users != nil && (*g.Users < 0 || *g.Users > vmifacts.MaxGuestUsers)) {
 			t.Fatalf("guest summary out of bounds: %d filesystems, %d-byte hostname, %d-byte timezone", len(g.Filesystems), len(g.Hostname), len(g.Timezone))
 		}
 		first, err := json.Marshal(r)
@@ -382,12 +383,12 @@ func TestFuzzDomainRoundTrip(t *testing.T) {
 
 // equalNaN compares facts whose values may be NaN, which DeepEqual never
 // finds equal.
-func equalNaN(a, b *DomainFacts) bool {
+func equalNaN(a, b *vmifacts.DomainFacts) bool {
 	ca, cb := *a, *b
-	for i, v := range ca.values() {
-		w := cb.values()[i]
+	for i, v := range domainValues(&ca) {
+		w := domainValues(&cb)[i]
 		if math.IsNaN(v.V) && math.IsNaN(w.V) && v.OK == w.OK {
-			*v, *w = Value{}, Value{}
+			*v, *w = vmifacts.Value{}, vmifacts.Value{}
 		}
 	}
 	return reflect.DeepEqual(ca, cb)

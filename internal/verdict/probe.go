@@ -8,6 +8,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The guest agent's subresources the probe reads (virt-api's
@@ -24,11 +25,11 @@ const (
 
 // guestFacts are the probe's facts of the VMI when a rule may read them
 // (vmiFacts).
-func (f *facts) guestFacts() *GuestFacts { return vmiFacts(f, f.in.Guest) }
+func (f *facts) guestFacts() *vmifacts.GuestFacts { return vmiFacts(f, f.in.Guest) }
 
 // guestAnswers are the facts when they hold answers: readable, this
 // VMI's, and answered at least once.
-func (f *facts) guestAnswers() *GuestFacts {
+func (f *facts) guestAnswers() *vmifacts.GuestFacts {
 	g := f.guestFacts()
 	if g == nil || g.Unavailable != "" || !g.Answered {
 		return nil
@@ -117,7 +118,7 @@ func (e *engine) probePath(l *layer) {
 // a filesystem filling for ten minutes is a fault to act on, not a passing
 // state. Filesystems KubeVirt's alerts leave out (FilesystemIgnored) are
 // not judged. The fold keeps them fullest first.
-func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
+func (e *engine) filesystemsFull(l *layer, g *vmifacts.GuestFacts) {
 	f := &e.f
 	pol := &f.pol
 	var named, filling []string
@@ -125,7 +126,7 @@ func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
 	full := 0
 	for i := range g.Filesystems {
 		fs := &g.Filesystems[i]
-		if FilesystemIgnored(fs.Type, fs.MountPoint) {
+		if vmifacts.FilesystemIgnored(fs.Type, fs.MountPoint) {
 			continue
 		}
 		at, level, ok := e.filesystemFullAt(fs)
@@ -169,7 +170,7 @@ func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
 	}
 	for i := range g.Filesystems {
 		fs := &g.Filesystems[i]
-		if FilesystemIgnored(fs.Type, fs.MountPoint) {
+		if vmifacts.FilesystemIgnored(fs.Type, fs.MountPoint) {
 			continue
 		}
 		if t, ok := fs.AtLeastSince(pol.FilesystemUsedPercent); ok {
@@ -184,7 +185,7 @@ func (e *engine) filesystemsFull(l *layer, g *GuestFacts) {
 // reached the warning share; level says it is at the warning share or
 // more, full that its time has come. A level the facts do not date is
 // judged as if its time had come (no clock to wait by).
-func (e *engine) filesystemFullAt(fs *GuestFilesystem) (at time.Time, level, full bool) {
+func (e *engine) filesystemFullAt(fs *vmifacts.GuestFilesystem) (at time.Time, level, full bool) {
 	pol := &e.f.pol
 	if t, ok := fs.AtLeastSince(pol.FilesystemCriticalPercent); ok {
 		return t, true, true
@@ -214,13 +215,13 @@ func (e *engine) probeSummary(s *v1alpha1.GuestSummary) {
 	if s.KernelRelease == "" {
 		s.KernelRelease = bound(g.KernelRelease, maxValue)
 	}
-	s.Hostname = bound(g.Hostname, MaxGuestString)
-	s.Timezone = bound(g.Timezone, MaxGuestString)
+	s.Hostname = bound(g.Hostname, vmifacts.MaxGuestString)
+	s.Timezone = bound(g.Timezone, vmifacts.MaxGuestString)
 	if g.UsersKnown {
-		e.a.users = min(max(g.Users, 0), MaxGuestUsers)
+		e.a.users = min(max(g.Users, 0), vmifacts.MaxGuestUsers)
 		s.Users = &e.a.users
 	}
-	n := min(len(g.Filesystems), MaxGuestFilesystems)
+	n := min(len(g.Filesystems), vmifacts.MaxGuestFilesystems)
 	if n == 0 {
 		return
 	}
@@ -228,7 +229,7 @@ func (e *engine) probeSummary(s *v1alpha1.GuestSummary) {
 	for i := range fs {
 		in := &g.Filesystems[i]
 		fs[i] = v1alpha1.GuestFilesystem{
-			MountPoint:  bound(in.MountPoint, MaxGuestString),
+			MountPoint:  bound(in.MountPoint, vmifacts.MaxGuestString),
 			Type:        bound(in.Type, 64),
 			UsedPercent: min(max(in.UsedPercent, 0), 100),
 		}

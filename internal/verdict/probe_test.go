@@ -10,14 +10,15 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 func TestGuestProbe(t *testing.T) { run(t, probeSituations()) }
 
 // usage sets the filesystems the probe saw, in the fold's order (fullest
 // first), each in its bucket since d ago.
-func usage(d time.Duration, fs ...GuestFilesystem) func(*GuestFacts) {
-	return func(g *GuestFacts) {
+func usage(d time.Duration, fs ...vmifacts.GuestFilesystem) func(*vmifacts.GuestFacts) {
+	return func(g *vmifacts.GuestFacts) {
 		for i := range fs {
 			fs[i].Since = now.Add(d)
 		}
@@ -26,8 +27,8 @@ func usage(d time.Duration, fs ...GuestFilesystem) func(*GuestFacts) {
 }
 
 // failing makes the last n probes fail since d ago.
-func failing(n int32, d time.Duration) func(*GuestFacts) {
-	return func(g *GuestFacts) {
+func failing(n int32, d time.Duration) func(*vmifacts.GuestFacts) {
+	return func(g *vmifacts.GuestFacts) {
 		g.Failures, g.FailingSince = n, now.Add(d)
 		g.LastError = "guestosinfo: the server was unable to return a response in the time allotted (timeout 10s)"
 	}
@@ -64,14 +65,14 @@ func wantGuestSince(d time.Duration) func(*testing.T, Result) {
 
 func probeSituations() []situation {
 	full := usage(-20*time.Minute,
-		GuestFilesystem{MountPoint: "/var", Type: "xfs", UsedPercent: 95},
-		GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 90},
-		GuestFilesystem{MountPoint: "/boot", Type: "ext4", UsedPercent: 20})
+		vmifacts.GuestFilesystem{MountPoint: "/var", Type: "xfs", UsedPercent: 95},
+		vmifacts.GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 90},
+		vmifacts.GuestFilesystem{MountPoint: "/boot", Type: "ext4", UsedPercent: 20})
 	overrides := func(o v1alpha1.PolicyOverrides) inputMod {
 		return func(in *Input) { in.Policy = DefaultPolicy().WithOverrides(&o) }
 	}
-	unavailable := func(g *GuestFacts) {
-		*g = GuestFacts{Unavailable: "virt-api answers 503 Service Unavailable: the server is currently unable to handle the request"}
+	unavailable := func(g *vmifacts.GuestFacts) {
+		*g = vmifacts.GuestFacts{Unavailable: "virt-api answers 503 Service Unavailable: the server is currently unable to handle the request"}
 	}
 	nodeNotReady := func(in *Input) { in.Nodes[nodeA] = node(nodeA, nodeReady(corev1.ConditionFalse)) }
 	return []situation{
@@ -135,15 +136,15 @@ func probeSituations() []situation {
 		},
 		{
 			name:    "80% used is not nearly full",
-			in:      input(withGuest(usage(-time.Hour, GuestFilesystem{MountPoint: "/", UsedPercent: 80}))),
+			in:      input(withGuest(usage(-time.Hour, vmifacts.GuestFilesystem{MountPoint: "/", UsedPercent: 80}))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 		{
 			name: "six full filesystems: four named, the rest counted",
 			in: input(withGuest(usage(-20*time.Minute,
-				GuestFilesystem{MountPoint: "/a", UsedPercent: 100}, GuestFilesystem{MountPoint: "/b", UsedPercent: 100},
-				GuestFilesystem{MountPoint: "/c", UsedPercent: 95}, GuestFilesystem{MountPoint: "/d", UsedPercent: 95},
-				GuestFilesystem{MountPoint: "/e", UsedPercent: 90}, GuestFilesystem{MountPoint: "/f", UsedPercent: 90}))),
+				vmifacts.GuestFilesystem{MountPoint: "/a", UsedPercent: 100}, vmifacts.GuestFilesystem{MountPoint: "/b", UsedPercent: 100},
+				vmifacts.GuestFilesystem{MountPoint: "/c", UsedPercent: 95}, vmifacts.GuestFilesystem{MountPoint: "/d", UsedPercent: 95},
+				vmifacts.GuestFilesystem{MountPoint: "/e", UsedPercent: 90}, vmifacts.GuestFilesystem{MountPoint: "/f", UsedPercent: 90}))),
 			overall: "Degraded/FilesystemNearlyFull",
 			check:   wantLayerMessage(layerGuest, "/a 100%, /b 100%, /c 95%, /d 95% and 2 more used"),
 		},
@@ -177,7 +178,7 @@ func probeSituations() []situation {
 		},
 		{
 			name:    "an agent that never answered and now fails",
-			in:      input(withGuest(func(g *GuestFacts) { *g = GuestFacts{VMIUID: vmiUID} }, failing(3, -15*time.Minute))),
+			in:      input(withGuest(func(g *vmifacts.GuestFacts) { *g = vmifacts.GuestFacts{VMIUID: vmiUID} }, failing(3, -15*time.Minute))),
 			overall: "Unknown/GuestInfoUnreachable",
 			check: func(t *testing.T, r Result) {
 				if g := r.Status.Guest; g.Hostname != "" || g.Users != nil || g.Filesystems != nil {
@@ -210,7 +211,7 @@ func probeSituations() []situation {
 		},
 		{
 			name:    "facts of an earlier VMI of the same name are ignored",
-			in:      input(withGuest(full, failing(5, -time.Hour), func(g *GuestFacts) { g.VMIUID = "an-earlier-vmi" })),
+			in:      input(withGuest(full, failing(5, -time.Hour), func(g *vmifacts.GuestFacts) { g.VMIUID = "an-earlier-vmi" })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				if r.Status.Guest.Hostname != "" {
@@ -234,25 +235,25 @@ func probeSituations() []situation {
 		},
 		{
 			name: "hostile answers are bounded in the status",
-			in: input(withGuest(func(g *GuestFacts) {
+			in: input(withGuest(func(g *vmifacts.GuestFacts) {
 				g.Hostname = strings.Repeat("h", 4096)
 				g.Timezone = strings.Repeat("z", 1000)
 				g.Users = 1 << 20
 				g.Filesystems = nil
 				for range 40 {
-					g.Filesystems = append(g.Filesystems, GuestFilesystem{MountPoint: strings.Repeat("/m", 300), Type: strings.Repeat("t", 100), UsedPercent: 140})
+					g.Filesystems = append(g.Filesystems, vmifacts.GuestFilesystem{MountPoint: strings.Repeat("/m", 300), Type: strings.Repeat("t", 100), UsedPercent: 140})
 				}
 			})),
 			overall: "Degraded/FilesystemNearlyFull",
 			check: func(t *testing.T, r Result) {
 				g := r.Status.Guest
-				if len(g.Hostname) > MaxGuestString || len(g.Timezone) > MaxGuestString || *g.Users != MaxGuestUsers {
+				if len(g.Hostname) > vmifacts.MaxGuestString || len(g.Timezone) > vmifacts.MaxGuestString || *g.Users != vmifacts.MaxGuestUsers {
 					t.Errorf("hostname %d bytes, timezone %d, users %d", len(g.Hostname), len(g.Timezone), *g.Users)
 				}
-				if len(g.Filesystems) != MaxGuestFilesystems {
+				if len(g.Filesystems) != vmifacts.MaxGuestFilesystems {
 					t.Fatalf("%d filesystems", len(g.Filesystems))
 				}
-				if fs := g.Filesystems[0]; len(fs.MountPoint) > MaxGuestString || len(fs.Type) > 64 || fs.UsedPercent != 100 {
+				if fs := g.Filesystems[0]; len(fs.MountPoint) > vmifacts.MaxGuestString || len(fs.Type) > 64 || fs.UsedPercent != 100 {
 					t.Errorf("filesystem %d bytes, type %d, %d%%", len(fs.MountPoint), len(fs.Type), fs.UsedPercent)
 				}
 			},

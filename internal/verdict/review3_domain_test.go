@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The engine review's domain stats findings (A2 memory pressure, A3 pauses
@@ -19,12 +20,12 @@ import (
 // for TestEveryReasonIsTested through domainSituations.
 
 // lowHeadroom is a guest with 100 MiB of its 4 GiB usable: under 5%.
-func lowHeadroom(d *DomainFacts) { d.MemoryUsable = sample(100 << 20) }
+func lowHeadroom(d *vmifacts.DomainFacts) { d.MemoryUsable = sample(100 << 20) }
 
 // thrashing gives the domain major faults per second and a pressure onset
 // (the fold's, with the controller's thresholds) ago before now.
-func thrashing(faults float64, ago time.Duration) func(*DomainFacts) {
-	return func(d *DomainFacts) {
+func thrashing(faults float64, ago time.Duration) func(*vmifacts.DomainFacts) {
+	return func(d *vmifacts.DomainFacts) {
 		d.MajorFaultRate = sample(faults)
 		d.MemoryPressureSince = now.Add(-ago)
 	}
@@ -37,8 +38,8 @@ func memoryDump(phase kubevirtv1.MemoryDumpPhase) inputMod {
 	}
 }
 
-func stalledFor(d time.Duration) func(*DomainFacts) {
-	return func(f *DomainFacts) { f.VCPUUsage, f.VCPUStalledSince = sample(0), now.Add(-d) }
+func stalledFor(d time.Duration) func(*vmifacts.DomainFacts) {
+	return func(f *vmifacts.DomainFacts) { f.VCPUUsage, f.VCPUStalledSince = sample(0), now.Add(-d) }
 }
 
 // sameDeadline checks the domain stats added no deadline to what the input
@@ -80,7 +81,7 @@ func review3DomainSituations() []situation {
 		},
 		{
 			name: "low headroom and swapping for 6 minutes is GuestMemoryPressure",
-			in: input(withDomain(lowHeadroom, thrashing(0, 6*time.Minute), func(d *DomainFacts) {
+			in: input(withDomain(lowHeadroom, thrashing(0, 6*time.Minute), func(d *vmifacts.DomainFacts) {
 				d.SwapRate = sample(3 << 20)
 			})),
 			overall: "Degraded/GuestMemoryPressure", guest: "Degraded/GuestMemoryPressure",
@@ -106,7 +107,7 @@ func review3DomainSituations() []situation {
 		},
 		{
 			name:    "thrashing with plenty of headroom is nothing",
-			in:      input(withDomain(thrashing(400, time.Hour), func(d *DomainFacts) { d.SwapRate = sample(8 << 20) })),
+			in:      input(withDomain(thrashing(400, time.Hour), func(d *vmifacts.DomainFacts) { d.SwapRate = sample(8 << 20) })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				if m := r.Status.Layers.Guest.Message; strings.Contains(m, "(also:") {
@@ -169,7 +170,7 @@ func review3DomainSituations() []situation {
 		// A4: the node exports nothing though other VMIs run there.
 		{
 			name: "no domain from a node where other VMIs run: its exporter is down",
-			in: input(withDomain(missing(false, -5*time.Minute), func(d *DomainFacts) {
+			in: input(withDomain(missing(false, -5*time.Minute), func(d *vmifacts.DomainFacts) {
 				d.NodeRunsOthers = true
 			})),
 			overall: "Unknown/DomainStatsMissing", node: "Unknown/DomainStatsMissing",
@@ -182,7 +183,7 @@ func review3DomainSituations() []situation {
 		// A6: receive drops are the guest's.
 		{
 			name:    "receive drops are a guest note, not NetworkErrors",
-			in:      input(withDomain(func(d *DomainFacts) { d.NetworkReceiveDropRate = sample(30) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.NetworkReceiveDropRate = sample(30) })),
 			overall: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
 				wantNote(layerGuest, v1alpha1.ReasonGuestNetworkDrops)(t, r)
@@ -192,7 +193,7 @@ func review3DomainSituations() []situation {
 		// D2: kubevirt_vmi_guest_os_panic_total.
 		{
 			name:    "a guest OS panic within the window",
-			in:      input(withDomain(func(d *DomainFacts) { d.GuestPanics = sample(1) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.GuestPanics = sample(1) })),
 			overall: "Degraded/GuestOSPanic", node: "Healthy/LauncherRunning", guest: "Degraded/GuestOSPanic",
 			check: func(t *testing.T, r Result) {
 				wantMessage(t, r.Status.Layers.Guest, "the guest OS panicked once within the last domain-stats window")
@@ -201,7 +202,7 @@ func review3DomainSituations() []situation {
 		},
 		{
 			name:    "no panic within the window (or KubeVirt before v1.9: no series) is nothing",
-			in:      input(withDomain(func(d *DomainFacts) { d.GuestPanics = sample(0) })),
+			in:      input(withDomain(func(d *vmifacts.DomainFacts) { d.GuestPanics = sample(0) })),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 		},
 	}
@@ -215,7 +216,7 @@ func TestReview3MemoryPolicy(t *testing.T) {
 	if p := (Policy{}).withDefaults(); p.GuestMajorFaultRate != 5 || p.GuestMemoryPressureAfter != 5*time.Minute {
 		t.Errorf("withDefaults %v %v", p.GuestMajorFaultRate, p.GuestMemoryPressureAfter)
 	}
-	low := &DomainFacts{MemoryAvailable: sample(4 << 30), MemoryUsable: sample(100 << 20)}
+	low := &vmifacts.DomainFacts{MemoryAvailable: sample(4 << 30), MemoryUsable: sample(100 << 20)}
 	for _, c := range []struct {
 		name   string
 		p      Policy
@@ -231,11 +232,11 @@ func TestReview3MemoryPolicy(t *testing.T) {
 	} {
 		f := *low
 		f.MajorFaultRate, f.SwapRate = sample(c.faults), sample(c.swap)
-		if got := c.p.MemoryPressure(&f); got != c.want {
+		if got := c.p.MemoryThresholds().Pressure(&f); got != c.want {
 			t.Errorf("%s: MemoryPressure = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if (Policy{}).MemoryPressure(&DomainFacts{MemoryAvailable: sample(4 << 30), MajorFaultRate: sample(100)}) {
+	if (Policy{}).MemoryThresholds().Pressure(&vmifacts.DomainFacts{MemoryAvailable: sample(4 << 30), MajorFaultRate: sample(100)}) {
 		t.Error("a guest without the usable statistic is under pressure")
 	}
 }

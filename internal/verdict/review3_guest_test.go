@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The guest layer's findings of the engine review (B1, B2, C1, C5, C6),
@@ -87,8 +88,8 @@ func disconnectedSince(d time.Duration) inputMod {
 
 // fsSteps is a filesystem at used percent whose run went through the
 // given levels, each (percent, since).
-func fsSteps(mount string, used int32, steps ...FilesystemStep) GuestFilesystem {
-	fs := GuestFilesystem{MountPoint: mount, Type: "xfs", UsedPercent: used, Steps: steps}
+func fsSteps(mount string, used int32, steps ...vmifacts.FilesystemStep) vmifacts.GuestFilesystem {
+	fs := vmifacts.GuestFilesystem{MountPoint: mount, Type: "xfs", UsedPercent: used, Steps: steps}
 	fs.Since = steps[len(steps)-1].Since
 	return fs
 }
@@ -97,10 +98,12 @@ func guestReviewSituations() []situation {
 	gone := func(in *Input) { in.VMI = runningVMI(agentGone()) }
 	zero := time.Duration(0)
 	lostAt := func(d time.Duration) *time.Duration { return &d }
-	filesystems := func(fs ...GuestFilesystem) func(*GuestFacts) {
-		return func(g *GuestFacts) { g.Filesystems = fs }
+	filesystems := func(fs ...vmifacts.GuestFilesystem) func(*vmifacts.GuestFacts) {
+		return func(g *vmifacts.GuestFacts) { g.Filesystems = fs }
 	}
-	step := func(p int32, d time.Duration) FilesystemStep { return FilesystemStep{Percent: p, Since: now.Add(d)} }
+	step := func(p int32, d time.Duration) vmifacts.FilesystemStep {
+		return vmifacts.FilesystemStep{Percent: p, Since: now.Add(d)}
+	}
 	policy := func(mod func(*Policy)) inputMod { return func(in *Input) { mod(&in.Policy) } }
 	return []situation{
 		// B1: a failing probe is the path virt-api → virt-handler →
@@ -123,7 +126,7 @@ func guestReviewSituations() []situation {
 		},
 		{
 			name: "B1: virt-api finds no virt-handler on the VMI's node: the node layer says so",
-			in: input(withGuest(failing(3, -6*time.Minute), func(g *GuestFacts) {
+			in: input(withGuest(failing(3, -6*time.Minute), func(g *vmifacts.GuestFacts) {
 				g.LastError = "guestosinfo: virt-api finds no virt-handler on the VMI's node (500): No virt-handler on node node-a found"
 			})),
 			overall: "Unknown/GuestInfoUnreachable", node: "Unknown/GuestInfoUnreachable", guest: "Healthy/GuestAgentConnected",
@@ -252,15 +255,15 @@ func guestReviewSituations() []situation {
 		{
 			name: "B2: full-by-design filesystems (snap squashfs, ISO, Windows' System Reserved, tmpfs, overlay, fuse, cgroup) are not judged",
 			in: input(withGuest(filesystems(
-				GuestFilesystem{MountPoint: "/snap/core22/1380", Type: "squashfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/media/cdrom", Type: "iso9660", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "D:\\", Type: "UDF", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "System Reserved", Type: "NTFS", UsedPercent: 95, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/run", Type: "tmpfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/var/lib/containers/x", Type: "overlay", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/mnt/remote", Type: "fuse.sshfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/sys/fs/cgroup", Type: "cgroup2", UsedPercent: 100, Since: now.Add(-time.Hour)},
-				GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 40, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/snap/core22/1380", Type: "squashfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/media/cdrom", Type: "iso9660", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "D:\\", Type: "UDF", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "System Reserved", Type: "NTFS", UsedPercent: 95, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/run", Type: "tmpfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/var/lib/containers/x", Type: "overlay", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/mnt/remote", Type: "fuse.sshfs", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/sys/fs/cgroup", Type: "cgroup2", UsedPercent: 100, Since: now.Add(-time.Hour)},
+				vmifacts.GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 40, Since: now.Add(-time.Hour)},
 			))),
 			overall: "Healthy/Running", guest: "Healthy/GuestAgentConnected",
 			check: wantNoReason(v1alpha1.ReasonFilesystemNearlyFull),
@@ -298,13 +301,13 @@ func guestReviewSituations() []situation {
 		},
 		{
 			name:    "B2: a filesystem whose level the facts do not date is judged as if its time had come",
-			in:      input(withGuest(filesystems(GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 90}))),
+			in:      input(withGuest(filesystems(vmifacts.GuestFilesystem{MountPoint: "/", Type: "xfs", UsedPercent: 90}))),
 			overall: "Degraded/FilesystemNearlyFull",
 		},
 		{
 			name: "B2: with the probe unavailable nothing is judged",
-			in: input(withGuest(func(g *GuestFacts) {
-				*g = GuestFacts{Unavailable: "virt-api's subresource API is unavailable", Filesystems: []GuestFilesystem{fsSteps("/", 100, step(100, -time.Hour))}}
+			in: input(withGuest(func(g *vmifacts.GuestFacts) {
+				*g = vmifacts.GuestFacts{Unavailable: "virt-api's subresource API is unavailable", Filesystems: []vmifacts.GuestFilesystem{fsSteps("/", 100, step(100, -time.Hour))}}
 			})),
 			overall: "Healthy/Running",
 			check:   wantNoReason(v1alpha1.ReasonFilesystemNearlyFull),

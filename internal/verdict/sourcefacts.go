@@ -1,17 +1,17 @@
 package verdict
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/internal/vmifacts"
+)
 
 // sourceFacts are the facts a source outside the cluster's objects (domain
-// stats, the guest probe) folds for one VMI: each says which VMI they were
-// folded for and, when the source cannot be read, why.
+// stats, the guest probe) folds for one VMI (vmifacts.Scoped).
 type sourceFacts interface {
-	*DomainFacts | *GuestFacts
-	scope() (vmi types.UID, unavailable string)
+	*vmifacts.DomainFacts | *vmifacts.GuestFacts
+	Scope() (vmi types.UID, unavailable string)
 }
-
-func (d *DomainFacts) scope() (types.UID, string) { return d.VMIUID, d.Unavailable }
-func (g *GuestFacts) scope() (types.UID, string)  { return g.VMIUID, g.Unavailable }
 
 // vmiFacts is the one gate between a source's facts and the rules: they are
 // read only while the VMI runs, and only when they were folded for this VMI,
@@ -23,7 +23,7 @@ func vmiFacts[F sourceFacts](f *facts, sf F) F {
 	if sf == nil || f.lc != lcRunning || f.vmi == nil {
 		return nil
 	}
-	uid, unavailable := sf.scope()
+	uid, unavailable := sf.Scope()
 	if (uid != "" && uid == f.vmi.UID) || (uid == "" && unavailable != "") {
 		return sf
 	}

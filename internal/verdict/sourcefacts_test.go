@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // TestVMIFacts is the gate's table, the same for both sources: facts reach
@@ -34,15 +36,15 @@ func TestVMIFacts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := &facts{lc: c.lc, vmi: c.vmi}
-			d := &DomainFacts{VMIUID: c.uid, Unavailable: c.unavailable}
-			g := &GuestFacts{VMIUID: c.uid, Unavailable: c.unavailable}
+			d := &vmifacts.DomainFacts{VMIUID: c.uid, Unavailable: c.unavailable}
+			g := &vmifacts.GuestFacts{VMIUID: c.uid, Unavailable: c.unavailable}
 			if got := vmiFacts(f, d) == d; got != c.want {
 				t.Errorf("domain facts read = %v, want %v", got, c.want)
 			}
 			if got := vmiFacts(f, g) == g; got != c.want {
 				t.Errorf("guest facts read = %v, want %v", got, c.want)
 			}
-			if vmiFacts(f, (*DomainFacts)(nil)) != nil || vmiFacts(f, (*GuestFacts)(nil)) != nil {
+			if vmiFacts(f, (*vmifacts.DomainFacts)(nil)) != nil || vmiFacts(f, (*vmifacts.GuestFacts)(nil)) != nil {
 				t.Error("no facts read as facts")
 			}
 		})

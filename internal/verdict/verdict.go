@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // Policy holds the thresholds of the rules. A zero or negative duration
@@ -327,12 +328,12 @@ type Input struct {
 	// read from Prometheus and folded by internal/domainstats; nil when the
 	// controller does not read them (no --prometheus-url) or has not
 	// sampled this VMI yet: no rule reads domain stats then.
-	Domain *DomainFacts
+	Domain *vmifacts.DomainFacts
 	// Guest is what the controller's probes of the guest agent through
 	// virt-api's subresources returned, folded by internal/guestprobe; nil
 	// when the controller does not probe (--guest-probe-interval 0) or has
 	// not probed this VMI yet: no rule reads probe results then.
-	Guest *GuestFacts
+	Guest *vmifacts.GuestFacts
 	// Previous is the status stored before, if any; it keeps
 	// lastTransitionTime stable across evaluations.
 	Previous *v1alpha1.VMObservationStatus

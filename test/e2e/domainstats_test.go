@@ -14,6 +14,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
@@ -65,7 +66,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		stopManager()
 		startManagerWith(func(o *app.Options) {
 			o.PrometheusURL = prom.URL
-			o.DomainStats = domainstats.Config{Interval: time.Second, Window: 4 * time.Second}
+			o.DomainStats = domainstats.Config{Options: factsource.Options{Interval: time.Second}, Window: 4 * time.Second}
 			// A new node's series are due two intervals and this grace after
 			// the VMI runs. Prometheus must first reload its targets and
 			// scrape, which on a loaded CI machine can take longer than a
@@ -200,20 +201,27 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 			}, ContainElement("Prometheus cannot be reached")),
 			WithTransform(domainOf, BeNil()),
 		))
-		Expect(gaugeValue("vmobs_domain_stats_available")).To(BeZero())
+		Expect(sourceAvailable(domainstats.Name)).To(BeZero())
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 	})
 })
 
-// gaugeValue reads one unlabelled gauge from the manager's registry.
-func gaugeValue(name string) float64 {
+// sourceAvailable is vmobs_fact_source_available of the source.
+func sourceAvailable(source string) float64 {
 	mfs, err := registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+		if mf.GetName() != "vmobs_fact_source_available" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == source {
+					return m.GetGauge().GetValue()
+				}
+			}
 		}
 	}
-	Fail("no gauge " + name)
+	Fail("no vmobs_fact_source_available{source=" + source + "}")
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/simulator"
 )
@@ -36,7 +37,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		stopManager()
 		startManagerWith(func(o *app.Options) {
-			o.GuestProbe = guestprobe.Config{Interval: probeEvery, QPS: 50, Workers: 4, Timeout: probeTimeout}
+			o.GuestProbe = guestprobe.Config{Options: factsource.Options{Interval: probeEvery, Timeout: probeTimeout}, QPS: 50, Workers: 4}
 		})
 		// The manager stops probing before virt-api goes away, and
 		// virt-api is unregistered before the control plane stops.
@@ -158,14 +159,14 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 				}, ContainElement(ContainSubstring("virt-api's subresource API is unavailable"))),
 			), "VM %s", name)
 		}
-		Expect(gaugeValue("vmobs_guest_probe_available")).To(BeZero())
+		Expect(sourceAvailable(guestprobe.Name)).To(BeZero())
 		// Not one VM paged while it lasts: no GuestInfoUnreachable, no Warning.
 		Consistently(suite.Observation(ns, vm), 4*probeEvery, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 
 		sim.SetVirtAPIFailure(0, 0, 0)
 		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(guestMessage, Not(ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable))))
-		Expect(gaugeValue("vmobs_guest_probe_available")).To(Equal(1.0))
+		Expect(sourceAvailable(guestprobe.Name)).To(Equal(1.0))
 	})
 })
 

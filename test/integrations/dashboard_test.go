@@ -22,6 +22,7 @@ import (
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/dashboards"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/test/support"
@@ -157,7 +158,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 	opts := app.InProcessOptions()
 	reg := opts.Registry.(*prometheus.Registry)
 	opts.PrometheusURL = prom.URL
-	opts.DomainStats = domainstats.Config{Interval: time.Second, Window: 4 * time.Second}
+	opts.DomainStats = domainstats.Config{Options: factsource.Options{Interval: time.Second}, Window: 4 * time.Second}
 	opts.Policy.HeartbeatTimeout = 5 * time.Second
 	opts.Policy.MigrationPhaseTimeout = 5 * time.Second
 	mgr, err := app.StartInProcess(ctx, env.Config, opts)

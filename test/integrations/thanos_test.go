@@ -22,9 +22,12 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
+	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
 // The VMs of TestDomainStatsThroughThanos with a fault, each feeding one
@@ -53,7 +56,7 @@ const (
 // not be a counter" annotation, and Thanos Querier returns every
 // annotation, infos included, in the answer's warnings (it has no infos
 // field). The test requires every round of the source to succeed (no query
-// counted as partial, vmobs_domain_stats_available 1) and the fold to hold
+// counted as partial, vmobs_fact_source_available{source="domain_stats"} 1) and the fold to hold
 // the inputs of every domain-stats rule: DomainStatsMissing,
 // GuestCPUStalled, GuestMemoryPressure, StorageSlow, NetworkErrors and
 // MigrationNotConverging. It also asks the querier itself, to prove the
@@ -107,10 +110,10 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 	if err := admin.List(ctx, &vmis); err != nil {
 		t.Fatal(err)
 	}
-	var targets []domainstats.Target
+	var targets []factsource.Target
 	for i := range vmis.Items {
 		v := &vmis.Items[i]
-		targets = append(targets, domainstats.Target{Key: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, UID: v.UID, Node: v.Status.NodeName})
+		targets = append(targets, factsource.Target{Key: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, UID: v.UID, Node: v.Status.NodeName})
 	}
 	if len(targets) != vms {
 		t.Fatalf("%d VMIs, want %d", len(targets), vms)
@@ -160,15 +163,18 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 		t.Fatal(err)
 	}
 	rq := &recordingQuerier{q: client}
-	metrics := domainstats.NewMetrics()
+	queryMetrics, shared := domainstats.NewMetrics(), metrics.NewFactSources()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.Collectors()...)
-	src := domainstats.NewSource(domainstats.Config{Interval: time.Second, Window: window}, rq,
-		func() []domainstats.Target { return targets }, func(types.NamespacedName) {}, nil, metrics, testr.New(t))
-	facts := func(name string) verdict.DomainFacts {
+	reg.MustRegister(append(queryMetrics.Collectors(), shared.Collectors()...)...)
+	available, lastSuccess := shared.For(domainstats.Name)
+	src := domainstats.NewSource(domainstats.Config{Options: factsource.Options{Interval: time.Second}, Window: window}, rq, queryMetrics, factsource.Deps{
+		Targets: func() []factsource.Target { return targets }, Notify: func(types.NamespacedName) {}, Log: testr.New(t),
+		Available: available, LastSuccess: lastSuccess,
+	})
+	facts := func(name string) vmifacts.DomainFacts {
 		f := src.Facts(types.NamespacedName{Namespace: ns, Name: name})
 		if f == nil {
-			return verdict.DomainFacts{}
+			return vmifacts.DomainFacts{}
 		}
 		return *f
 	}
@@ -184,15 +190,15 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 		rq.reset()
 		src.Round(ctx)
 		failed := rq.failures()
-		if len(failed) == 0 && gauge(t, reg, "vmobs_domain_stats_available") == 1 {
+		if len(failed) == 0 && gauge(t, reg, "vmobs_fact_source_available") == 1 {
 			return
 		}
-		for range domainstats.DefaultUnavailableAfter {
+		for range domainstats.Defaults.UnavailableAfter {
 			src.Round(ctx)
 		}
 		t.Fatalf("round %d of the domain-stats source through Thanos Querier failed: %d of its queries failed:\n  %s\n"+
-			"vmobs_domain_stats_available %v, vmobs_domain_stats_query_errors_total %v; every VMI's facts now say %q, so no domain-stats rule runs",
-			rounds, len(failed), strings.Join(failed, "\n  "), gauge(t, reg, "vmobs_domain_stats_available"),
+			"vmobs_fact_source_available{source=\"domain_stats\"} %v, vmobs_domain_stats_query_errors_total %v; every VMI's facts now say %q, so no domain-stats rule runs",
+			rounds, len(failed), strings.Join(failed, "\n  "), gauge(t, reg, "vmobs_fact_source_available"),
 			counters(t, reg, "vmobs_domain_stats_query_errors_total"), facts(specs[0].Name).Unavailable)
 	}
 
@@ -254,10 +260,10 @@ func TestDomainStatsThroughThanos(t *testing.T) {
 // ruleInputs says what the fold lacks of the inputs each domain-stats rule
 // judges on, for the faults TestDomainStatsThroughThanos sets, under the
 // default policy; nil when nothing.
-func ruleInputs(facts func(string) verdict.DomainFacts, specs []simulator.VMSpec, nodes []string) error {
+func ruleInputs(facts func(string) vmifacts.DomainFacts, specs []simulator.VMSpec, nodes []string) error {
 	pol := verdict.DefaultPolicy()
 	var errs []string
-	check := func(name string, ok bool, what string, f verdict.DomainFacts) {
+	check := func(name string, ok bool, what string, f vmifacts.DomainFacts) {
 		if !ok {
 			errs = append(errs, fmt.Sprintf("%s: %s (facts %+v)", name, what, f))
 		}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -164,10 +165,10 @@ func TestScaleDomainStats(t *testing.T) {
 	if err := c.List(ctx, &vmis); err != nil {
 		t.Fatal(err)
 	}
-	targets := make([]domainstats.Target, 0, len(vmis.Items))
+	targets := make([]factsource.Target, 0, len(vmis.Items))
 	for i := range vmis.Items {
 		v := &vmis.Items[i]
-		targets = append(targets, domainstats.Target{Key: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, UID: v.UID, Node: v.Status.NodeName})
+		targets = append(targets, factsource.Target{Key: types.NamespacedName{Namespace: v.Namespace, Name: v.Name}, UID: v.UID, Node: v.Status.NodeName})
 	}
 	vmis = kubevirtv1.VirtualMachineInstanceList{}
 
@@ -182,8 +183,10 @@ func TestScaleDomainStats(t *testing.T) {
 	count := 0
 	// Wait until Prometheus holds a rate for every VMI: two scrapes of
 	// each node within the window.
-	probe := domainstats.NewSource(domainstats.Config{Interval: scrape, Window: window}, pc,
-		func() []domainstats.Target { return targets }, func(types.NamespacedName) {}, nil, nil, logr.Discard())
+	cfg := domainstats.Config{Options: factsource.Options{Interval: scrape}, Window: window}
+	probe := domainstats.NewSource(cfg, pc, nil, factsource.Deps{
+		Targets: func() []factsource.Target { return targets }, Notify: func(types.NamespacedName) {}, Log: logr.Discard(),
+	})
 	deadline := time.Now().Add(3*scrape + 2*time.Minute)
 	for {
 		probe.Round(ctx)
@@ -206,9 +209,10 @@ func TestScaleDomainStats(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	src := domainstats.NewSource(domainstats.Config{Interval: scrape, Window: window}, tq,
-		func() []domainstats.Target { return targets },
-		func(types.NamespacedName) { mu.Lock(); count++; mu.Unlock() }, nil, nil, logr.Discard())
+	src := domainstats.NewSource(cfg, tq, nil, factsource.Deps{
+		Targets: func() []factsource.Target { return targets },
+		Notify:  func(types.NamespacedName) { mu.Lock(); count++; mu.Unlock() }, Log: logr.Discard(),
+	})
 	var roundMS []float64
 	for r := range rounds {
 		rs := time.Now()

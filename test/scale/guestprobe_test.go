@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
@@ -204,7 +205,7 @@ func TestScaleGuestProbe(t *testing.T) {
 	// The other tests of the package leave their VMs on the shared control
 	// plane: this manager observes only this test's namespaces.
 	opts.Namespaces = namespaces
-	opts.GuestProbe = guestprobe.Config{Interval: interval, QPS: qps, Workers: def.Workers, Timeout: def.Timeout}
+	opts.GuestProbe = guestprobe.Config{Options: factsource.Options{Interval: interval, Timeout: def.Timeout}, QPS: qps, Workers: def.Workers}
 	start := time.Now()
 	mgr, err := app.StartInProcess(ctx, timer.wrap(writes.Wrap(id.cfg)), opts)
 	if err != nil {

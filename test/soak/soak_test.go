@@ -30,6 +30,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
+	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -147,8 +148,8 @@ func TestSoak(t *testing.T) {
 	opts.PrometheusURL = prom.URL
 	// The rate window's default (twice the interval, at least 2 minutes)
 	// is scaled too.
-	opts.DomainStats = domainstats.Config{Interval: scale(domainstats.DefaultInterval), Window: scale(2 * time.Minute), Timeout: scale(domainstats.DefaultTimeout)}
-	opts.GuestProbe = guestprobe.Config{Interval: scale(guestprobe.DefaultInterval), QPS: guestprobe.DefaultQPS * factor, Workers: guestprobe.DefaultWorkers, Timeout: scale(guestprobe.DefaultTimeout)}
+	opts.DomainStats = domainstats.Config{Options: factsource.Options{Interval: scale(domainstats.Defaults.Interval), Timeout: scale(domainstats.Defaults.Timeout)}, Window: scale(2 * time.Minute)}
+	opts.GuestProbe = guestprobe.Config{Options: factsource.Options{Interval: scale(guestprobe.Defaults.Interval), Timeout: scale(guestprobe.Defaults.Timeout)}, QPS: guestprobe.DefaultQPS * factor, Workers: guestprobe.DefaultWorkers}
 	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,12 @@
-package verdict
+// Package vmifacts holds what the fact sources outside the cluster's
+// objects (internal/domainstats, internal/guestprobe) fold for one VMI and
+// hand to the engine (internal/verdict): the types they exchange, and the
+// few judgements both sides make alike. It imports neither side, so the
+// sources never import the engine.
+package vmifacts
 
 import (
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -62,7 +68,7 @@ type DomainFacts struct {
 	// faults that needed disk I/O).
 	MajorFaultRate Value
 	// MemoryPressureSince is the first sample, while it lasts, at which the
-	// guest had little memory headroom and thrashed (Policy.MemoryPressure
+	// guest had little memory headroom and thrashed (MemoryThresholds.Pressure
 	// with the controller's thresholds); zero otherwise.
 	MemoryPressureSince time.Time
 	// GuestPanics is the guest OS panics virt-handler counted within the
@@ -94,9 +100,83 @@ type DomainFacts struct {
 	MigrationNotShrinking int32
 }
 
+// Valid is v when it is a number the rules can judge; a value that is not
+// finite or is negative is absent, whatever OK says.
+func (v Value) Valid() (float64, bool) {
+	if !v.OK || !(v.V >= 0) || math.IsInf(v.V, 1) {
+		return 0, false
+	}
+	return v.V, true
+}
+
+// MemoryThresholds judge a domain's memory: the controller's
+// --guest-memory-available-percent, --guest-swap-rate and
+// --guest-major-fault-rate. The domain stats fold keeps the onset of
+// pressure with the controller's (DomainFacts.MemoryPressureSince); the
+// engine judges the same facts with the VM's.
+type MemoryThresholds struct {
+	// AvailablePercent: usable memory under this share of the guest's
+	// memory is low headroom.
+	AvailablePercent int32
+	// SwapRate: swap traffic at or above this many bytes per second is
+	// thrashing.
+	SwapRate float64
+	// MajorFaultRate: major page faults above this many per second are
+	// thrashing.
+	MajorFaultRate float64
+}
+
+// MemoryState is a domain's memory judged by MemoryThresholds.
+type MemoryState struct {
+	Available, Usable, Swap, Faults float64
+	// Low: usable memory under AvailablePercent of available.
+	Low bool
+	// Swapping and Faulting: swap or major faults at or above their rate.
+	Swapping, Faulting bool
+}
+
+// Thrashing says the guest swaps or faults at its rate.
+func (m MemoryState) Thrashing() bool { return m.Swapping || m.Faulting }
+
+// State judges d's memory.
+func (t MemoryThresholds) State(d *DomainFacts) MemoryState {
+	var m MemoryState
+	var okAvail, okUsable, okSwap, okFaults bool
+	m.Available, okAvail = d.MemoryAvailable.Valid()
+	m.Usable, okUsable = d.MemoryUsable.Valid()
+	m.Swap, okSwap = d.SwapRate.Valid()
+	m.Faults, okFaults = d.MajorFaultRate.Valid()
+	m.Low = okAvail && m.Available > 0 && okUsable && m.Usable*100 < m.Available*float64(t.AvailablePercent)
+	m.Swapping = okSwap && m.Swap >= t.SwapRate
+	// KubeVirt's alert: rate(pgmajfault) > 5, strictly above.
+	m.Faulting = okFaults && m.Faults > t.MajorFaultRate
+	return m
+}
+
+// Pressure says whether d's memory is under pressure: low headroom and
+// thrashing.
+func (t MemoryThresholds) Pressure(d *DomainFacts) bool {
+	m := t.State(d)
+	return m.Low && m.Thrashing()
+}
+
 // Value is one folded sample; OK is false when the series is absent or its
 // value is not a finite, non-negative number.
 type Value struct {
 	V  float64
 	OK bool
 }
+
+// Scoped is what every source's facts of a VMI say besides what they
+// hold: the VMI they were folded for and, when the source cannot be read,
+// why. The engine reads facts only through this gate (verdict's
+// vmiFacts), so a new source's facts type implements it.
+type Scoped interface {
+	Scope() (vmi types.UID, unavailable string)
+}
+
+// Scope implements Scoped.
+func (d *DomainFacts) Scope() (types.UID, string) { return d.VMIUID, d.Unavailable }
+
+// Scope implements Scoped.
+func (g *GuestFacts) Scope() (types.UID, string) { return g.VMIUID, g.Unavailable }
