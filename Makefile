@@ -226,7 +226,7 @@ kube-state-metrics: ## Build kube-state-metrics into bin/ for test/integrations/
 
 # The version stamps of krew's own release build (`kubectl krew version`).
 .PHONY: krew
-krew: ## Build krew and validate-krew-manifest into bin/ for test/integrations/krew_test.go.
+krew: ## Build krew and validate-krew-manifest into bin/ for test/packaging/krew_test.go.
 	$(BUILD_TOOL) -ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag={version:sigs.k8s.io/krew} -X sigs.k8s.io/krew/internal/version.gitCommit={version:sigs.k8s.io/krew}" \
 		hack/krew sigs.k8s.io/krew/cmd/krew=$(KREW) sigs.k8s.io/krew/cmd/validate-krew-manifest=$(VALIDATE_KREW_MANIFEST)
 
@@ -241,7 +241,7 @@ helm: ## Build helm into bin/ for the chart's tests and `make helm-package`.
 
 # actionlint: the version stamp of its own release build (.goreleaser.yaml).
 .PHONY: actionlint
-actionlint: ## Build actionlint into bin/ for the workflow test (test/integrations/workflows_test.go).
+actionlint: ## Build actionlint into bin/ for the workflow test (test/packaging/workflows_test.go).
 	$(BUILD_TOOL) -ldflags "-s -w -X github.com/rhysd/actionlint.version={version:github.com/rhysd/actionlint} -X 'github.com/rhysd/actionlint.installedFrom=built from the Go module proxy'" \
 		-version-args -version hack/actionlint github.com/rhysd/actionlint/cmd/actionlint=$(ACTIONLINT)
 
@@ -255,8 +255,12 @@ envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: se
 
 ##@ Integrations
 
+.PHONY: test-packaging
+test-packaging: envtest-bin krew helm actionlint ## Run test/packaging: the kustomize manifests and RBAC on a real API server, the tenant roles, the monitoring overlays, the Helm chart (lint, template, conventions, install), krew's validator, the release's install.yaml, actionlint on the CI and release workflows.
+	go test -race -count=1 $(GOTEST_FLAGS) ./test/packaging/...
+
 .PHONY: test-integrations
-test-integrations: promtool prometheus envtest-bin krew helm actionlint ## Run test/integrations (kustomize manifests and RBAC on a real API server, the Helm chart, Argo CD, kstatus, promtool, kube-state-metrics, domain stats through Prometheus, the dashboard's queries on real data, krew, the release's install.yaml) and hack/flux (the Flux recipes through Flux's own code).
+test-integrations: promtool prometheus envtest-bin kube-state-metrics ## Run test/integrations (Argo CD, kstatus, kube-state-metrics, promtool's alert tests, domain stats through Prometheus, the dashboard's queries on real data) and hack/flux (the Flux recipes through Flux's own code).
 	go test -race -count=1 $(GOTEST_FLAGS) ./test/integrations/...
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
 

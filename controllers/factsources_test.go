@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/internal/cachestore"
+	"github.com/vmobs/vmobs/internal/testsupport"
 )
 
 // TestAgentConnectedVMIs: the probes' targets are the Running VMIs whose
@@ -35,7 +36,7 @@ func TestAgentConnectedVMIs(t *testing.T) {
 		vmi("scheduled", kubevirtv1.Scheduled, agent(corev1.ConditionTrue)),
 		vmi("succeeded", kubevirtv1.Succeeded, agent(corev1.ConditionTrue)),
 	} {
-		if err := vmis.Add(project(t, v)); err != nil {
+		if err := vmis.Add(testsupport.Project(t, v)); err != nil {
 			t.Fatal(err)
 		}
 	}

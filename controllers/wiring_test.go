@@ -31,8 +31,8 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/membership"
-	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/scheme"
+	"github.com/vmobs/vmobs/internal/testsupport"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -194,7 +194,7 @@ func storeOf(t testing.TB, c client.Reader) *cachestore.Store {
 			t.Fatal(err)
 		}
 		for _, o := range items {
-			if err := ix.Add(project(t, o)); err != nil {
+			if err := ix.Add(testsupport.Project(t, o)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -203,16 +203,6 @@ func storeOf(t testing.TB, c client.Reader) *cachestore.Store {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// project is o as the cache holds it.
-func project(t testing.TB, o any) client.Object {
-	t.Helper()
-	p, err := projection.Transform(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.(client.Object)
 }
 
 // BenchmarkGather is what a reconcile pays to read a running VM's objects
@@ -295,7 +285,7 @@ func TestOwnCreateBringsNoReconcile(t *testing.T) {
 	r := wReconciler(c)
 	p := observationChanged(r.policy)
 	other := func(uid types.UID) client.Object {
-		return project(t, &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: uid}})
+		return testsupport.Project(t, &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: wVM, UID: uid}})
 	}
 	if !p.Create(event.CreateEvent{Object: other("declared")}) {
 		t.Fatal("the create event of a VMObservation this process did not create was dropped")
@@ -306,7 +296,7 @@ func TestOwnCreateBringsNoReconcile(t *testing.T) {
 		t.Fatalf("reconcile wrote %v, want one create and one status apply", w.counts)
 	}
 	created := wObservation(t, c)
-	ev := event.CreateEvent{Object: project(t, created)}
+	ev := event.CreateEvent{Object: testsupport.Project(t, created)}
 	if !p.Create(event.CreateEvent{Object: other("another")}) {
 		t.Error("a create event of another UID under the same name was dropped")
 	}
@@ -337,7 +327,7 @@ func TestOwnCreateEventBeforeItsAnswer(t *testing.T) {
 		p := observationChanged(r.policy)
 		var ev event.CreateEvent
 		w.onCreate = func(o client.Object, err error) error {
-			ev = event.CreateEvent{Object: project(t, o)}
+			ev = event.CreateEvent{Object: testsupport.Project(t, o)}
 			if !p.Create(ev) {
 				return err
 			}
@@ -365,7 +355,7 @@ func TestOwnCreateEventBeforeItsAnswer(t *testing.T) {
 			if !apierrors.IsAlreadyExists(err) {
 				t.Errorf("create: %v, want AlreadyExists", err)
 			}
-			if !p.Create(event.CreateEvent{Object: project(t, declared)}) {
+			if !p.Create(event.CreateEvent{Object: testsupport.Project(t, declared)}) {
 				return err
 			}
 			t.Error("the event of a create in flight passed")
@@ -573,21 +563,21 @@ func TestAnalyzerAndControllerAgree(t *testing.T) {
 
 func TestMapFunctions(t *testing.T) {
 	key := types.NamespacedName{Namespace: wNS, Name: wVM}
-	if got := migrationToVM(context.Background(), project(t, &kubevirtv1.VirtualMachineInstanceMigration{
+	if got := migrationToVM(context.Background(), testsupport.Project(t, &kubevirtv1.VirtualMachineInstanceMigration{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wNS, Name: "m"}, Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: wVM}})); len(got) != 1 || got[0].NamespacedName != key {
 		t.Errorf("migrationToVM = %v", got)
 	}
-	if got := migrationToVM(context.Background(), project(t, &kubevirtv1.VirtualMachineInstanceMigration{})); got != nil {
+	if got := migrationToVM(context.Background(), testsupport.Project(t, &kubevirtv1.VirtualMachineInstanceMigration{})); got != nil {
 		t.Errorf("migrationToVM of a migration without a VMI = %v", got)
 	}
-	if got := podToVM(context.Background(), project(t, wPodObj())); len(got) != 1 || got[0].NamespacedName != key {
+	if got := podToVM(context.Background(), testsupport.Project(t, wPodObj())); len(got) != 1 || got[0].NamespacedName != key {
 		t.Errorf("podToVM of a launcher = %v", got)
 	}
 	hotplug := wPodObj(func(p *corev1.Pod) {
 		p.Labels[kubevirtv1.AppLabel] = "hotplug-disk"
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "virt-launcher-vm1-abcde", UID: "pod-uid-1", Controller: ptr.To(true)}}
 	})
-	if got := podToVM(context.Background(), project(t, hotplug)); got != nil {
+	if got := podToVM(context.Background(), testsupport.Project(t, hotplug)); got != nil {
 		t.Errorf("podToVM of a hotplug attachment pod = %v", got)
 	}
 }
@@ -611,35 +601,25 @@ func TestNodeFanOut(t *testing.T) {
 	h := r.nodeHandler()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	drain := func() map[string]bool {
-		got := map[string]bool{}
-		for q.Len() > 0 {
-			item, _ := q.Get()
-			got[item.Name] = true
-			q.Done(item)
-			q.Forget(item)
-		}
-		return got
-	}
-	old := project(t, wNodeObj())
-	beat := project(t, wNodeObj(func(n *corev1.Node) {
+	old := testsupport.Project(t, wNodeObj())
+	beat := testsupport.Project(t, wNodeObj(func(n *corev1.Node) {
 		n.ResourceVersion = "2"
 		n.Annotations[kubevirtv1.VirtHandlerHeartbeat] = wNow.Format(time.RFC3339)
 	}))
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: beat}, q)
-	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{"vm2": true}) {
+	if got := testsupport.Drain(q); !equality.Semantic.DeepEqual(got, map[string]bool{"vm2": true}) {
 		t.Errorf("heartbeat-only change woke %v, want only the non-Healthy VM on the node", got)
 	}
-	notReady := project(t, wNodeObj(func(n *corev1.Node) {
+	notReady := testsupport.Project(t, wNodeObj(func(n *corev1.Node) {
 		n.ResourceVersion = "2"
 		kvtest.NodeReady(corev1.ConditionUnknown)(n)
 	}))
 	h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: notReady}, q)
-	if got := drain(); !equality.Semantic.DeepEqual(got, map[string]bool{wVM: true, "vm2": true}) {
+	if got := testsupport.Drain(q); !equality.Semantic.DeepEqual(got, map[string]bool{wVM: true, "vm2": true}) {
 		t.Errorf("a Ready change woke %v, want every VM whose VMI names the node", got)
 	}
 	h.Delete(context.Background(), event.DeleteEvent{Object: old}, q)
-	if got := drain(); len(got) != 2 {
+	if got := testsupport.Drain(q); len(got) != 2 {
 		t.Errorf("a deleted node woke %v", got)
 	}
 }
@@ -691,7 +671,7 @@ func TestPredicates(t *testing.T) {
 	}
 	for _, c := range cases {
 		// The events carry what the cache holds: projections.
-		old, nw := project(t, c.old), project(t, c.new)
+		old, nw := testsupport.Project(t, c.old), testsupport.Project(t, c.new)
 		if got := c.p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: nw}); got != c.want {
 			t.Errorf("%s: Update = %v, want %v", c.name, got, c.want)
 		}

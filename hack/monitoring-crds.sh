@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Generates the CRDs of the operators whose custom resources vmobs ships, for
-# the tests that have the API server validate config/ (test/integrations):
+# the tests that have the API server validate config/ (test/packaging):
 #   test/crds/prometheus-operator: ServiceMonitor, PrometheusRule
 #     (github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring)
 #   test/crds/cert-manager: Certificate, Issuer (config/certmanager)

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package helm pins Helm, whose command the chart's tests run
-// (test/integrations/helm_test.go: `helm lint`, `helm template`, `helm
+// (test/packaging/helm_test.go: `helm lint`, `helm template`, `helm
 // install` onto the test control plane) and `make helm-package` packages the
 // chart with. `make helm` (hack/build-tool.sh) builds it from the Go module
 // proxy into bin/helm; Helm's release downloads cannot be reached from our build

@@ -176,7 +176,8 @@ func TestMetricsServerServesTheMountedCertificate(t *testing.T) {
 	})
 
 	var conn *tls.Conn
-	deadline := time.Now().Add(10 * time.Second)
+	// Polls until the server listens; the minute only catches a hang.
+	deadline := time.Now().Add(time.Minute)
 	for {
 		conn, err = tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: dns, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12})
 		if err == nil || time.Now().After(deadline) {

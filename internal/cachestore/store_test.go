@@ -10,9 +10,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/testsupport"
 )
 
 // TestLauncherPodsOfABucket: the pod index shares a bucket among several
@@ -52,7 +52,7 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 		for i := range vmis {
 			vmi := fmt.Sprint("vm-", i)
 			for _, p := range []*corev1.Pod{pod(ns, vmi, "virt-launcher-"+vmi+"-1"), pod(ns, vmi, "virt-launcher-"+vmi+"-2")} {
-				if err := into(ns).Add(project(t, p)); err != nil {
+				if err := into(ns).Add(testsupport.Project(t, p)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -87,14 +87,4 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 	if got, _ := s.LauncherPods("a", "no-such-vmi"); len(got) != 0 {
 		t.Fatalf("pods of a VMI without any: %d", len(got))
 	}
-}
-
-// project is o as the cache holds it.
-func project(t testing.TB, o any) client.Object {
-	t.Helper()
-	p, err := projection.Transform(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.(client.Object)
 }

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -144,18 +145,11 @@ func (d *director) run(ctx context.Context) {
 
 // heartbeats is virt-handler on every node that is not lost.
 func (d *director) heartbeats(ctx context.Context) {
-	t := time.NewTicker(d.pace.HeartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := d.sim.HeartbeatAll(ctx); err != nil {
-				d.fail(ctx, "heartbeats: %v", err)
-			}
+	d.sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: d.pace.HeartbeatEvery, Round: func(_ time.Time, failed []error) {
+		if len(failed) > 0 {
+			d.fail(ctx, "heartbeats: %v", errors.Join(failed...))
 		}
-	}
+	}})
 }
 
 // live plays the healthy fleet's everyday life (simulator.Everyday, the

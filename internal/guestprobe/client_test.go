@@ -76,7 +76,7 @@ func TestClientClassifies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.h)
 			defer srv.Close()
-			_, err := newTestClient(t, srv.URL, time.Second).Get(context.Background(), vm1, SubGuestOSInfo)
+			_, err := newTestClient(t, srv.URL, time.Minute).Get(context.Background(), vm1, SubGuestOSInfo)
 			var pe *Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("err = %v, want *Error", err)
@@ -98,7 +98,7 @@ func TestClientSendsThePath(t *testing.T) {
 		_, _ = io.WriteString(w, `{}`)
 	}))
 	defer srv.Close()
-	body, err := newTestClient(t, srv.URL+"/prefix/", time.Second).Get(context.Background(), vm1, SubFilesystemList)
+	body, err := newTestClient(t, srv.URL+"/prefix/", time.Minute).Get(context.Background(), vm1, SubFilesystemList)
 	if err != nil || string(body) != `{}` {
 		t.Fatalf("%q %v", body, err)
 	}
@@ -142,7 +142,7 @@ func TestClientBoundsTheAnswer(t *testing.T) {
 	}))
 	defer srv.Close()
 	tr := &countingTransport{}
-	c, err := NewClient(&rest.Config{Host: srv.URL}, &http.Client{Transport: tr}, 5*time.Second)
+	c, err := NewClient(&rest.Config{Host: srv.URL}, &http.Client{Transport: tr}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,13 +167,15 @@ func TestClientTimesOut(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Kind != KindTimeout || pe.Msg != "guestosinfo did not answer within 100ms" {
 		t.Fatalf("err = %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	// The bound only catches a timeout not applied (the guest never
+	// answers): a loaded machine must not reach it.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("took %s", d)
 	}
 	// The caller's own cancellation is not the guest's timeout.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := newTestClient(t, srv.URL, time.Second).Get(ctx, vm1, SubGuestOSInfo); !errors.Is(err, context.Canceled) {
+	if _, err := newTestClient(t, srv.URL, time.Minute).Get(ctx, vm1, SubGuestOSInfo); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: err = %v", err)
 	}
 }
@@ -182,7 +184,7 @@ func TestClientUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	_, err := newTestClient(t, url, time.Second).Get(context.Background(), vm1, SubGuestOSInfo)
+	_, err := newTestClient(t, url, time.Minute).Get(context.Background(), vm1, SubGuestOSInfo)
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Kind != KindUnreachable {
 		t.Fatalf("err = %v", err)

@@ -244,6 +244,16 @@ func (h *harness) round() {
 
 func (h *harness) facts(name string) *vmifacts.GuestFacts { return h.s.Facts(key(name)) }
 
+// mustFacts is the VM's facts, failing the test when it has none.
+func (h *harness) mustFacts(name string) *vmifacts.GuestFacts {
+	h.t.Helper()
+	f := h.facts(name)
+	if f == nil {
+		h.t.Fatalf("%s has no facts", name)
+	}
+	return f
+}
+
 func names(keys []types.NamespacedName) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
@@ -288,7 +298,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	if got := names(h.n.Take()); !slices.Equal(got, []string{"vm2"}) {
 		t.Fatalf("a filling filesystem notified %v", got)
 	}
-	if f := h.facts("vm2"); f.Filesystems[0].UsedPercent != 90 {
+	if f := h.mustFacts("vm2"); len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 90 {
 		t.Fatalf("facts %+v", f)
 	}
 }
@@ -412,7 +422,7 @@ func TestSourceOutage(t *testing.T) {
 			h.setTargets(append(h.getTargets(), target("late"))...)
 			h.advance(h.s.refreshRate)
 			h.step()
-			if got := names(h.n.Take()); !slices.Equal(got, []string{"late"}) || h.facts("late").Unavailable != tc.why {
+			if got := names(h.n.Take()); !slices.Equal(got, []string{"late"}) || h.mustFacts("late").Unavailable != tc.why {
 				t.Fatalf("a new VM in the outage: notified %v, facts %+v", got, h.facts("late"))
 			}
 
@@ -445,7 +455,7 @@ func TestSourceShortOutageKeepsTheFacts(t *testing.T) {
 	h := newHarness(t, Config{}, "vm1", "vm2")
 	h.round()
 	h.n.Take()
-	before := *h.facts("vm1")
+	before := *h.mustFacts("vm1")
 	h.set("503")
 	h.round()
 	h.set("")
@@ -489,7 +499,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.api.setGuest("vm1", guest{mode: "500"})
 	h.round()
 	h.n.Take()
-	if f := h.facts("vm1"); f.Failures != 1 || f.Filesystems[0].UsedPercent != 95 {
+	if f := h.mustFacts("vm1"); f.Failures != 1 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 95 {
 		t.Fatalf("facts %+v", f)
 	}
 	// The VMI is recreated under the same name: its facts go at once.
@@ -503,7 +513,7 @@ func TestSourceRecreatedVMI(t *testing.T) {
 	h.round()
 	h.n.Take()
 	f := h.facts("vm1")
-	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
+	if f == nil || f.VMIUID != "uid-vm1-new" || f.Failures != 0 || len(f.Filesystems) != 1 || f.Filesystems[0].UsedPercent != 50 || !f.Filesystems[0].Since.Equal(h.now()) {
 		t.Fatalf("the new VMI's facts %+v", f)
 	}
 	// It leaves the targets (stopped, or its agent disconnected).
@@ -527,28 +537,34 @@ func TestSourceHonoursQPS(t *testing.T) {
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {
-		// The step is cut short by the test's end; its probes are
-		// counted over the first second.
+		// The step is cut short by the test's end.
 		h.step()
 		close(done)
 	}()
-	time.Sleep(1500 * time.Millisecond)
-	h.api.mu.Lock()
-	n := 0
-	for i, r := range h.api.requests {
-		if strings.HasSuffix(r, "/"+SubGuestOSInfo) && h.api.times[i].Sub(start) < time.Second {
-			n++
+	probes := func() []time.Time {
+		h.api.mu.Lock()
+		defer h.api.mu.Unlock()
+		var out []time.Time
+		for i, r := range h.api.requests {
+			if strings.HasSuffix(r, "/"+SubGuestOSInfo) {
+				out = append(out, h.api.times[i])
+			}
 		}
+		return out
 	}
-	h.api.mu.Unlock()
-	// A token bucket of qps with a burst of qps: at most 2×qps in the
-	// first second, and the rate after it.
-	if n > 2*qps+1 || n < qps {
-		t.Fatalf("%d probes in the first second at --guest-probe-qps %d", n, qps)
+	// A token bucket of qps with a burst of qps holds qps probes at the
+	// start and adds qps a second: the 3×qps-th probe cannot start before
+	// two seconds have passed, however fast the machine (a slow one only
+	// makes it later), and the round's 200 probes take nine.
+	waitFor(t, "3×qps probes", func() bool { return len(probes()) >= 3*qps })
+	if at := probes()[3*qps-1].Sub(start); at < 2*time.Second-50*time.Millisecond {
+		t.Fatalf("probe %d started %s after the round at --guest-probe-qps %d, want at least 2s", 3*qps, at, qps)
 	}
 	select {
 	case <-done:
-		t.Fatal("200 probes at 20 per second finished in 1.5s")
+		if took := time.Since(start); took < 9*time.Second-50*time.Millisecond {
+			t.Fatalf("200 probes at %d per second finished in %s", qps, took)
+		}
 	default:
 	}
 }

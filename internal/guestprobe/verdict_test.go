@@ -76,7 +76,7 @@ func TestOutageNeverPagesEveryVM(t *testing.T) {
 			h.round()
 		}
 		if l := h.nodeLayer("vm03"); l.Verdict != v1alpha1.VerdictUnknown || l.Reason != v1alpha1.ReasonGuestInfoUnreachable {
-			t.Fatalf("vm03 failed %d probes: node layer %s/%s: %s", h.facts("vm03").Failures, l.Verdict, l.Reason, l.Message)
+			t.Fatalf("vm03 failed %d probes: node layer %s/%s: %s", h.mustFacts("vm03").Failures, l.Verdict, l.Reason, l.Message)
 		}
 		for _, vm := range vms {
 			if l := h.nodeLayer(vm); vm != "vm03" && l.Verdict != v1alpha1.VerdictHealthy {

@@ -16,7 +16,7 @@ import (
 const krewTemplate = "../../hack/krew/vmobs.yaml.tmpl"
 
 // krewPlugin is the part of krew's Plugin type (sigs.k8s.io/krew
-// pkg/index) this test reads; test/integrations runs krew's own validator.
+// pkg/index) this test reads; test/packaging runs krew's own validator.
 type krewPlugin struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`

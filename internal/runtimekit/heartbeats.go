@@ -37,6 +37,10 @@ type Heartbeats struct {
 	// all nodes: a second one per node, for the VMs of each, cost about
 	// 60 bytes a VM more, and only a firing timer, rare, needs a node's VMs.
 	vms map[types.NamespacedName]vmBeat
+
+	// fires counts the fire goroutines running, so that a test on a fake
+	// clock can wait for the enqueues a step caused instead of sleeping.
+	fires sync.WaitGroup
 }
 
 type vmBeat struct {
@@ -206,7 +210,13 @@ func (h *Heartbeats) armLocked(node string, n *nodeBeat) {
 // own: a fake clock calls the function while it holds its lock, and fire
 // reads the clock.
 func (h *Heartbeats) after(d time.Duration, node string) clock.Timer {
-	return h.clock.AfterFunc(d, func() { go h.fire(node) })
+	return h.clock.AfterFunc(d, func() {
+		h.fires.Add(1)
+		go func() {
+			defer h.fires.Done()
+			h.fire(node)
+		}()
+	})
 }
 
 // fire enqueues the node's VMs whose deadline passed and re-arms the timer

@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vmobs/vmobs/internal/testsupport"
 )
 
 // t0 is the fake clock's start.
@@ -27,23 +29,11 @@ func beatsUnderTest(t *testing.T) (*Heartbeats, *clocktesting.FakeClock, workque
 	return h, clk, q
 }
 
-// drain returns what the queue holds, waiting briefly for the timers'
-// goroutines.
-func drain(t *testing.T, q workqueue.TypedRateLimitingInterface[reconcile.Request], want int) map[string]bool {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for q.Len() < want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // nothing more should come
-	got := map[string]bool{}
-	for q.Len() > 0 {
-		it, _ := q.Get()
-		got[it.Name] = true
-		q.Done(it)
-		q.Forget(it)
-	}
-	return got
+// drain waits for the timers the clock's last step fired, then returns
+// what the queue holds.
+func drain(h *Heartbeats, q workqueue.TypedRateLimitingInterface[reconcile.Request]) map[string]bool {
+	h.fires.Wait()
+	return testsupport.Drain(q)
 }
 
 func vmKey(name string) types.NamespacedName {
@@ -69,7 +59,7 @@ func TestHeartbeatTimers(t *testing.T) {
 		h.Renew("node-a", beat)
 	}
 	// now = t0+4m: node-b's deadline (beat+5m = t0+4m) passed.
-	if got := drain(t, q, 1); len(got) != 1 || !got["b1"] {
+	if got := drain(h, q); len(got) != 1 || !got["b1"] {
 		t.Fatalf("enqueued %v, want only b1, whose node stopped renewing", got)
 	}
 	if h.Watched() != 2 || h.nodes["node-b"] != nil {
@@ -79,11 +69,11 @@ func TestHeartbeatTimers(t *testing.T) {
 	// node-a stops after its beat at t0+3m: a2 (3m) is due at t0+6m,
 	// a1 (5m) at t0+8m.
 	clk.Step(2 * time.Minute)
-	if got := drain(t, q, 1); len(got) != 1 || !got["a2"] {
+	if got := drain(h, q); len(got) != 1 || !got["a2"] {
 		t.Fatalf("enqueued %v at +6m, want a2", got)
 	}
 	clk.Step(2 * time.Minute)
-	if got := drain(t, q, 1); len(got) != 1 || !got["a1"] {
+	if got := drain(h, q); len(got) != 1 || !got["a1"] {
 		t.Fatalf("enqueued %v at +8m, want a1", got)
 	}
 	if h.Watched() != 0 || len(h.nodes) != 0 {
@@ -109,7 +99,7 @@ func TestHeartbeatTimersForgetMoveAndRemove(t *testing.T) {
 		t.Fatalf("%d watched after the node was removed", h.Watched())
 	}
 	clk.Step(10 * time.Minute)
-	if got := drain(t, q, 0); len(got) != 0 {
+	if got := drain(h, q); len(got) != 0 {
 		t.Errorf("enqueued %v after forget and remove", got)
 	}
 	// A deadline not after the heartbeat, or no node, is not watched.
@@ -125,9 +115,9 @@ func TestHeartbeatTimersWaitForTheQueue(t *testing.T) {
 	h := NewHeartbeats(clk)
 	h.Watch(vmKey("v1"), "node-a", t0, t0.Add(time.Minute))
 	clk.Step(2 * time.Minute) // fires before the controller started: kept
-	deadline := time.Now().Add(5 * time.Second)
-	for !clk.HasWaiters() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	h.fires.Wait()
+	if !clk.HasWaiters() {
+		t.Fatal("the timer that fired before the queue existed was not re-armed")
 	}
 	if h.Watched() != 1 {
 		t.Fatalf("%d watched: the VM was dropped before the queue existed", h.Watched())
@@ -138,7 +128,7 @@ func TestHeartbeatTimersWaitForTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Second)
-	if got := drain(t, q, 1); !got["v1"] {
+	if got := drain(h, q); !got["v1"] {
 		t.Errorf("enqueued %v once the queue exists, want v1", got)
 	}
 }

@@ -962,13 +962,13 @@ func (e *Everyday) targetFor(src string) string {
 
 // heartbeats is virt-handler's heartbeat on every node, every minute.
 func (e *Everyday) heartbeats(ctx context.Context) {
-	for e.sleep(ctx, HeartbeatEvery) {
-		if err := e.Sim.HeartbeatAll(ctx); err != nil {
-			e.fail(ctx, err)
-			continue
+	e.Sim.RunHeartbeats(ctx, Heartbeats{Every: e.wall(HeartbeatEvery), Round: func(_ time.Time, failed []error) {
+		if len(failed) > 0 {
+			e.fail(ctx, errors.Join(failed...))
+			return
 		}
 		e.count(OpHeartbeat)
-	}
+	}})
 }
 
 // skipScrape makes the first node's virt-handler miss one scrape: its

@@ -3,12 +3,14 @@ package simulator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -162,23 +164,72 @@ func (s *Simulator) Heartbeat(ctx context.Context, node string) error {
 }
 
 // HeartbeatAll beats on every Node whose kubelet is not dark (Ready is not
-// Unknown, see LoseNode), in name order.
+// Unknown, see LoseNode), in name order; a failed heartbeat does not stop
+// the others.
 func (s *Simulator) HeartbeatAll(ctx context.Context) error {
+	return errors.Join(s.heartbeatRound(ctx, nil)...)
+}
+
+// Heartbeats is virt-handler's heartbeat loop, for RunHeartbeats.
+type Heartbeats struct {
+	// Every is the heartbeat period (virt-handler's is a minute).
+	Every time.Duration
+	// Nodes names the nodes of a round; nil means every node. Dark nodes
+	// are skipped either way.
+	Nodes func() []string
+	// Round, when set, hears of each round: when it started and the
+	// heartbeats that failed.
+	Round func(start time.Time, failed []error)
+}
+
+// RunHeartbeats beats every h.Every, as virt-handler on each node does,
+// until ctx ends: the one heartbeat loop of the demo, the soak, the scale
+// harness and the tests.
+func (s *Simulator) RunHeartbeats(ctx context.Context, h Heartbeats) {
+	tick := time.NewTicker(h.Every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case start := <-tick.C:
+			var names []string
+			if h.Nodes != nil {
+				names = h.Nodes()
+				if len(names) == 0 {
+					continue
+				}
+			}
+			failed := s.heartbeatRound(ctx, names)
+			if h.Round != nil && ctx.Err() == nil {
+				h.Round(start, failed)
+			}
+		}
+	}
+}
+
+// heartbeatRound beats on the named nodes (every node when names is nil)
+// whose kubelet is not dark, in name order, and returns the failures.
+func (s *Simulator) heartbeatRound(ctx context.Context, names []string) []error {
 	var nodes corev1.NodeList
 	if err := s.Client.List(ctx, &nodes); err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
+		return []error{fmt.Errorf("listing nodes: %w", err)}
 	}
 	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	var failed []error
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		if names != nil && !slices.Contains(names, n.Name) {
+			continue
+		}
 		if c := nodeCond(n, corev1.NodeReady); c != nil && c.Status == corev1.ConditionUnknown {
 			continue
 		}
 		if err := s.Heartbeat(ctx, n.Name); err != nil {
-			return err
+			failed = append(failed, err)
 		}
 	}
-	return nil
+	return failed
 }
 
 // LoseNode makes node go dark, as the node lifecycle controller sees a

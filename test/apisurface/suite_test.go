@@ -11,14 +11,16 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 var (
+	ctx        context.Context
 	env        *testenv.Env
 	k8s        client.Client
 	kubeconfig string
-	ctx        = context.Background()
 )
 
 func TestAPISurface(t *testing.T) {
@@ -27,17 +29,8 @@ func TestAPISurface(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = env.Client()
-	Expect(err).NotTo(HaveOccurred())
+	suite := support.StartSuite(testenv.Options{}, simulator.DefaultSeed)
+	ctx, env, k8s = suite.Ctx, suite.Env, suite.K8s
 	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(env.Kubeconfig(kubeconfig)).To(Succeed())
-})
-
-var _ = AfterSuite(func() {
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
 })

@@ -48,11 +48,7 @@ func everydayLife(t *testing.T, release string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	env, err := testenv.Start(testenv.Options{KubeVirt: release})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { g.Expect(env.Stop()).To(Succeed()) }()
-	k8s, err := env.Client()
-	g.Expect(err).NotTo(HaveOccurred())
+	env, k8s := testenv.StartForTest(t, testenv.Options{KubeVirt: release})
 
 	for field, since := range newIn {
 		_, has := vmiStatusProperty(ctx, g, k8s, field)
@@ -74,20 +70,7 @@ func everydayLife(t *testing.T, release string) {
 	}
 	// virt-handler's heartbeat on every node, so the node layer reads the
 	// same on every release.
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, n := range nodes {
-					_ = sim.Heartbeat(ctx, n)
-				}
-			}
-		}
-	}()
+	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second, Nodes: func() []string { return nodes }})
 
 	observation := func(ns string) func() (*v1alpha1.VMObservation, error) {
 		return func() (*v1alpha1.VMObservation, error) {

@@ -84,14 +84,14 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 	It("summarises the domain and costs no write while it runs unchanged", func() {
 		ns, node := world("dshealthy")
 		bootHealthy(ns, node)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
 			d := domainOf(o)
 			return d != nil && d.Node == node && d.VCPUUsage != nil && d.MemoryAvailable != nil && d.MemoryUsed != nil
 		}, BeTrue()))
-		Expect(observation(ns, vm)()).To(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Expect(suite.Observation(ns, vm)()).To(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		settle(ns)
 		before := statusWrites(ns, vm)
-		Consistently(observation(ns, vm), 20*time.Second, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), 20*time.Second, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		writes := statusWrites(ns, vm) - before
 		GinkgoWriter.Printf("WRITES domain stats idle 20s, sampled every second: %d\n", writes)
 		AddReportEntry("writes domain stats idle 20s", writes)
@@ -113,45 +113,45 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		other := "vm2"
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: other, GuestAgent: true})).To(Succeed())
 		Expect(sim.Boot(ctx, ns, other, node)).To(Succeed())
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
 
 		sim.SetDomainFault(ns, vm, simulator.DomainNotExported, true)
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message },
 				ContainSubstring("exports other domains but cannot read this domain's stats from its virt-launcher")),
 		))
-		Expect(observation(ns, other)()).To(layerIs("node", v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning))
+		Expect(suite.Observation(ns, other)()).To(layerIs("node", v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning))
 
 		sim.SetVirtHandlerMetricsDown(node, true)
 		DeferCleanup(sim.SetVirtHandlerMetricsDown, node, false)
-		Eventually(observation(ns, other), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, other), time.Minute).Should(And(
 			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message },
 				ContainSubstring("exports no domain at all, though other VMIs run there")),
 		))
 		// The control plane and the guest still say what KubeVirt says.
-		Expect(observation(ns, other)()).To(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
+		Expect(suite.Observation(ns, other)()).To(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
 	})
 
 	It("guest-cpu-stalled: vCPU time that stops advancing degrades the guest", func() {
 		ns, node := world("dscpu")
 		bootHealthy(ns, node)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
 		sim.SetDomainFault(ns, vm, simulator.DomainVCPUFrozen, true)
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestCPUStalled),
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestCPUStalled),
 		))
 		sim.SetDomainFault(ns, vm, simulator.DomainVCPUFrozen, false)
-		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 	})
 
 	It("guest-memory-pressure: a guest out of memory and swapping is Degraded", func() {
 		ns, node := world("dsmem")
 		bootHealthy(ns, node)
 		sim.SetDomainFault(ns, vm, simulator.DomainMemoryPressure, true)
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestMemoryPressure),
 			WithTransform(func(o *v1alpha1.VMObservation) bool {
 				return o.Status.Domain != nil && o.Status.Domain.SwapRate != nil && !o.Status.Domain.SwapRate.IsZero()
@@ -172,7 +172,7 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		for m.Phase() != kubevirtv1.MigrationRunning {
 			Expect(m.Step(ctx)).To(Succeed())
 		}
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationNotConverging),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.ControlPlane.Message },
 				And(ContainSubstring("dirt"), ContainSubstring("/s"))),
@@ -180,15 +180,15 @@ var _ = Describe("Domain stats from Prometheus", Ordered, func() {
 		// The migration ends after all (a post-copy switch, say): the
 		// prediction goes with it.
 		Expect(m.Run(ctx)).To(Succeed())
-		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 	})
 
 	It("keeps every verdict, with a note, when Prometheus goes away, and pages no VM", func() {
 		ns, node := world("dsdown")
 		bootHealthy(ns, node)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(domainOf, Not(BeNil())))
 		Expect(prom.Stop()).To(Succeed())
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Node.Message },
 				ContainSubstring(v1alpha1.ReasonDomainStatsUnavailable)),

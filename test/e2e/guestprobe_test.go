@@ -52,11 +52,11 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		ns, node := newWorld("gphealthy")
 		sim.SetGuestUsers(ns, vm, "fedora", "root")
 		bootHealthy(ns, node)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
 			g := guestOf(o)
 			return g != nil && g.Hostname != "" && g.Users != nil && len(g.Filesystems) > 0
 		}, BeTrue()))
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(*o.Status.Guest.Users).To(BeEquivalentTo(2))
 		Expect(o.Status.Guest.Timezone).NotTo(BeEmpty())
@@ -68,7 +68,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		settle(ns)
 		before := statusWrites(ns, vm)
 		idle := 20 * time.Second
-		Consistently(observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		writes := statusWrites(ns, vm) - before
 		probes := counterValue("vmobs_guest_probes_total", "result", "ok")
 		GinkgoWriter.Printf("WRITES guest probe idle %s, probed every %s: %d (probes answered so far: %.0f)\n", idle, probeEvery, writes, probes)
@@ -82,12 +82,12 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		bootHealthy(ns, node)
 		sim.SetGuestFilesystemUsage(ns, vm, "/", 96)
 		sim.SetGuestFilesystemUsage(ns, vm, "/var/lib/data", 41)
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull),
 			WithTransform(guestMessage, ContainSubstring("/ 95%")),
 		))
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		fs := o.Status.Guest.Filesystems
 		Expect(len(fs)).To(BeNumerically("<=", 16))
@@ -99,26 +99,26 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		settle(ns)
 		before := statusWrites(ns, vm)
 		sim.SetGuestFilesystemUsage(ns, vm, "/", 97)
-		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull))
+		Consistently(suite.Observation(ns, vm), 4*probeEvery, time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemNearlyFull))
 		Expect(statusWrites(ns, vm) - before).To(BeZero())
 
 		sim.SetGuestFilesystemUsage(ns, vm, "/", 60)
-		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		writesReport(ns, "filesystem-nearly-full")
 	})
 
 	It("guest-info-unreachable: guest-information calls that stop answering while AgentConnected stays True make the node layer Unknown, with the error", func() {
 		ns, node := newWorld("gpunresp")
 		bootHealthy(ns, node)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
 			return guestOf(o) != nil && guestOf(o).Hostname != ""
 		}, BeTrue()))
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, true)
-		Eventually(observation(ns, vm), time.Minute).Should(And(
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(And(
 			layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable),
 			WithTransform(nodeMessage, And(ContainSubstring("through virt-handler"), ContainSubstring("in the last"))),
 		))
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		// KubeVirt still says connected: the agent's channel is open.
 		Expect(o.Status.Guest.AgentConnected).To(BeTrue())
@@ -127,7 +127,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(nodeMessage(o)).To(ContainSubstring("did not answer within " + probeTimeout.String()))
 
 		sim.SetGuestAgentFault(ns, vm, simulator.GuestAgentUnresponsive, false)
-		Eventually(observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		writesReport(ns, "guest-info-unreachable")
 	})
 
@@ -138,7 +138,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: other, GuestAgent: true})).To(Succeed())
 		Expect(sim.Boot(ctx, ns, other, node)).To(Succeed())
 		for _, name := range []string{vm, other} {
-			Eventually(observation(ns, name), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
+			Eventually(suite.Observation(ns, name), time.Minute).Should(WithTransform(func(o *v1alpha1.VMObservation) bool {
 				return guestOf(o) != nil && guestOf(o).Hostname != ""
 			}, BeTrue()))
 		}
@@ -146,7 +146,7 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		sim.SetVirtAPIFailure(http.StatusServiceUnavailable, 0, time.Hour)
 		DeferCleanup(sim.SetVirtAPIFailure, 0, time.Duration(0), time.Duration(0))
 		for _, name := range []string{vm, other} {
-			Eventually(observation(ns, name), time.Minute).Should(And(
+			Eventually(suite.Observation(ns, name), time.Minute).Should(And(
 				overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 				WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Layers.Guest.Verdict }, Equal(v1alpha1.VerdictHealthy)),
 				WithTransform(guestMessage, ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable)),
@@ -161,11 +161,11 @@ var _ = Describe("Guest agents probed through virt-api", Ordered, func() {
 		}
 		Expect(sourceAvailable(guestprobe.Name)).To(BeZero())
 		// Not one VM paged while it lasts: no GuestInfoUnreachable, no Warning.
-		Consistently(observation(ns, vm), 4*probeEvery, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), 4*probeEvery, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(strings.Join(warningEvents(ns), "\n")).To(BeEmpty())
 
 		sim.SetVirtAPIFailure(0, 0, 0)
-		Eventually(observation(ns, vm), time.Minute).Should(WithTransform(guestMessage, Not(ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable))))
+		Eventually(suite.Observation(ns, vm), time.Minute).Should(WithTransform(guestMessage, Not(ContainSubstring(v1alpha1.ReasonGuestProbeUnavailable))))
 		Expect(sourceAvailable(guestprobe.Name)).To(Equal(1.0))
 	})
 })

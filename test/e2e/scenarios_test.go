@@ -30,7 +30,7 @@ func bootHealthy(ns, node string, mods ...func(*simulator.VMSpec)) {
 	}
 	Expect(sim.CreateVM(ctx, spec)).To(Succeed())
 	Expect(sim.Boot(ctx, ns, vm, node)).To(Succeed())
-	Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+	Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 }
 
 // migrationWorld is newWorld with a second node, the migration target, and
@@ -68,7 +68,7 @@ var _ = Describe("A VM's life, observed", func() {
 	It("boots to Healthy for one create and at most one status write per boot stage", func() {
 		ns, node := newWorld("boot")
 		bootHealthy(ns, node)
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(o).To(layerIs("node", v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherRunning))
 		Expect(o).To(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
@@ -96,7 +96,7 @@ var _ = Describe("A VM's life, observed", func() {
 		settle(ns)
 		before := statusWrites(ns, vm)
 		idle := 60 * time.Second
-		Consistently(observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), idle, time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		writes := statusWrites(ns, vm) - before
 		GinkgoWriter.Printf("WRITES idle %s with heartbeats every %s: %d\n", idle, heartbeatEvery, writes)
 		AddReportEntry("writes idle 60s", writes)
@@ -108,14 +108,14 @@ var _ = Describe("A VM's life, observed", func() {
 		bootHealthy(ns, node)
 		silence(node)
 		start := time.Now()
-		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale))
+		Eventually(suite.Observation(ns, vm), 20*time.Second).Should(layerIs("node", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale))
 		took := time.Since(start)
 		GinkgoWriter.Printf("node layer Unknown %s after the last heartbeat (timeout %s)\n", took, policy.HeartbeatTimeout)
 		Expect(took).To(BeNumerically("<", policy.HeartbeatTimeout+5*time.Second))
-		o, _ := observation(ns, vm)()
+		o, _ := suite.Observation(ns, vm)()
 		Expect(o).To(overallIs(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale))
 		unsilence(node)
-		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 	})
 
 	It("writes nothing when the controller restarts over an unchanged world", func() {
@@ -142,7 +142,7 @@ var _ = Describe("A VM's life, observed", func() {
 	It("says Suspended and Ready for a VM stopped as declared", func() {
 		ns, _ := newWorld("halted")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm, RunStrategy: kubevirtv1.RunStrategyHalted})).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped),
 			conditionIs(v1alpha1.ConditionReady, metav1.ConditionTrue),
 		))
@@ -153,7 +153,7 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("stop")
 		bootHealthy(ns, node)
 		Expect(sim.Stop(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped),
 			WithTransform(func(o *v1alpha1.VMObservation) int { return len(o.Status.LauncherPods) }, BeZero()),
 		))
@@ -164,8 +164,8 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, _ := newWorld("stuck")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
 		Expect(sim.CreateLauncherPod(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonScheduling))
-		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckScheduling))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonScheduling))
+		Eventually(suite.Observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonStuckScheduling))
 		writesReport(ns, "stuck-scheduling")
 	})
 
@@ -173,7 +173,7 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, _ := newWorld("unsched")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
 		Expect(sim.FailScheduling(ctx, ns, vm, simulator.Unschedulable)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonUnschedulable))
 		writesReport(ns, "unschedulable")
 	})
 
@@ -181,7 +181,7 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, _ := newWorld("image")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
 		Expect(sim.FailScheduling(ctx, ns, vm, "ErrImagePull")).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonImagePullFailed))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonImagePullFailed))
 		writesReport(ns, "image-pull-failed")
 	})
 
@@ -193,7 +193,7 @@ var _ = Describe("A VM's life, observed", func() {
 		for m.Phase() != kubevirtv1.MigrationRunning {
 			Expect(m.Step(ctx)).To(Succeed())
 		}
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating),
 			WithTransform(func(o *v1alpha1.VMObservation) []v1alpha1.LauncherPodRole {
 				var roles []v1alpha1.LauncherPodRole
@@ -206,7 +206,7 @@ var _ = Describe("A VM's life, observed", func() {
 		Expect(m.Run(ctx)).To(Succeed())
 		// The finished source pod stays in activePods until it is deleted
 		// (kubevirt#12773): a note in the message, the reason stays Running.
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.NodeName }, Equal(target)),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Migration.Phase }, Equal("Succeeded")),
@@ -214,17 +214,17 @@ var _ = Describe("A VM's life, observed", func() {
 		// At the handoff the source launcher completes before the VMI names
 		// the target node: status lags, and a successful migration must
 		// not flicker through Unknown or Degraded, nor raise a Warning.
-		Consistently(observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		// And back to the node it left: the finished launcher of that first
 		// stay is still there and must not stand in for the new one.
 		back := strings.TrimSuffix(target, "-b")
 		_, err = sim.Migrate(ctx, ns, vm, back, simulator.MigrationSucceeds)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.NodeName }, Equal(back)),
 		))
-		Consistently(observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Consistently(suite.Observation(ns, vm), 3*time.Second).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		for _, v := range seen() {
 			Expect(v).NotTo(Or(ContainSubstring("Unknown"), ContainSubstring("Degraded"), ContainSubstring("Failed")),
 				"a successful migration went through %s", v)
@@ -237,7 +237,7 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, target := migrationWorld("migfail")
 		_, err := sim.Migrate(ctx, ns, vm, target, simulator.MigrationFails)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationFailed),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Migration.FailureReason }, Equal(simulator.DefaultFailureReason)),
 		))
@@ -249,8 +249,8 @@ var _ = Describe("A VM's life, observed", func() {
 		m, err := sim.StartMigration(ctx, ns, vm, simulator.MigrationOptions{TargetNode: target, Outcome: simulator.MigrationStuck, At: kubevirtv1.MigrationPreparingTarget})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(m.Run(ctx)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating))
-		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationStuck))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMigrating))
+		Eventually(suite.Observation(ns, vm), 20*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonMigrationStuck))
 		writesReport(ns, "migration-stuck")
 	})
 
@@ -258,11 +258,11 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("pause")
 		bootHealthy(ns, node)
 		Expect(sim.Pause(ctx, ns, vm, simulator.PausedByUser)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonPausedByUser))
+		Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictSuspended, v1alpha1.ReasonPausedByUser))
 		Expect(sim.Unpause(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(sim.Pause(ctx, ns, vm, simulator.PausedIOError)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("node", v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("node", v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError))
 		writesReport(ns, "paused")
 	})
 
@@ -270,12 +270,12 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("crash")
 		bootHealthy(ns, node)
 		Expect(sim.CrashLauncher(ctx, ns, vm, simulator.CrashOOMKilled)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.Phase }, Equal("Running")),
 			layerIs("node", v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled),
 		))
 		Expect(sim.FailVMI(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict }, Equal(v1alpha1.VerdictFailed)))
+		Eventually(suite.Observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict }, Equal(v1alpha1.VerdictFailed)))
 		writesReport(ns, "launcher-crashed")
 	})
 
@@ -283,12 +283,12 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("agent")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm})).To(Succeed())
 		Expect(sim.Boot(ctx, ns, vm, node)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting))
-		Eventually(observation(ns, vm), 20*time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentNeverConnected))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictProgressing, v1alpha1.ReasonAgentConnecting))
+		Eventually(suite.Observation(ns, vm), 20*time.Second).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentNeverConnected))
 		Expect(sim.ConnectAgent(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected))
 		Expect(sim.DisconnectAgent(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonAgentDisconnected))
 		writesReport(ns, "guest-agent")
 	})
 
@@ -296,11 +296,11 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("nodelost")
 		bootHealthy(ns, node)
 		Expect(sim.LoseNode(ctx, node)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict {
+		Eventually(suite.Observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict {
 			return o.Status.Layers.Node.Verdict
 		}, BeElementOf(v1alpha1.VerdictUnknown, v1alpha1.VerdictDegraded)))
 		Expect(sim.NodeUnresponsive(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(overallIs(v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive))
+		Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive))
 		writesReport(ns, "node-lost")
 	})
 
@@ -308,18 +308,18 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("hotplug")
 		bootHealthy(ns, node)
 		Expect(sim.RequestMemoryHotplug(ctx, ns, vm, resource.MustParse("4Gi"))).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.VMI.Memory.Guest.String() }, Equal("4Gi")),
 		))
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		since := o.Status.VMI.HotplugSince
 		Expect(since).NotTo(BeNil())
 		// HotMemoryChange=True with no failed migration is a hotplug in
 		// the workload updater's queue: no deadline (engine review C4).
-		Consistently(observation(ns, vm), 10*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending))
-		o, err = observation(ns, vm)()
+		Consistently(suite.Observation(ns, vm), 10*time.Second).Should(layerIs("controlPlane", v1alpha1.VerdictProgressing, v1alpha1.ReasonMemoryHotplugPending))
+		o, err = suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		// The first sighting is carried from status to status.
 		Expect(o.Status.VMI.HotplugSince.Time).To(BeTemporally("==", since.Time))
@@ -331,17 +331,17 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("frozen")
 		bootHealthy(ns, node)
 		Expect(sim.FreezeFilesystems(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			layerIs("guest", v1alpha1.VerdictHealthy, v1alpha1.ReasonGuestAgentConnected),
 			WithTransform(func(o *v1alpha1.VMObservation) string { return o.Status.Layers.Guest.Message }, ContainSubstring(v1alpha1.ReasonFilesystemsFrozen)),
 			WithTransform(func(o *v1alpha1.VMObservation) *metav1.Time { return o.Status.VMI.FSFrozenSince }, Not(BeNil())),
 		))
-		Eventually(observation(ns, vm), 20*time.Second).Should(And(
+		Eventually(suite.Observation(ns, vm), 20*time.Second).Should(And(
 			layerIs("guest", v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemsFrozen),
 			overallIs(v1alpha1.VerdictDegraded, v1alpha1.ReasonFilesystemsFrozen),
 		))
 		Expect(sim.ThawFilesystems(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			WithTransform(func(o *v1alpha1.VMObservation) *metav1.Time { return o.Status.VMI.FSFrozenSince }, BeNil()),
 		))
@@ -352,7 +352,7 @@ var _ = Describe("A VM's life, observed", func() {
 		ns, node := newWorld("evict")
 		bootHealthy(ns, node, func(s *simulator.VMSpec) { s.HostDevice, s.NonSharedDisk = true, true })
 		Expect(sim.Evict(ctx, ns, vm)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(And(
+		Eventually(suite.Observation(ns, vm)).Should(And(
 			layerIs("controlPlane", v1alpha1.VerdictDegraded, v1alpha1.ReasonEvictionBlocked),
 			WithTransform(func(o *v1alpha1.VMObservation) []string { return o.Status.LiveMigratable.Reasons },
 				ContainElements("DisksNotLiveMigratable", "HostDeviceNotLiveMigratable")),
@@ -363,17 +363,17 @@ var _ = Describe("A VM's life, observed", func() {
 	It("deletes the VMObservation it created once the VM and VMI are gone, and follows a recreated VM", func() {
 		ns, node := newWorld("delete")
 		bootHealthy(ns, node)
-		o, _ := observation(ns, vm)()
+		o, _ := suite.Observation(ns, vm)()
 		oldOwner := o.OwnerReferences[0].UID
 
 		Expect(sim.DeleteVM(ctx, ns, vm)).To(Succeed())
 		Eventually(func() bool {
-			_, err := observation(ns, vm)()
+			_, err := suite.Observation(ns, vm)()
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue())
 
 		bootHealthy(ns, node)
-		o, _ = observation(ns, vm)()
+		o, _ = suite.Observation(ns, vm)()
 		Expect(o.OwnerReferences).To(HaveLen(1))
 		Expect(o.OwnerReferences[0].UID).NotTo(Equal(oldOwner))
 	})
@@ -381,10 +381,10 @@ var _ = Describe("A VM's life, observed", func() {
 	It("recreates a VMObservation a user deleted", func() {
 		ns, node := newWorld("userdel")
 		bootHealthy(ns, node)
-		o, _ := observation(ns, vm)()
+		o, _ := suite.Observation(ns, vm)()
 		Expect(k8s.Delete(ctx, o)).To(Succeed())
 		Eventually(func() (bool, error) {
-			n, err := observation(ns, vm)()
+			n, err := suite.Observation(ns, vm)()
 			if err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
@@ -484,11 +484,11 @@ var _ = Describe("A VMObservation a user declared", func() {
 			Spec:       v1alpha1.VMObservationSpec{VMName: vm},
 		}
 		Expect(k8s.Create(ctx, declared)).To(Succeed())
-		Eventually(observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict },
+		Eventually(suite.Observation(ns, vm)).Should(WithTransform(func(o *v1alpha1.VMObservation) v1alpha1.Verdict { return o.Status.Verdict },
 			BeElementOf(v1alpha1.VerdictUnknown, v1alpha1.VerdictSuspended)))
 
 		bootHealthy(ns, node)
-		o, err := observation(ns, vm)()
+		o, err := suite.Observation(ns, vm)()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(o.UID).To(Equal(declared.UID), "adopted, not replaced")
 		Expect(o.Labels).NotTo(HaveKey("app.kubernetes.io/managed-by"))

@@ -15,15 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // Test timing: the thresholds are seconds instead of minutes so each
@@ -46,8 +45,8 @@ var policy = func() verdict.Policy {
 const heartbeatEvery = time.Second
 
 var (
+	suite    *support.Suite
 	ctx      context.Context
-	cancel   context.CancelFunc
 	env      *testenv.Env
 	k8s      client.Client
 	sim      *simulator.Simulator
@@ -66,50 +65,19 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-	var err error
 	// Aggregation: the guest probe specs serve the simulator's virt-api
 	// as an aggregated API.
-	env, err = testenv.Start(testenv.Options{Aggregation: true})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = env.Client()
-	Expect(err).NotTo(HaveOccurred())
-	sim = simulator.New(k8s, simulator.WithSeed(7))
+	suite = support.StartSuite(testenv.Options{Aggregation: true}, 7)
+	ctx, env, k8s, sim = suite.Ctx, suite.Env, suite.K8s, suite.Sim
 	counter = testenv.NewRequestCounter()
 	startManager()
 
 	// virt-handler on every node of the suite writes its heartbeat, except
 	// on nodes a scenario silenced (to see the deadline pass) or lost.
-	go func() {
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				for _, n := range beating() {
-					node := &corev1.Node{}
-					if err := k8s.Get(ctx, client.ObjectKey{Name: n}, node); err != nil || nodeLost(node) {
-						continue
-					}
-					_ = sim.Heartbeat(ctx, n)
-				}
-			}
-		}
-	}()
+	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: heartbeatEvery, Nodes: beating})
 })
 
-var _ = AfterSuite(func() {
-	stopManager()
-	if cancel != nil {
-		cancel()
-	}
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
-})
+var _ = AfterSuite(stopManager)
 
 // startManager runs the manager in-process, its requests counted.
 func startManager() { startManagerWith(nil) }
@@ -141,22 +109,11 @@ func stopManager() {
 }
 
 // newWorld makes a namespace and a node of its own for one scenario, so
-// scenarios never see each other's objects.
+// scenarios never see each other's objects, and beats on the node.
 func newWorld(name string) (ns, node string) {
-	ns = fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano()%100000)
-	node = "node-" + ns
-	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
-	Expect(sim.AddNode(ctx, node)).To(Succeed())
+	ns, node = suite.World("e2e", name)
 	track(node)
 	return ns, node
-}
-
-func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
-	return func() (*v1alpha1.VMObservation, error) {
-		o := &v1alpha1.VMObservation{}
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
-		return o, err
-	}
 }
 
 // layerIs matches a VMObservation whose layer has the verdict and reason.
@@ -249,15 +206,6 @@ func beating() []string {
 		}
 	}
 	return out
-}
-
-func nodeLost(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionUnknown
-		}
-	}
-	return false
 }
 
 // recordVerdicts watches the VMObservation from now on and returns a func

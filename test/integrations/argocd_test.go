@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // The Argo CD health check is run the way Argo CD runs it (argoproj/argo-cd
@@ -144,7 +145,7 @@ func goValue(v lua.LValue) any {
 
 func readArgoScript(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), argoDir, "health.lua"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), argoDir, "health.lua"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ type argoTests struct {
 // TestArgoCDHealthLua runs every case of health_test.yaml, as Argo CD's
 // TestLuaHealthScript does for its built-in checks.
 func TestArgoCDHealthLua(t *testing.T) {
-	root := repoRoot(t)
+	root := support.RepoRoot(t)
 	script := readArgoScript(t)
 	raw, err := os.ReadFile(filepath.Join(root, argoDir, "health_test.yaml"))
 	if err != nil {
@@ -263,7 +264,7 @@ func TestArgoCDHealthOnEngineOutput(t *testing.T) {
 // writeArgoTestdata snapshots the scenarios into testdata/. health_test.yaml
 // is kept by hand (its messages are the snapshot's status.message).
 func writeArgoTestdata(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), argoDir, "testdata")
+	dir := filepath.Join(support.RepoRoot(t), argoDir, "testdata")
 	var names []string
 	for _, sc := range scenarios(t) {
 		u := toUnstructured(t, sc.obs)
@@ -288,7 +289,7 @@ func writeArgoTestdata(t *testing.T) {
 // argocd-operator's ArgoCD resource (spec.resourceHealthChecks, which the
 // operator writes into argocd-cm) and the Argo CD Helm chart's configs.cm.
 func TestArgoCDDocSnippet(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
+	doc, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "docs", "argocd.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestArgoCDDocSnippet(t *testing.T) {
 // VMObservation or an earlier one (a VMObservation without its VM reads
 // Unknown, which never ends a sync step), and ignore-healthcheck on the VM.
 func TestArgoCDDocSyncWaves(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "argocd.md"))
+	doc, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "docs", "argocd.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

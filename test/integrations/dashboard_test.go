@@ -25,6 +25,7 @@ import (
 	"github.com/vmobs/vmobs/internal/factsource"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // grafanaVars are the values the test gives Grafana's variables: "All" for
@@ -128,18 +129,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 		t.Fatal(err)
 	}
 	// virt-handler beats on every node that is not lost.
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_ = sim.HeartbeatAll(ctx)
-			}
-		}
-	}()
+	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})
 
 	// Prometheus, scraping the simulated virt-handlers now and the
 	// manager once it runs, evaluating the recording rules.
@@ -184,7 +174,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 	t.Cleanup(metricsSrv.Close)
 	vmobsJob := testenv.ScrapeJob{Name: "vmobs", HonorLabels: true, Targets: []testenv.ScrapeTarget{{
 		Address: strings.TrimPrefix(metricsSrv.URL, "http://"),
-		Labels:  map[string]string{"namespace": systemNS, "pod": "vmobs-controller-manager-0"},
+		Labels:  map[string]string{"namespace": support.SystemNS, "pod": "vmobs-controller-manager-0"},
 	}}}
 	if err := prom.SetJobs(ctx, []testenv.ScrapeJob{vmobsJob, virtHandlerJob(strings.TrimPrefix(exporter.URL, "http://"), nodes...)}); err != nil {
 		t.Fatal(err)

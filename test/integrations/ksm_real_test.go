@@ -24,6 +24,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // ksmSeries is one sample of the text exposition format.
@@ -182,8 +183,8 @@ func freePort(t *testing.T) int {
 // and checks every series it exports for a few VMObservations against what
 // the objects say.
 func TestKSMRealBinary(t *testing.T) {
-	ksm := builtTool(t, "kube-state-metrics", "KUBE_STATE_METRICS")
-	root := repoRoot(t)
+	ksm := support.BuiltTool(t, "kube-state-metrics", "KUBE_STATE_METRICS")
+	root := support.RepoRoot(t)
 	env, admin := testenv.StartForTest(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -198,12 +199,12 @@ func TestKSMRealBinary(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, role); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(ctx, t, admin, role)
+	support.MustCreate(ctx, t, admin, role)
 	ksmUser := envtest.User{
 		Name:   "system:serviceaccount:monitoring:kube-state-metrics",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:monitoring", "system:authenticated"},
 	}
-	mustCreate(ctx, t, admin, &rbacv1.ClusterRoleBinding{
+	support.MustCreate(ctx, t, admin, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-state-metrics-vmobs"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: ksmUser.Name}},
@@ -224,7 +225,7 @@ func TestKSMRealBinary(t *testing.T) {
 	// VMObservations from the engine's scenarios, one per verdict, plus one
 	// whose spec changed since its status was written and one without a
 	// status, each under its scenario's name.
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fxNS}}); err != nil {
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: support.VMNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 	pick := []string{
@@ -241,7 +242,7 @@ func TestKSMRealBinary(t *testing.T) {
 		o.UID, o.ResourceVersion, o.CreationTimestamp = "", "", metav1.Time{}
 		o.OwnerReferences = nil
 		status := o.Status
-		mustCreate(ctx, t, admin, o)
+		support.MustCreate(ctx, t, admin, o)
 		if sc.name == "progressing-stale-generation" {
 			// A spec change the status has not caught up with.
 			o.Spec.Policy = &v1alpha1.PolicyOverrides{StalledAfter: &metav1.Duration{Duration: 30 * time.Minute}}
@@ -337,8 +338,8 @@ func TestKSMRealBinary(t *testing.T) {
 		}
 		if s.labels["customresource_group"] != v1alpha1.GroupVersion.Group ||
 			s.labels["customresource_version"] != v1alpha1.GroupVersion.Version ||
-			s.labels["customresource_kind"] != "VMObservation" || s.labels["namespace"] != fxNS {
-			t.Errorf("series %s%v: want namespace %s and the VMObservation's group, version and kind", s.name, s.labels, fxNS)
+			s.labels["customresource_kind"] != "VMObservation" || s.labels["namespace"] != support.VMNamespace {
+			t.Errorf("series %s%v: want namespace %s and the VMObservation's group, version and kind", s.name, s.labels, support.VMNamespace)
 		}
 		name := s.labels["name"]
 		if byObject[name] == nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // These checks need no binary; ksm_real_test.go runs the real
@@ -134,7 +135,7 @@ func countTrue(conds ...bool) int {
 }
 
 func TestKubeStateMetricsConfig(t *testing.T) {
-	root := repoRoot(t)
+	root := support.RepoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "config", "kube-state-metrics", "vmobservation-crs.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func verdictStrings() []string {
 // VMObservations the engine produced: every path of the config resolves on
 // a running VM's status.
 func TestKubeStateMetricsPathsOnEngineOutput(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "kube-state-metrics", "vmobservation-crs.yaml"))
+	raw, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "kube-state-metrics", "vmobservation-crs.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

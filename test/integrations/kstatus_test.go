@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vmobs/vmobs/test/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -57,7 +58,7 @@ func TestKstatus(t *testing.T) {
 // TestFluxDocSnippet checks that docs/flux.md shows the recipe files
 // verbatim.
 func TestFluxDocSnippet(t *testing.T) {
-	root := repoRoot(t)
+	root := support.RepoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "flux.md"))
 	if err != nil {
 		t.Fatal(err)

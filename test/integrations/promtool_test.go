@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 const runbookBase = "https://github.com/vmobs/vmobs/blob/main/docs/runbooks/"
@@ -36,7 +37,7 @@ type promRuleGroup struct {
 // Prometheus rules file, as the operator hands it to Prometheus) and groups.
 func readPrometheusRule(t *testing.T) ([]byte, []promRuleGroup) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "prometheusrule.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func readPrometheusRule(t *testing.T) ([]byte, []promRuleGroup) {
 
 func runPromtool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(builtTool(t, "promtool", "PROMTOOL"), args...)
+	cmd := exec.Command(support.BuiltTool(t, "promtool", "PROMTOOL"), args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -84,7 +85,7 @@ func TestPrometheusRuleWithPromtool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "vmobs-alerts.rules.yaml"), spec, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
+	tests, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestPrometheusRuleWithPromtool(t *testing.T) {
 // test that fires each alert and one for each recording rule, and that the
 // metrics, verdicts and reasons the expressions name exist.
 func TestPrometheusRuleConventions(t *testing.T) {
-	root := repoRoot(t)
+	root := support.RepoRoot(t)
 	_, groups := readPrometheusRule(t)
 
 	// Metric names vmobs exports: the catalogue, which internal/metrics
@@ -307,7 +308,7 @@ func matchesAll(t *testing.T, matchers []string, labels map[string]string) bool 
 // alert is a target, and a per-VM alert is held back exactly when a node
 // alert of its own node fires.
 func TestAlertmanagerInhibition(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "alertmanager-inhibition.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "docs", "alertmanager-inhibition.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		t.Errorf("equal %v, want [node]", rule.Equal)
 	}
 
-	tb, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
+	tb, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // kubectlCall is a kubectl command line in a runbook's shell block: after
@@ -49,7 +50,7 @@ func TestRunbookKubectlFlags(t *testing.T) {
 		t.Fatalf("`kubectl options` lists no --namespace (%v): %s", err, global)
 	}
 
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "runbooks", "*.md"))
+	files, err := filepath.Glob(filepath.Join(support.RepoRoot(t), "docs", "runbooks", "*.md"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no runbooks (%v)", err)
 	}

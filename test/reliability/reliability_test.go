@@ -18,22 +18,21 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 var (
-	ctx    context.Context
-	cancel context.CancelFunc
-	env    *testenv.Env
-	k8s    client.Client
-	sim    *simulator.Simulator
+	suite *support.Suite
+	ctx   context.Context
+	env   *testenv.Env
+	k8s   client.Client
+	sim   *simulator.Simulator
 )
 
 func TestReliability(t *testing.T) {
@@ -44,29 +43,14 @@ func TestReliability(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-	var err error
 	// A certificate directory of our own survives kube-apiserver restarts.
 	certDir, err := os.MkdirTemp("", "vmobs-reliability-certs-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, certDir)
 	// kube-apiserver that has not drained in 10s is killed, as after a
 	// crash: the restart test needs both kinds of stop to be survivable.
-	env, err = testenv.Start(testenv.Options{CertDir: certDir, StopTimeout: 10 * time.Second})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = env.Client()
-	Expect(err).NotTo(HaveOccurred())
-	sim = simulator.New(k8s, simulator.WithSeed(11))
-})
-
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-	}
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	suite = support.StartSuite(testenv.Options{CertDir: certDir, StopTimeout: 10 * time.Second}, 11)
+	ctx, env, k8s, sim = suite.Ctx, suite.Env, suite.K8s, suite.Sim
 })
 
 // breaker is a transport that can be made to drop every request, as a
@@ -121,24 +105,7 @@ func (in *instance) statusWrites() int {
 	return in.counter.Get("apply vmobservations/status")
 }
 
-func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
-	return func() (*v1alpha1.VMObservation, error) {
-		o := &v1alpha1.VMObservation{}
-		return o, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
-	}
-}
-
-func reasonOf(o *v1alpha1.VMObservation) string {
-	return string(o.Status.Verdict) + "/" + o.Status.Reason
-}
-
-func world(name string) (ns, node string) {
-	ns = fmt.Sprintf("rel-%s-%d", name, time.Now().UnixNano()%100000)
-	node = "node-" + ns
-	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
-	Expect(sim.AddNode(ctx, node)).To(Succeed())
-	return ns, node
-}
+func world(name string) (ns, node string) { return suite.World("rel", name) }
 
 // failover measures the time from the fault to the first status write of
 // the new leader: right after the fault the VM is paused, a change only a
@@ -156,14 +123,14 @@ func failover(fault func(old *instance)) time.Duration {
 		a.Cancel()
 		b.Cancel()
 	}()
-	Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+	Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 	Consistently(b.elected, 2*time.Second).Should(BeFalse())
 	Expect(b.statusWrites()).To(BeZero(), "a follower writes nothing")
 
 	start := time.Now()
 	fault(a)
 	Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
-	Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Suspended/PausedByUser")))
+	Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
 	took := time.Since(start)
 	Expect(b.elected()).To(BeTrue())
 	// The write is counted when its response comes back, which may be
@@ -196,7 +163,7 @@ var _ = Describe("Conflicts", func() {
 		Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
 		in := startInstance("solo", fmt.Sprintf("vmobs-conflicts-%d", time.Now().UnixNano()%100000))
 		defer in.Cancel()
-		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 
 		// The fighter updates (not patches) metadata with the resourceVersion
 		// it read, as a careless tool would, 50 times a second.
@@ -249,14 +216,14 @@ var _ = Describe("Conflicts", func() {
 		}
 		for _, s := range steps {
 			Expect(s.do()).To(Succeed())
-			Eventually(observation(ns, "vm1"), 20*time.Second).Should(WithTransform(reasonOf, Equal(s.want)))
+			Eventually(suite.Observation(ns, "vm1"), 20*time.Second).Should(WithTransform(support.ReasonOf, Equal(s.want)))
 		}
 		// Keep the fight going for at least three seconds' worth of updates,
 		// however fast the steps went.
 		Eventually(func() int64 { return fights.Load() + fighterConflicts.Load() }, 30*time.Second).Should(BeNumerically(">=", 150))
 		fstop()
 		wg.Wait()
-		o, err := observation(ns, "vm1")()
+		o, err := suite.Observation(ns, "vm1")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(o.Labels).To(HaveKey("fight"), "the controller leaves other owners' metadata alone")
 		Expect(o.Status.ObservedGeneration).To(Equal(o.Generation))

@@ -14,6 +14,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/verdict"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // truth runs the engine on a fresh LIST of the VM's objects, straight from
@@ -89,7 +90,7 @@ var _ = Describe("API server restarts", func() {
 		in := startInstance("restart", "")
 		defer in.Cancel()
 		for i := 0; i < vms; i++ {
-			Eventually(observation(ns, name(i))).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+			Eventually(suite.Observation(ns, name(i))).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 		}
 		// A write is counted when its response comes back, which may be
 		// after the test saw the status: let the count settle, then
@@ -147,7 +148,7 @@ var _ = Describe("API server restarts", func() {
 		recovery := time.Now()
 		for i := 0; i < vms; i++ {
 			Eventually(func() ([]string, error) {
-				o, err := observation(ns, name(i))()
+				o, err := suite.Observation(ns, name(i))()
 				if err != nil {
 					return nil, err
 				}

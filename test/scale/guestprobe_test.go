@@ -168,20 +168,7 @@ func TestScaleGuestProbe(t *testing.T) {
 		}
 		nodeNames = append(nodeNames, name)
 	}
-	go func() {
-		tk := time.NewTicker(30 * time.Second)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				for _, name := range nodeNames {
-					_ = hb.Heartbeat(ctx, name)
-				}
-			}
-		}
-	}()
+	go hb.RunHeartbeats(ctx, simulator.Heartbeats{Every: 30 * time.Second, Nodes: func() []string { return nodeNames }})
 	specs := make([]simulator.VMSpec, n)
 	var namespaces []string
 	for i := range specs {

@@ -176,27 +176,15 @@ func (w *world) addBystander(ctx context.Context) error {
 	return nil
 }
 
-// heartbeats is virt-handler on every node, every period, until ctx ends.
+// heartbeats is virt-handler on every node, every period, until ctx ends;
+// it notes when each round started and counts the failed heartbeats.
 func (w *world) heartbeats(ctx context.Context, period time.Duration) {
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	w.hb.RunHeartbeats(ctx, simulator.Heartbeats{Every: period, Nodes: w.nodeList, Round: func(start time.Time, failed []error) {
 		w.mu.Lock()
-		w.hbRounds = append(w.hbRounds, time.Now())
-		w.mu.Unlock()
-		for _, n := range w.nodeList() {
-			if err := w.hb.Heartbeat(ctx, n); err != nil && ctx.Err() == nil {
-				w.mu.Lock()
-				w.hbErrs++
-				w.mu.Unlock()
-			}
-		}
-	}
+		defer w.mu.Unlock()
+		w.hbRounds = append(w.hbRounds, start)
+		w.hbErrs += len(failed)
+	}})
 }
 
 // nearHeartbeat says whether t is within d after the start of a heartbeat

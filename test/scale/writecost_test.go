@@ -42,15 +42,7 @@ import (
 // while the API server's CPU profile is taken (apiserver-<form>.pb.gz;
 // finding 25).
 func BenchmarkStatusWrite(b *testing.B) {
-	env, err := testenv.Start(testenv.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
-	c, err := env.Client()
-	if err != nil {
-		b.Fatal(err)
-	}
+	env, c := testenv.StartForTest(b, testenv.Options{})
 	ctx := context.Background()
 	status := runningStatus(ctx, b, c)
 	raw, err := json.Marshal(status)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // shardDeployment is what the recipe runs for one shard.
@@ -82,8 +83,8 @@ var _ = Describe("The recipe (config/shards)", func() {
 		runningVM(ns, "vm-a", node, "a", "")
 		runningVM(ns, "vm-b", node, "b", "")
 		for _, vm := range []struct{ name, shard string }{{"vm-a", "a"}, {"vm-b", "b"}} {
-			Eventually(observation(ns, vm.name)).Should(And(
-				WithTransform(reasonOf, Equal("Healthy/Running")),
+			Eventually(suite.Observation(ns, vm.name)).Should(And(
+				WithTransform(support.ReasonOf, Equal("Healthy/Running")),
 				WithTransform(shardOf, Equal(vm.shard)),
 			), vm.name)
 		}

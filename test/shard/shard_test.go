@@ -16,6 +16,7 @@ import (
 	"github.com/vmobs/vmobs/controllers"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/simulator"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // runningVM creates a VM whose own labels put it in shard value, with
@@ -99,14 +100,14 @@ var _ = Describe("Two shards", func() {
 		own := map[string][]string{a: {"vm-a0", "vm-a1"}, b: {"vm-b0", "vm-b1", "vmi-b"}}
 		for value, names := range own {
 			for _, name := range names {
-				Eventually(observation(ns, name)).Should(And(
-					WithTransform(reasonOf, Equal("Healthy/Running")),
+				Eventually(suite.Observation(ns, name)).Should(And(
+					WithTransform(support.ReasonOf, Equal("Healthy/Running")),
 					WithTransform(shardOf, Equal(value)),
 				), name)
 			}
 		}
 		Consistently(func() bool {
-			_, err := observation(ns, "vm-none")()
+			_, err := suite.Observation(ns, "vm-none")()
 			return apierrors.IsNotFound(err)
 		}, 2*time.Second).Should(BeTrue(), "a VM in no shard is observed by nobody")
 
@@ -133,11 +134,11 @@ var _ = Describe("Two shards", func() {
 		runningVM(ns, "vm1", node, a, "")
 		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "stopped", RunStrategy: kubevirtv1.RunStrategyHalted})).To(Succeed())
 		labelVM(ns, "stopped", a)
-		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
-		Eventually(observation(ns, "stopped")).Should(WithTransform(shardOf, Equal(a)))
+		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
+		Eventually(suite.Observation(ns, "stopped")).Should(WithTransform(shardOf, Equal(a)))
 		uid := map[string]types.UID{}
 		for _, name := range []string{"vm1", "stopped"} {
-			o, err := observation(ns, name)()
+			o, err := suite.Observation(ns, name)()
 			Expect(err).NotTo(HaveOccurred())
 			uid[name] = o.UID
 		}
@@ -147,18 +148,18 @@ var _ = Describe("Two shards", func() {
 		labelVM(ns, "vm1", b)
 		labelVM(ns, "stopped", b)
 		for _, name := range []string{"vm1", "stopped"} {
-			Eventually(observation(ns, name)).Should(WithTransform(shardOf, Equal(b)), name)
+			Eventually(suite.Observation(ns, name)).Should(WithTransform(shardOf, Equal(b)), name)
 		}
 		handedOver := time.Since(relabelled)
 		// The new owner writes what changes from now on.
 		Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
-		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Suspended/PausedByUser")))
+		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
 		Expect(sim.Start(ctx, ns, "stopped")).To(Succeed())
 		Expect(sim.Boot(ctx, ns, "stopped", node)).To(Succeed())
-		Eventually(observation(ns, "stopped")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+		Eventually(suite.Observation(ns, "stopped")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 
 		for _, name := range []string{"vm1", "stopped"} {
-			o, err := observation(ns, name)()
+			o, err := suite.Observation(ns, name)()
 			Expect(err).NotTo(HaveOccurred())
 			Expect(o.UID).To(Equal(uid[name]), "%s: the same VMObservation, never recreated", name)
 
@@ -185,8 +186,8 @@ var _ = Describe("Two shards", func() {
 		defer sb.stop()
 		runningVM(ns, "vm-a", node, a, "")
 		runningVM(ns, "vm-b", node, b, "")
-		Eventually(observation(ns, "vm-a")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
-		Eventually(observation(ns, "vm-b")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
+		Eventually(suite.Observation(ns, "vm-a")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
+		Eventually(suite.Observation(ns, "vm-b")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 
 		// Shard a is down while its VM is deleted: the VMI's and the
 		// launcher pod's events (cached whole) bring the key to shard b.
@@ -194,17 +195,17 @@ var _ = Describe("Two shards", func() {
 		Expect(sim.DeleteVM(ctx, ns, "vm-a")).To(Succeed())
 		Expect(sim.DeleteVM(ctx, ns, "vm-b")).To(Succeed())
 		Eventually(func() bool {
-			_, err := observation(ns, "vm-b")()
+			_, err := suite.Observation(ns, "vm-b")()
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue(), "shard b deletes its own orphan")
-		Consistently(observation(ns, "vm-a"), 3*time.Second).Should(WithTransform(shardOf, Equal(a)), "shard b leaves shard a's")
+		Consistently(suite.Observation(ns, "vm-a"), 3*time.Second).Should(WithTransform(shardOf, Equal(a)), "shard b leaves shard a's")
 		Expect(sb.counter.ObjectWrites("vmobservations", ns, "vm-a")).To(BeEmpty())
 
 		// Its own shard, back, deletes it.
 		sa = startShard("a", a)
 		defer sa.stop()
 		Eventually(func() bool {
-			_, err := observation(ns, "vm-a")()
+			_, err := suite.Observation(ns, "vm-a")()
 			return apierrors.IsNotFound(err)
 		}).Should(BeTrue(), "shard a deletes its orphan")
 		Expect(sa.counter.ObjectWrites("vmobservations", ns, "vm-a")).To(HaveKey("delete vmobservations"))
@@ -216,21 +217,21 @@ var _ = Describe("Two shards", func() {
 		sb := startShard("b", b)
 		defer sb.stop()
 		runningVM(ns, "vm1", node, a, "")
-		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Healthy/Running")))
-		o, err := observation(ns, "vm1")()
+		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
+		o, err := suite.Observation(ns, "vm1")()
 		Expect(err).NotTo(HaveOccurred())
 		sa.stop()
 		noDeletes(ns)
 
 		relabelled := time.Now()
 		labelVM(ns, "vm1", b)
-		Eventually(observation(ns, "vm1"), 3*controllers.DefaultHandoverGrace).Should(WithTransform(shardOf, Equal(b)))
+		Eventually(suite.Observation(ns, "vm1"), 3*controllers.DefaultHandoverGrace).Should(WithTransform(shardOf, Equal(b)))
 		took := time.Since(relabelled)
 		GinkgoWriter.Printf("TAKEOVER of an unreleased VMObservation after %s\n", took)
 		Expect(took).To(BeNumerically(">=", controllers.DefaultHandoverGrace-time.Second), "shard b waited for a release first")
 		Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
-		Eventually(observation(ns, "vm1")).Should(WithTransform(reasonOf, Equal("Suspended/PausedByUser")))
-		now, err := observation(ns, "vm1")()
+		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
+		now, err := suite.Observation(ns, "vm1")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(now.UID).To(Equal(o.UID))
 
@@ -243,12 +244,12 @@ var _ = Describe("Two shards", func() {
 		Expect(k8s.Create(ctx, declared)).To(Succeed())
 		start := time.Now()
 		runningVM(ns, "vm2", node, b, "")
-		Eventually(observation(ns, "vm2")).Should(And(
+		Eventually(suite.Observation(ns, "vm2")).Should(And(
 			WithTransform(shardOf, Equal(b)),
-			WithTransform(reasonOf, Equal("Healthy/Running")),
+			WithTransform(support.ReasonOf, Equal("Healthy/Running")),
 		))
 		Expect(time.Since(start)).To(BeNumerically("<", controllers.DefaultHandoverGrace))
-		now, err = observation(ns, "vm2")()
+		now, err = suite.Observation(ns, "vm2")()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(now.UID).To(Equal(declared.UID), "adopted, not recreated")
 	})
@@ -271,8 +272,8 @@ var _ = Describe("An instance limited to namespaces (--namespace)", func() {
 		// Running, and the node layer read through the Node store (cluster-
 		// scoped, a cache of its own beside the namespaces').
 		for _, ns := range []string{nsA, nsB} {
-			Eventually(observation(ns, "vm")).Should(And(
-				WithTransform(reasonOf, Equal("Healthy/Running")),
+			Eventually(suite.Observation(ns, "vm")).Should(And(
+				WithTransform(support.ReasonOf, Equal("Healthy/Running")),
 				WithTransform(func(o *v1alpha1.VMObservation) string {
 					if o.Status.Layers == nil {
 						return ""
@@ -282,7 +283,7 @@ var _ = Describe("An instance limited to namespaces (--namespace)", func() {
 			), ns)
 		}
 		Consistently(func() bool {
-			_, err := observation(nsOut, "vm")()
+			_, err := suite.Observation(nsOut, "vm")()
 			return apierrors.IsNotFound(err)
 		}, 2*time.Second).Should(BeTrue(), "a VM outside the namespaces is not observed")
 	})

@@ -22,25 +22,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // shardLabel is the recipe's label (config/shards).
 const shardLabel = "observability.vmobs.io/shard"
 
 var (
-	ctx    context.Context
-	cancel context.CancelFunc
-	env    *testenv.Env
-	k8s    client.WithWatch
-	sim    *simulator.Simulator
+	suite *support.Suite
+	ctx   context.Context
+	env   *testenv.Env
+	k8s   client.WithWatch
+	sim   *simulator.Simulator
 )
 
 func TestShard(t *testing.T) {
@@ -51,23 +50,8 @@ func TestShard(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.Background())
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	k8s, err = env.Client()
-	Expect(err).NotTo(HaveOccurred())
-	sim = simulator.New(k8s, simulator.WithSeed(15))
-})
-
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-	}
-	if env != nil {
-		Expect(env.Stop()).To(Succeed())
-	}
+	suite = support.StartSuite(testenv.Options{}, 15)
+	ctx, env, k8s, sim = suite.Ctx, suite.Env, suite.K8s, suite.Sim
 })
 
 // instance is one shard's manager, its writes counted and timed.
@@ -167,12 +151,9 @@ func (tl *timeline) of(ns, name string) []write {
 // world makes a namespace and a node for one spec, and shard label values
 // of its own, so that its instances have Leases of their own too.
 func world(name string) (ns, node, a, b string) {
-	id := time.Now().UnixNano() % 100000
-	ns = fmt.Sprintf("shard-%s-%d", name, id)
-	node = "node-" + ns
-	Expect(sim.EnsureNamespace(ctx, ns)).To(Succeed())
-	Expect(sim.AddNode(ctx, node)).To(Succeed())
-	return ns, node, fmt.Sprintf("a-%d", id), fmt.Sprintf("b-%d", id)
+	ns, node = suite.World("shard", name)
+	id := ns[strings.LastIndex(ns, "-")+1:]
+	return ns, node, "a-" + id, "b-" + id
 }
 
 // labelVM sets the VM's own shard label, as `kubectl label vm` does.
@@ -182,17 +163,6 @@ func labelVM(ns, name, value string) {
 		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		return k8s.Patch(ctx, vm, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}).Should(Succeed())
-}
-
-func observation(ns, name string) func() (*v1alpha1.VMObservation, error) {
-	return func() (*v1alpha1.VMObservation, error) {
-		o := &v1alpha1.VMObservation{}
-		return o, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o)
-	}
-}
-
-func reasonOf(o *v1alpha1.VMObservation) string {
-	return string(o.Status.Verdict) + "/" + o.Status.Reason
 }
 
 func shardOf(o *v1alpha1.VMObservation) string {

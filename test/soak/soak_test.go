@@ -110,15 +110,7 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	env, err := testenv.Start(testenv.Options{Aggregation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, k8s := testenv.StartForTest(t, testenv.Options{Aggregation: true})
 	sim := simulator.New(k8s, simulator.WithSeed(*flagSeed))
 	virtAPI, err := sim.ServeVirtAPI(ctx, env)
 	if err != nil {

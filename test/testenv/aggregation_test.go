@@ -30,17 +30,7 @@ func TestAggregatedAPI(t *testing.T) {
 	if err := testenv.CheckAssets(); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	env, err := testenv.Start(testenv.Options{Aggregation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	t.Logf("control plane with aggregation up in %s", time.Since(start).Round(time.Millisecond))
+	env, _ := testenv.StartForTest(t, testenv.Options{Aggregation: true})
 	ctx := context.Background()
 
 	api := testenv.AggregatedAPI{
@@ -90,7 +80,7 @@ func TestAggregatedAPI(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	api.Address, api.CABundle = l.Addr().String(), ca.PEM
-	start = time.Now()
+	start := time.Now()
 	if err := env.RegisterAggregatedAPI(ctx, api); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"bytes"
@@ -7,19 +7,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/release"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // TestInstallYAMLOnAPIServer renders dist/install.yaml as `make release
@@ -30,7 +28,7 @@ import (
 // looser one.
 func TestInstallYAMLOnAPIServer(t *testing.T) {
 	const version = "v0.2.0"
-	b, err := release.RenderInstall(filepath.Join(repoRoot(t), "config"), release.Install{Version: version, ImageRepo: release.ImageName})
+	b, err := release.RenderInstall(filepath.Join(support.RepoRoot(t), "config"), release.Install{Version: version, ImageRepo: release.ImageName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,36 +80,21 @@ func TestInstallYAMLOnAPIServer(t *testing.T) {
 	}
 
 	ns := &corev1.Namespace{}
-	if err := admin.Get(ctx, client.ObjectKey{Name: systemNS}, ns); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Name: support.SystemNS}, ns); err != nil {
 		t.Fatal(err)
 	}
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" || ns.Labels["pod-security.kubernetes.io/enforce-version"] != "latest" {
-		t.Errorf("namespace %s labels %v: want it to enforce the restricted Pod Security Standard, latest version", systemNS, ns.Labels)
+		t.Errorf("namespace %s labels %v: want it to enforce the restricted Pod Security Standard, latest version", support.SystemNS, ns.Labels)
 	}
 	dep := &appsv1.Deployment{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmobs-controller-manager"}, dep); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "vmobs-controller-manager"}, dep); err != nil {
 		t.Fatal(err)
 	}
 	if c := dep.Spec.Template.Spec.Containers; len(c) != 1 || c[0].Image != release.ImageName+":"+version {
 		t.Fatalf("the manager's containers %+v: want one, image %s:%s", c, release.ImageName, version)
 	}
 
-	// The pod the Deployment's ReplicaSet would create, judged by Pod
-	// Security admission in that namespace; without its security context
-	// it is refused, which shows the admission is on.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
-		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
-	}
-	if err := admin.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
-		t.Errorf("the manager's pod is not admitted under Pod Security %q: %v", "restricted", err)
-	}
-	loose := pod.DeepCopy()
-	loose.Spec.SecurityContext = nil
-	loose.Spec.Containers[0].SecurityContext = nil
-	err = admin.Create(ctx, loose, client.DryRunAll)
-	var status apierrors.APIStatus
-	if err == nil || !errors.As(err, &status) || !strings.Contains(err.Error(), "PodSecurity") {
-		t.Errorf("a pod without a security context was not refused by PodSecurity admission (%v)", err)
-	}
+	// The pod the Deployment's ReplicaSet would create is admitted under
+	// the namespace's restricted Pod Security Standard.
+	testPodSecurity(ctx, t, admin, dep)
 }

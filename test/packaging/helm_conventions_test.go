@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"encoding/json"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // The chart's conventions (docs/helm.md): first-class values for the
@@ -35,7 +36,7 @@ import (
 // included.
 func helmTemplateTests(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := runHelm(t, append([]string{"template", helmRelease, chartDir, "--namespace", systemNS}, args...)...)
+	out, err := runHelm(t, append([]string{"template", helmRelease, chartDir, "--namespace", support.SystemNS}, args...)...)
 	if err != nil {
 		t.Fatalf("helm template %s: %v", strings.Join(args, " "), err)
 	}
@@ -46,7 +47,7 @@ func helmTemplateTests(t *testing.T, args ...string) []*unstructured.Unstructure
 // flag, which `vmobs manager` has, and the token and CA files the flags
 // name are where the chart mounts the Secret's and the ConfigMap's keys.
 func TestHelmFirstClassValues(t *testing.T) {
-	objs := helmTemplate(t, helmRelease, systemNS,
+	objs := helmTemplate(t, helmRelease, support.SystemNS,
 		"--set", "watchNamespaces={vms-prod,vms-dev},vmSelector=tier in (gold),logLevel=debug",
 		"--set", "prometheus.url=https://thanos-querier.openshift-monitoring.svc:9091",
 		"--set", "prometheus.bearerToken.secretName=prom-token,prometheus.ca.configMapName=openshift-service-ca.crt,prometheus.ca.key=service-ca.crt",
@@ -114,7 +115,7 @@ func TestHelmFirstClassValues(t *testing.T) {
 
 	// With none of them set, the chart passes no such flag: the manager's
 	// defaults hold.
-	args := managerDeployment(t, helmTemplate(t, helmRelease, systemNS)).Spec.Template.Spec.Containers[0].Args
+	args := managerDeployment(t, helmTemplate(t, helmRelease, support.SystemNS)).Spec.Template.Spec.Containers[0].Args
 	if want := []string{"manager", "--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8443"}; !slices.Equal(args, want) {
 		t.Errorf("default args %q, want %q", args, want)
 	}
@@ -133,7 +134,7 @@ func TestHelmConventionsRefuse(t *testing.T) {
 		{"a bad duration", "guestProbe.interval=often", "interval"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := runHelm(t, "template", helmRelease, chartDir, "--namespace", systemNS, "--set", tt.set)
+			out, err := runHelm(t, "template", helmRelease, chartDir, "--namespace", support.SystemNS, "--set", tt.set)
 			if err == nil {
 				t.Fatalf("helm template --set %s succeeded:\n%.500s", tt.set, out)
 			}
@@ -160,7 +161,7 @@ func TestHelmOpenShiftFromAPI(t *testing.T) {
 		{"openshift=true without its API", []string{"--set", "openshift=true"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			objs := helmTemplate(t, helmRelease, systemNS, tt.args...)
+			objs := helmTemplate(t, helmRelease, support.SystemNS, tt.args...)
 			sc := managerDeployment(t, objs).Spec.Template.Spec.SecurityContext
 			svc := convert[corev1.Service](t, mustFind(t, objs, "Service", "vmobs-controller-manager-metrics"))
 			_, serviceCA := svc.Annotations[serviceCAAnnotKey]
@@ -174,7 +175,7 @@ func TestHelmOpenShiftFromAPI(t *testing.T) {
 // TestHelmPodDisruptionBudget: one with more than one replica, selecting
 // the manager's pods; none with one, so that a drain is never blocked.
 func TestHelmPodDisruptionBudget(t *testing.T) {
-	objs := helmTemplate(t, helmRelease, systemNS, "--set", "replicaCount=3")
+	objs := helmTemplate(t, helmRelease, support.SystemNS, "--set", "replicaCount=3")
 	pdb := convert[policyv1.PodDisruptionBudget](t, mustFind(t, objs, "PodDisruptionBudget", "vmobs-controller-manager"))
 	dep := managerDeployment(t, objs)
 	if pdb.Spec.MaxUnavailable == nil || *pdb.Spec.MaxUnavailable != intstr.FromInt32(1) || pdb.Spec.MinAvailable != nil {
@@ -184,7 +185,7 @@ func TestHelmPodDisruptionBudget(t *testing.T) {
 		t.Errorf("PodDisruptionBudget selects %v, the Deployment %v", pdb.Spec.Selector, dep.Spec.Selector)
 	}
 	for _, set := range []string{"replicaCount=1", "replicaCount=3,podDisruptionBudget.enabled=false"} {
-		if find(helmTemplate(t, helmRelease, systemNS, "--set", set), "PodDisruptionBudget", "vmobs-controller-manager") != nil {
+		if find(helmTemplate(t, helmRelease, support.SystemNS, "--set", set), "PodDisruptionBudget", "vmobs-controller-manager") != nil {
 			t.Errorf("a PodDisruptionBudget with %s", set)
 		}
 	}
@@ -193,10 +194,10 @@ func TestHelmPodDisruptionBudget(t *testing.T) {
 // TestHelmNetworkPolicy: off by default; on, it admits the metrics port of
 // the manager's pods from the peers the values name.
 func TestHelmNetworkPolicy(t *testing.T) {
-	if o := find(helmTemplate(t, helmRelease, systemNS), "NetworkPolicy", "vmobs-controller-manager"); o != nil {
+	if o := find(helmTemplate(t, helmRelease, support.SystemNS), "NetworkPolicy", "vmobs-controller-manager"); o != nil {
 		t.Error("a NetworkPolicy by default")
 	}
-	objs := helmTemplate(t, helmRelease, systemNS, "--set", "networkPolicy.enabled=true",
+	objs := helmTemplate(t, helmRelease, support.SystemNS, "--set", "networkPolicy.enabled=true",
 		"--set", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=monitoring")
 	np := convert[networkingv1.NetworkPolicy](t, mustFind(t, objs, "NetworkPolicy", "vmobs-controller-manager"))
 	dep := managerDeployment(t, objs)
@@ -235,12 +236,12 @@ func TestHelmTestHook(t *testing.T) {
 	if r := mustFind(t, objs, "ClusterRole", crb.RoleRef.Name); !strings.HasSuffix(r.GetName(), "metrics-reader") {
 		t.Errorf("the test binds ClusterRole %s", r.GetName())
 	}
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != pod.Spec.ServiceAccountName || crb.Subjects[0].Namespace != systemNS {
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != pod.Spec.ServiceAccountName || crb.Subjects[0].Namespace != support.SystemNS {
 		t.Errorf("binding subjects %+v, pod ServiceAccount %s", crb.Subjects, pod.Spec.ServiceAccountName)
 	}
 	script := strings.Join(pod.Spec.Containers[0].Command, " ")
 	svc := mustFind(t, objs, "Service", "vmobs-controller-manager-metrics")
-	if !strings.Contains(script, "https://"+svc.GetName()+"."+systemNS+".svc:8443/metrics") || !strings.Contains(script, "vmobs_build_info") {
+	if !strings.Contains(script, "https://"+svc.GetName()+"."+support.SystemNS+".svc:8443/metrics") || !strings.Contains(script, "vmobs_build_info") {
 		t.Errorf("the test pod runs %q: want a scrape of Service %s for vmobs_build_info", script, svc.GetName())
 	}
 	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
@@ -250,7 +251,7 @@ func TestHelmTestHook(t *testing.T) {
 	if !*pod.Spec.SecurityContext.RunAsNonRoot || *c.AllowPrivilegeEscalation || c.Capabilities == nil || c.SeccompProfile == nil {
 		t.Errorf("the test pod's security contexts %+v, %+v do not meet the restricted standard", pod.Spec.SecurityContext, c)
 	}
-	for _, o := range helmTemplate(t, helmRelease, systemNS, "--skip-tests") {
+	for _, o := range helmTemplate(t, helmRelease, support.SystemNS, "--skip-tests") {
 		if o.GetAnnotations()["helm.sh/hook"] == "test" {
 			t.Errorf("%s/%s rendered with --skip-tests", o.GetKind(), o.GetName())
 		}
@@ -266,16 +267,16 @@ func TestHelmTestHook(t *testing.T) {
 // and as a grafana-operator GrafanaDashboard, both holding
 // config/grafana/vmobs-fleet.json as it is.
 func TestHelmGrafanaDashboards(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "grafana", "vmobs-fleet.json"))
+	want, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "grafana", "vmobs-fleet.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range helmTemplate(t, helmRelease, systemNS) {
+	for _, o := range helmTemplate(t, helmRelease, support.SystemNS) {
 		if o.GetKind() == "GrafanaDashboard" || o.GetLabels()["grafana_dashboard"] != "" {
 			t.Errorf("%s/%s rendered by default", o.GetKind(), o.GetName())
 		}
 	}
-	objs := helmTemplate(t, helmRelease, systemNS, "--set", "grafana.dashboards.sidecar.enabled=true,grafana.dashboards.grafanaOperator.enabled=true",
+	objs := helmTemplate(t, helmRelease, support.SystemNS, "--set", "grafana.dashboards.sidecar.enabled=true,grafana.dashboards.grafanaOperator.enabled=true",
 		"--set", "grafana.dashboards.namespace=monitoring,grafana.dashboards.annotations.grafana_folder=VMs")
 	cm := convert[corev1.ConfigMap](t, mustFind(t, objs, "ConfigMap", "vmobs-grafana-dashboards"))
 	if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "monitoring" || cm.Annotations["grafana_folder"] != "VMs" {
@@ -313,7 +314,7 @@ func TestHelmRunbooksAtTheReleaseTag(t *testing.T) {
 	}
 	packaged := filepath.Join(dir, "vmobs-1.2.3.tgz")
 	render := func(chart string, set string) []string {
-		out, err := runHelm(t, "template", helmRelease, chart, "--namespace", systemNS, "--set", "prometheus.rule.enabled=true"+set)
+		out, err := runHelm(t, "template", helmRelease, chart, "--namespace", support.SystemNS, "--set", "prometheus.rule.enabled=true"+set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +345,7 @@ func TestHelmRunbooksAtTheReleaseTag(t *testing.T) {
 					t.Errorf("runbook_url %s, want it under %s", u, tt.base)
 					continue
 				}
-				if _, err := os.Stat(filepath.Join(repoRoot(t), "docs", "runbooks", page)); err != nil {
+				if _, err := os.Stat(filepath.Join(support.RepoRoot(t), "docs", "runbooks", page)); err != nil {
 					t.Errorf("runbook_url %s: %v", u, err)
 				}
 			}
@@ -356,7 +357,7 @@ func TestHelmRunbooksAtTheReleaseTag(t *testing.T) {
 // manifests` generates them.
 func managerRoleYAML(t *testing.T) rbacv1.ClusterRole {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "config", "rbac", "role.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "rbac", "role.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestHelmNamespacedRoles(t *testing.T) {
 	want := ruleTriples(role.Rules)
 	clusterScoped := map[string]bool{"/nodes": true, "authentication.k8s.io/tokenreviews": true, "authorization.k8s.io/subjectaccessreviews": true}
 
-	objs := helmTemplate(t, helmRelease, systemNS, "--set", "watchNamespaces={vms-prod,vms-dev}")
+	objs := helmTemplate(t, helmRelease, support.SystemNS, "--set", "watchNamespaces={vms-prod,vms-dev}")
 	cr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", "vmobs-manager-role"))
 	for triple := range ruleTriples(cr.Rules) {
 		gr, _, _ := strings.Cut(triple, ":")
@@ -414,7 +415,7 @@ func TestHelmNamespacedRoles(t *testing.T) {
 			t.Fatalf("no Role and RoleBinding in %s", ns)
 		}
 		if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != r.Name || len(rb.Subjects) != 1 ||
-			rb.Subjects[0].Name != serviceAccount || rb.Subjects[0].Namespace != systemNS {
+			rb.Subjects[0].Name != support.ServiceAccount || rb.Subjects[0].Namespace != support.SystemNS {
 			t.Errorf("RoleBinding %s/%s: roleRef %+v, subjects %+v", ns, rb.Name, rb.RoleRef, rb.Subjects)
 		}
 		got := ruleTriples(append(slices.Clone(cr.Rules), r.Rules...))
@@ -423,13 +424,13 @@ func TestHelmNamespacedRoles(t *testing.T) {
 		}
 	}
 	// Without it, the ClusterRole is role.yaml's and there is no such Role.
-	objs = helmTemplate(t, helmRelease, systemNS)
+	objs = helmTemplate(t, helmRelease, support.SystemNS)
 	cr = convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", "vmobs-manager-role"))
 	if !equality.Semantic.DeepEqual(cr.Rules, role.Rules) {
 		t.Errorf("ClusterRole rules %+v, want role.yaml's", cr.Rules)
 	}
 	for _, o := range objs {
-		if o.GetKind() == "Role" && o.GetNamespace() != systemNS {
+		if o.GetKind() == "Role" && o.GetNamespace() != support.SystemNS {
 			t.Errorf("Role %s/%s without watchNamespaces", o.GetNamespace(), o.GetName())
 		}
 	}
@@ -439,7 +440,7 @@ func TestHelmNamespacedRoles(t *testing.T) {
 // a file of this repository, and the Artifact Hub annotations parse and name
 // the chart's CRDs.
 func TestHelmChartMetadata(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), chartDir, "Chart.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), chartDir, "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +462,7 @@ func TestHelmChartMetadata(t *testing.T) {
 	icon, ok := strings.CutPrefix(c.Icon, raw)
 	if !ok {
 		t.Errorf("icon %q is not a file of the repository's main", c.Icon)
-	} else if _, err := os.Stat(filepath.Join(repoRoot(t), icon)); err != nil {
+	} else if _, err := os.Stat(filepath.Join(support.RepoRoot(t), icon)); err != nil {
 		t.Errorf("icon: %v", err)
 	}
 	for _, key := range []string{"artifacthub.io/links", "artifacthub.io/images", "artifacthub.io/crds", "artifacthub.io/crdsExamples"} {
@@ -472,14 +473,14 @@ func TestHelmChartMetadata(t *testing.T) {
 	}
 	var crds []struct{ Name string }
 	_ = yaml.Unmarshal([]byte(c.Annotations["artifacthub.io/crds"]), &crds)
-	files, _ := filepath.Glob(filepath.Join(repoRoot(t), chartDir, "crds", "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(support.RepoRoot(t), chartDir, "crds", "*.yaml"))
 	if len(crds) != len(files) {
 		t.Errorf("artifacthub.io/crds names %d CRDs, crds/ has %d", len(crds), len(files))
 	}
 	for _, crd := range crds {
 		// controller-gen names the file GROUP_PLURAL.yaml.
 		plural, group, _ := strings.Cut(crd.Name, ".")
-		if !slices.Contains(files, filepath.Join(repoRoot(t), chartDir, "crds", group+"_"+plural+".yaml")) {
+		if !slices.Contains(files, filepath.Join(support.RepoRoot(t), chartDir, "crds", group+"_"+plural+".yaml")) {
 			t.Errorf("artifacthub.io/crds names %s, which crds/ lacks", crd.Name)
 		}
 	}
@@ -495,21 +496,21 @@ func TestHelmNamespacedRolesOnAPIServer(t *testing.T) {
 	_, admin, kubeconfig := helmControlPlane(t)
 	ctx := t.Context()
 	const watched, other = "vms-watched", "vms-other"
-	for _, ns := range []string{systemNS, watched, other} {
-		mustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	for _, ns := range []string{support.SystemNS, watched, other} {
+		support.MustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	if out, err := runHelm(t, "install", helmRelease, chartDir, "--namespace", systemNS, "--kubeconfig", kubeconfig,
+	if out, err := runHelm(t, "install", helmRelease, chartDir, "--namespace", support.SystemNS, "--kubeconfig", kubeconfig,
 		"--set", "watchNamespaces={"+watched+"}"); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
 
 	role := managerRoleYAML(t)
-	user := "system:serviceaccount:" + systemNS + ":" + serviceAccount
+	user := "system:serviceaccount:" + support.SystemNS + ":" + support.ServiceAccount
 	allowed := func(ns, group, resource, verb string) bool {
 		res, sub, _ := strings.Cut(resource, "/")
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   user,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNS, "system:authenticated"},
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + support.SystemNS, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace: ns, Group: group, Resource: res, Subresource: sub, Verb: verb,
 			},

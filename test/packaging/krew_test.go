@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vmobs/vmobs/internal/release"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // pluginPlatforms are the plugin's builds in a release (hack/release.sh);
@@ -28,9 +29,9 @@ var (
 // platform's archive, as a user's `kubectl krew install vmobs` does once the
 // archive is downloaded.
 func TestKrewManifest(t *testing.T) {
-	krew := builtTool(t, "krew", "KREW")
-	validate := builtTool(t, "validate-krew-manifest", "VALIDATE_KREW_MANIFEST")
-	root := repoRoot(t)
+	krew := support.BuiltTool(t, "krew", "KREW")
+	validate := support.BuiltTool(t, "validate-krew-manifest", "VALIDATE_KREW_MANIFEST")
+	root := support.RepoRoot(t)
 	dir := t.TempDir()
 
 	// A script stands in for kubectl-vmobs: what is checked is the

@@ -1,9 +1,10 @@
-// Package integrations tests what other tools plug into: the kustomize
-// manifests and their RBAC (statically and on a real kube-apiserver, with
-// the manager running as the ServiceAccount), the Argo CD health check, the
-// kstatus reading of a VMObservation and the Flux recipes' doc snippets, the
-// PrometheusRule with promtool, and the kube-state-metrics config.
-package integrations
+// Package packaging tests what installs vmobs: the kustomize manifests and
+// their RBAC (statically and on a real kube-apiserver, with the manager
+// running as the ServiceAccount), the tenant roles, the monitoring
+// overlays, the Helm chart (helm lint, helm template, helm install on the
+// API server), the krew manifest with krew's own validator, the release's
+// install.yaml and the control plane download script.
+package packaging
 
 import (
 	"fmt"
@@ -23,24 +24,15 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
-
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	root := testenv.RepoRoot()
-	if _, err := os.Stat(filepath.Join(root, "config")); err != nil {
-		t.Fatalf("cannot find the repository's config/ from %s: %v", root, err)
-	}
-	return root
-}
 
 // render runs kustomize (the library kubectl and the kustomize CLI use) on
 // a directory under config/ and returns the objects.
 func render(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), dir))
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(support.RepoRoot(t), dir))
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
@@ -86,11 +78,6 @@ func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
 	return out
 }
 
-const (
-	systemNS       = "vmobs-system"
-	serviceAccount = "vmobs-controller-manager"
-)
-
 // managerClusterRole is the ClusterRole the ClusterRoleBinding gives the
 // controller's ServiceAccount (its name comes from `make manifests`).
 func managerClusterRole(t testing.TB, objs []*unstructured.Unstructured) *rbacv1.ClusterRole {
@@ -101,7 +88,7 @@ func managerClusterRole(t testing.TB, objs []*unstructured.Unstructured) *rbacv1
 		}
 		b := convert[rbacv1.ClusterRoleBinding](t, o)
 		for _, s := range b.Subjects {
-			if s.Kind == "ServiceAccount" && s.Name == serviceAccount && s.Namespace == systemNS {
+			if s.Kind == "ServiceAccount" && s.Name == support.ServiceAccount && s.Namespace == support.SystemNS {
 				return convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", b.RoleRef.Name))
 			}
 		}
@@ -121,9 +108,9 @@ func TestKustomizeDefault(t *testing.T) {
 	if crd.GetNamespace() != "" {
 		t.Errorf("the CRD got namespace %q", crd.GetNamespace())
 	}
-	ns := convert[corev1.Namespace](t, mustFind(t, objs, "Namespace", systemNS))
+	ns := convert[corev1.Namespace](t, mustFind(t, objs, "Namespace", support.SystemNS))
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
-		t.Errorf("namespace %s does not enforce the restricted Pod Security Standard: %v", systemNS, ns.Labels)
+		t.Errorf("namespace %s does not enforce the restricted Pod Security Standard: %v", support.SystemNS, ns.Labels)
 	}
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -132,8 +119,8 @@ func TestKustomizeDefault(t *testing.T) {
 				t.Errorf("cluster-scoped %s/%s has namespace %q", o.GetKind(), o.GetName(), o.GetNamespace())
 			}
 		default:
-			if o.GetNamespace() != systemNS {
-				t.Errorf("%s/%s is in namespace %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), systemNS)
+			if o.GetNamespace() != support.SystemNS {
+				t.Errorf("%s/%s is in namespace %q, want %s", o.GetKind(), o.GetName(), o.GetNamespace(), support.SystemNS)
 			}
 		}
 		if o.GetKind() != "CustomResourceDefinition" && o.GetKind() != "Namespace" && !strings.HasPrefix(o.GetName(), "vmobs-") {
@@ -144,7 +131,7 @@ func TestKustomizeDefault(t *testing.T) {
 		}
 	}
 
-	mustFind(t, objs, "ServiceAccount", serviceAccount)
+	mustFind(t, objs, "ServiceAccount", support.ServiceAccount)
 	cr := managerClusterRole(t, objs)
 	if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
 		return slices.Contains(r.Resources, "vmobservations/status") && slices.Contains(r.Verbs, "patch")
@@ -162,7 +149,7 @@ func TestKustomizeDefault(t *testing.T) {
 		t.Errorf("leader election Role lacks leases get/list/watch/create/update/patch/delete: %+v", role.Rules)
 	}
 	rb := convert[rbacv1.RoleBinding](t, mustFind(t, objs, "RoleBinding", "vmobs-leader-election-rolebinding"))
-	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != serviceAccount || rb.Subjects[0].Namespace != systemNS {
+	if rb.RoleRef.Name != role.Name || len(rb.Subjects) != 1 || rb.Subjects[0].Name != support.ServiceAccount || rb.Subjects[0].Namespace != support.SystemNS {
 		t.Errorf("leader election RoleBinding: %+v", rb)
 	}
 	mr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", "vmobs-metrics-reader"))
@@ -174,7 +161,7 @@ func TestKustomizeDefault(t *testing.T) {
 
 	dep := managerDeployment(t, objs)
 	pod := dep.Spec.Template.Spec
-	if pod.ServiceAccountName != serviceAccount {
+	if pod.ServiceAccountName != support.ServiceAccount {
 		t.Errorf("Deployment runs as ServiceAccount %q", pod.ServiceAccountName)
 	}
 	if len(pod.Containers) != 1 {
@@ -227,7 +214,7 @@ func TestKustomizeOtherDirs(t *testing.T) {
 
 	prom := render(t, "config/prometheus")
 	sm := mustFind(t, prom, "ServiceMonitor", "vmobs-controller-manager-metrics-monitor")
-	if sm.GetNamespace() != systemNS {
+	if sm.GetNamespace() != support.SystemNS {
 		t.Errorf("ServiceMonitor in %q", sm.GetNamespace())
 	}
 	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
@@ -303,7 +290,7 @@ func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]bool)
 	t.Helper()
 	out := map[string][]rbacv1.PolicyRule{}
 	aggregated := map[string]bool{}
-	root := filepath.Join(repoRoot(t), "config")
+	root := filepath.Join(support.RepoRoot(t), "config")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -71,19 +72,19 @@ func TestHelmInstallOnAPIServer(t *testing.T) {
 
 	// The namespace, labelled for the restricted Pod Security Standard as
 	// docs/helm.md says.
-	mustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:   systemNS,
+	support.MustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   support.SystemNS,
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
 	}})
-	out, err := runHelm(t, "install", helmRelease, chartDir, "--namespace", systemNS, "--kubeconfig", kubeconfig, "--set", monitoring)
+	out, err := runHelm(t, "install", helmRelease, chartDir, "--namespace", support.SystemNS, "--kubeconfig", kubeconfig, "--set", monitoring)
 	if err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-	t.Logf("helm install %s --namespace %s:\n%s", helmRelease, systemNS, out)
+	t.Logf("helm install %s --namespace %s:\n%s", helmRelease, support.SystemNS, out)
 
 	t.Run("ObjectsAccepted", func(t *testing.T) {
-		got := kindNames(releaseObjects(ctx, t, admin, kubeconfig, helmRelease, systemNS))
-		want := kindNames(helmTemplate(t, helmRelease, systemNS, "--set", monitoring))
+		got := kindNames(releaseObjects(ctx, t, admin, kubeconfig, helmRelease, support.SystemNS))
+		want := kindNames(helmTemplate(t, helmRelease, support.SystemNS, "--set", monitoring))
 		delete(want, "CustomResourceDefinition/"+crd.GetName()) // not part of the release: crds/
 		if !maps.Equal(got, want) {
 			t.Errorf("the release has %v, helm template renders %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
@@ -115,17 +116,17 @@ func TestHelmInstallOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("PodSecurityRestricted", func(t *testing.T) {
-		testPodSecurity(ctx, t, admin, managerDeployment(t, helmTemplate(t, helmRelease, systemNS)))
+		testPodSecurity(ctx, t, admin, managerDeployment(t, helmTemplate(t, helmRelease, support.SystemNS)))
 	})
 
 	// The manager authenticates as a pod of the Deployment would: with a
 	// token the API server issued for the chart's ServiceAccount, which
 	// it checks exists.
 	t.Run("ManagerAsServiceAccount", func(t *testing.T) {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: serviceAccount}}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: support.SystemNS, Name: support.ServiceAccount}}
 		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		if err := admin.SubResource("token").Create(ctx, sa, tr); err != nil {
-			t.Fatalf("a token for ServiceAccount %s/%s: %v", systemNS, serviceAccount, err)
+			t.Fatalf("a token for ServiceAccount %s/%s: %v", support.SystemNS, support.ServiceAccount, err)
 		}
 		cfg := rest.AnonymousClientConfig(env.Config)
 		cfg.BearerToken = tr.Status.Token
@@ -135,12 +136,12 @@ func TestHelmInstallOnAPIServer(t *testing.T) {
 	// helm uninstall removes the release and keeps the CRD (Helm never
 	// deletes what crds/ installed), hence the users' VMObservations.
 	t.Run("Uninstall", func(t *testing.T) {
-		if out, err := runHelm(t, "uninstall", helmRelease, "--namespace", systemNS, "--kubeconfig", kubeconfig, "--wait"); err != nil {
+		if out, err := runHelm(t, "uninstall", helmRelease, "--namespace", support.SystemNS, "--kubeconfig", kubeconfig, "--wait"); err != nil {
 			t.Fatalf("helm uninstall: %v\n%s", err, out)
 		}
 		dep := &unstructured.Unstructured{}
 		dep.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-		if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmobs-controller-manager"}, dep); !apierrors.IsNotFound(err) {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "vmobs-controller-manager"}, dep); !apierrors.IsNotFound(err) {
 			t.Errorf("the Deployment after helm uninstall: %v", err)
 		}
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
@@ -174,7 +175,7 @@ func releaseObjects(ctx context.Context, t *testing.T, admin client.Client, kube
 func prometheusOperatorCRDs(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	root := filepath.Join(repoRoot(t), "test", "crds")
+	root := filepath.Join(support.RepoRoot(t), "test", "crds")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // appliedOverlays are the kustomizations a user applies, in an order that
@@ -35,7 +36,7 @@ var (
 // the API server must accept every object, and strict validation refuses
 // any field the CRDs' schemas do not know rather than dropping it.
 func TestOverlaysOnAPIServer(t *testing.T) {
-	root := repoRoot(t)
+	root := support.RepoRoot(t)
 	var found []string
 	err := filepath.WalkDir(filepath.Join(root, "config"), func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.Name() == "kustomization.yaml" {
@@ -53,19 +54,7 @@ func TestOverlaysOnAPIServer(t *testing.T) {
 		}
 	}
 
-	env, err := testenv.Start(testenv.Options{ExtraCRDDirs: testenv.MonitoringCRDDirs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	admin, err := env.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, admin := testenv.StartForTest(t, testenv.Options{ExtraCRDDirs: testenv.MonitoringCRDDirs()})
 	ctx := context.Background()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := env.Kubeconfig(kubeconfig); err != nil {
@@ -92,7 +81,7 @@ func TestOverlaysOnAPIServer(t *testing.T) {
 	// (config/openshift: the service CA's bundle), the Secret's type.
 	sm := &unstructured.Unstructured{}
 	sm.SetGroupVersionKind(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"})
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmobs-controller-manager-metrics-monitor"}, sm); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "vmobs-controller-manager-metrics-monitor"}, sm); err != nil {
 		t.Fatal(err)
 	}
 	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
@@ -110,7 +99,7 @@ func TestOverlaysOnAPIServer(t *testing.T) {
 		t.Errorf("ServiceMonitor tlsConfig after config/openshift: %v", ep["tlsConfig"])
 	}
 	secret := &corev1.Secret{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "vmobs-metrics-reader-token"}, secret); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "vmobs-metrics-reader-token"}, secret); err != nil {
 		t.Fatal(err)
 	}
 	if secret.Type != corev1.SecretTypeServiceAccountToken || secret.Annotations[corev1.ServiceAccountNameKey] != "vmobs-metrics-reader" {

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"context"
@@ -33,6 +33,7 @@ import (
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // The controller's identity as the API server sees a pod of the Deployment
@@ -40,8 +41,8 @@ import (
 // authenticates users by client certificate, so a user with exactly this
 // name and these groups is, for RBAC, that ServiceAccount.
 var saUser = envtest.User{
-	Name:   "system:serviceaccount:" + systemNS + ":" + serviceAccount,
-	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + systemNS, "system:authenticated"},
+	Name:   "system:serviceaccount:" + support.SystemNS + ":" + support.ServiceAccount,
+	Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + support.SystemNS, "system:authenticated"},
 }
 
 // TestManifestsOnAPIServer installs config/default with the real kubectl on
@@ -63,7 +64,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 	}
 	// What a user runs. The CRD is already installed by testenv; applying
 	// it again must be a no-op.
-	out, err := testenv.Kubectl(kubeconfig, "apply", "-k", filepath.Join(repoRoot(t), "config", "default"))
+	out, err := testenv.Kubectl(kubeconfig, "apply", "-k", filepath.Join(support.RepoRoot(t), "config", "default"))
 	if err != nil {
 		t.Fatalf("kubectl apply -k config/default: %v\n%s", err, out)
 	}
@@ -87,13 +88,13 @@ func TestManifestsOnAPIServer(t *testing.T) {
 			{"create", "observability.vmobs.io", "vmobservations", "", "vms-prod", true},
 			{"patch", "observability.vmobs.io", "vmobservations", "status", "vms-prod", true},
 			{"create", "events.k8s.io", "events", "", "vms-prod", true},
-			{"create", "coordination.k8s.io", "leases", "", systemNS, true},
-			{"update", "coordination.k8s.io", "leases", "", systemNS, true},
+			{"create", "coordination.k8s.io", "leases", "", support.SystemNS, true},
+			{"update", "coordination.k8s.io", "leases", "", support.SystemNS, true},
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
 			{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
 			// What it must not have.
 			{"get", "", "secrets", "", "", false},
-			{"get", "", "secrets", "", systemNS, false},
+			{"get", "", "secrets", "", support.SystemNS, false},
 			{"list", "", "secrets", "", "vms-prod", false},
 			{"get", "", "configmaps", "", "vms-prod", false},
 			{"patch", "kubevirt.io", "virtualmachineinstances", "", "vms-prod", false},
@@ -132,7 +133,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = userClient.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "anything"}, &corev1.Secret{})
+		err = userClient.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: "anything"}, &corev1.Secret{})
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("reading a Secret as the controller: %v, want Forbidden", err)
 		}
@@ -167,7 +168,7 @@ func TestManifestsOnAPIServer(t *testing.T) {
 func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client.Client, userCfg *rest.Config) {
 	opts := app.InProcessOptions()
 	opts.LeaderElection = true
-	opts.LeaderElectionNamespace = systemNS
+	opts.LeaderElectionNamespace = support.SystemNS
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 4*time.Second, 3*time.Second, time.Second
 	opts.ReleaseLeaderOnCancel = true
 	mgr, err := app.StartInProcess(ctx, userCfg, opts)
@@ -181,24 +182,24 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 	}()
 
 	// A VM running for two minutes on a node whose virt-handler just beat.
-	f := fixtures{now: time.Now().UTC().Truncate(time.Second)}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fxNS}}
+	f := support.Fixtures{Now: time.Now().UTC().Truncate(time.Second)}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: support.VMNamespace}}
 	if err := admin.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	node := f.node(fxNodeA, 0)
+	node := f.Node(support.NodeA, 0)
 	node.UID, node.CreationTimestamp = "", metav1.Time{}
 	nodeStatus := node.Status
-	mustCreate(ctx, t, admin, node)
+	support.MustCreate(ctx, t, admin, node)
 	node.Status = nodeStatus
 	if err := admin.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 
-	vm := f.vm(kubevirtv1.RunStrategyAlways)
+	vm := f.VM(kubevirtv1.RunStrategyAlways)
 	vm.UID, vm.CreationTimestamp, vm.Generation = "", metav1.Time{}, 0
 	vmStatus := vm.Status
-	mustCreate(ctx, t, admin, vm)
+	support.MustCreate(ctx, t, admin, vm)
 	vm.Status = vmStatus
 	if err := admin.Status().Update(ctx, vm); err != nil {
 		t.Fatal(err)
@@ -208,30 +209,30 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 	// the object. As virt-controller does, it is created first (Scheduling),
 	// then its launcher pod, then the VMI turns Running and lists the pod in
 	// activePods. Times are relative to now: running for two minutes.
-	vmi := f.runningVMI()
+	vmi := f.RunningVMI()
 	vmi.UID, vmi.CreationTimestamp, vmi.Generation = "", metav1.Time{}, 0
 	vmi.OwnerReferences[0].UID = vm.UID
 	running := vmi.Status
 	vmi.Status = kubevirtv1.VirtualMachineInstanceStatus{
 		Phase: kubevirtv1.Scheduling,
 		PhaseTransitionTimestamps: []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
-			{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.at(-150 * time.Second)},
-			{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.at(-149 * time.Second)},
+			{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.At(-150 * time.Second)},
+			{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.At(-149 * time.Second)},
 		},
 	}
-	mustCreate(ctx, t, admin, vmi)
+	support.MustCreate(ctx, t, admin, vmi)
 
-	pod := f.launcherPod()
+	pod := f.LauncherPod()
 	pod.UID, pod.CreationTimestamp = "", metav1.Time{}
 	pod.Labels[kubevirtv1.CreatedByLabel] = string(vmi.UID)
 	pod.OwnerReferences[0].UID = vmi.UID
 	podStatus := pod.Status
 	for i := range podStatus.Conditions {
-		podStatus.Conditions[i].LastTransitionTime = f.at(-140 * time.Second)
+		podStatus.Conditions[i].LastTransitionTime = f.At(-140 * time.Second)
 	}
-	podStatus.ContainerStatuses[0].State.Running.StartedAt = f.at(-141 * time.Second)
-	podStatus.StartTime = ptr.To(f.at(-145 * time.Second))
-	mustCreate(ctx, t, admin, pod)
+	podStatus.ContainerStatuses[0].State.Running.StartedAt = f.At(-141 * time.Second)
+	podStatus.StartTime = ptr.To(f.At(-145 * time.Second))
+	support.MustCreate(ctx, t, admin, pod)
 	pod.Status = podStatus
 	if err := admin.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -239,24 +240,24 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 
 	vmi.Status = running
 	vmi.Status.PhaseTransitionTimestamps = []kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{
-		{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.at(-150 * time.Second)},
-		{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.at(-149 * time.Second)},
-		{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: f.at(-132 * time.Second)},
-		{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: f.at(-125 * time.Second)},
+		{Phase: kubevirtv1.Pending, PhaseTransitionTimestamp: f.At(-150 * time.Second)},
+		{Phase: kubevirtv1.Scheduling, PhaseTransitionTimestamp: f.At(-149 * time.Second)},
+		{Phase: kubevirtv1.Scheduled, PhaseTransitionTimestamp: f.At(-132 * time.Second)},
+		{Phase: kubevirtv1.Running, PhaseTransitionTimestamp: f.At(-125 * time.Second)},
 	}
 	for i := range vmi.Status.Conditions {
-		vmi.Status.Conditions[i].LastTransitionTime = f.at(-2 * time.Minute)
+		vmi.Status.Conditions[i].LastTransitionTime = f.At(-2 * time.Minute)
 		if !vmi.Status.Conditions[i].LastProbeTime.IsZero() {
-			vmi.Status.Conditions[i].LastProbeTime = f.at(-100 * time.Second)
+			vmi.Status.Conditions[i].LastProbeTime = f.At(-100 * time.Second)
 		}
 	}
-	vmi.Status.ActivePods = map[types.UID]string{pod.UID: fxNodeA}
+	vmi.Status.ActivePods = map[types.UID]string{pod.UID: support.NodeA}
 	if err := admin.Update(ctx, vmi); err != nil {
 		t.Fatal(err)
 	}
 
 	obs := &v1alpha1.VMObservation{}
-	key := client.ObjectKey{Namespace: fxNS, Name: fxVM}
+	key := client.ObjectKey{Namespace: support.VMNamespace, Name: support.VMName}
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := admin.Get(ctx, key, obs); err != nil {
@@ -282,8 +283,8 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 
 	// Leader election went through the namespaced Role.
 	lease := &coordinationv1.Lease{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: opts.LeaderElectionID}, lease); err != nil {
-		t.Errorf("leader election Lease in %s: %v", systemNS, err)
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: support.SystemNS, Name: opts.LeaderElectionID}, lease); err != nil {
+		t.Errorf("leader election Lease in %s: %v", support.SystemNS, err)
 	} else if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("the Lease has no holder: %+v", lease.Spec)
 	}
@@ -303,11 +304,11 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		events := &eventsv1.EventList{}
-		if err := admin.List(ctx, events, client.InNamespace(fxNS)); err != nil {
+		if err := admin.List(ctx, events, client.InNamespace(support.VMNamespace)); err != nil {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.Regarding.Kind == "VMObservation" && e.Regarding.Name == fxVM {
+			if e.Regarding.Kind == "VMObservation" && e.Regarding.Name == support.VMName {
 				return true, nil
 			}
 		}
@@ -335,7 +336,7 @@ func testManagerAsServiceAccount(ctx context.Context, t *testing.T, admin client
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == fxNS && labels["name"] == fxVM && m.GetGauge().GetValue() == 1 {
+			if labels["namespace"] == support.VMNamespace && labels["name"] == support.VMName && m.GetGauge().GetValue() == 1 {
 				found = true
 			}
 		}
@@ -456,27 +457,20 @@ func testGuestAgentThroughVirtAPI(ctx context.Context, t *testing.T, env *testen
 	}
 }
 
-func mustCreate(ctx context.Context, t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	if err := c.Create(ctx, obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
 // testPodSecurity has the API server admit the manager's pod, as the
 // Deployment's ReplicaSet would create it, in vmobs-system, whose
 // namespace enforces the restricted Pod Security Standard. A copy without
 // the security context is refused, which shows the admission is on.
 func testPodSecurity(ctx context.Context, t *testing.T, admin client.Client, dep *appsv1.Deployment) {
 	ns := &corev1.Namespace{}
-	if err := admin.Get(ctx, client.ObjectKey{Name: systemNS}, ns); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Name: support.SystemNS}, ns); err != nil {
 		t.Fatal(err)
 	}
 	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
-		t.Fatalf("namespace %s is labelled %v", systemNS, ns.Labels)
+		t.Fatalf("namespace %s is labelled %v", support.SystemNS, ns.Labels)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: support.SystemNS, GenerateName: dep.Name + "-", Labels: dep.Spec.Template.Labels},
 		Spec:       *dep.Spec.Template.Spec.DeepCopy(),
 	}
 	if err := admin.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"bufio"
@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // The chart and its values file that sets every value (chart-testing's
@@ -46,8 +47,8 @@ const (
 // it never reads or writes the user's Helm settings and repositories.
 func runHelm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(builtTool(t, "helm", "HELM"), args...)
-	cmd.Dir = repoRoot(t)
+	cmd := exec.Command(support.BuiltTool(t, "helm", "HELM"), args...)
+	cmd.Dir = support.RepoRoot(t)
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
@@ -108,7 +109,7 @@ func kindNames(objs []*unstructured.Unstructured) map[string]bool {
 // TestHelmChartCopies: the CRDs, the manager's ClusterRole rules and the
 // alerts in the chart are config/'s, byte for byte (hack/sync-chart.sh).
 func TestHelmChartCopies(t *testing.T) {
-	cmd := exec.Command(filepath.Join(repoRoot(t), "hack", "sync-chart.sh"), "--check")
+	cmd := exec.Command(filepath.Join(support.RepoRoot(t), "hack", "sync-chart.sh"), "--check")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("%v:\n%s", err, out)
 	}
@@ -150,7 +151,7 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 	for what, why := range deliberateDifferences {
 		t.Logf("deliberate difference, %s: %s", what, why)
 	}
-	chart := helmTemplate(t, helmRelease, systemNS)
+	chart := helmTemplate(t, helmRelease, support.SystemNS)
 	kust := render(t, "config/default")
 
 	t.Run("Objects", func(t *testing.T) {
@@ -167,7 +168,7 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 		}
 		for _, o := range chart {
 			clusterScoped := slices.Contains([]string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}, o.GetKind())
-			if ns := o.GetNamespace(); clusterScoped != (ns == "") || (!clusterScoped && ns != systemNS) {
+			if ns := o.GetNamespace(); clusterScoped != (ns == "") || (!clusterScoped && ns != support.SystemNS) {
 				t.Errorf("%s/%s is in namespace %q", o.GetKind(), o.GetName(), ns)
 			}
 			// Helm installs crds/ as they are, without templating: the
@@ -296,7 +297,7 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 			}
 		}
 		prom := render(t, "config/prometheus")
-		on := helmTemplate(t, helmRelease, systemNS, "--set", "prometheus.serviceMonitor.enabled=true,prometheus.rule.enabled=true")
+		on := helmTemplate(t, helmRelease, support.SystemNS, "--set", "prometheus.serviceMonitor.enabled=true,prometheus.rule.enabled=true")
 		if want, got := len(kindNames(prom)), len(kindNames(on))-len(kindNames(chart)); got != want {
 			t.Errorf("enabling prometheus.* adds %d objects; config/prometheus has %d", got, want)
 		}
@@ -409,7 +410,7 @@ var configCoverage = map[string]struct {
 // gains an object the chart lacks, even one its kustomization.yaml does
 // not list yet.
 func TestHelmChartCoversConfig(t *testing.T) {
-	entries, err := os.ReadDir(filepath.Join(repoRoot(t), "config"))
+	entries, err := os.ReadDir(filepath.Join(support.RepoRoot(t), "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,13 +430,13 @@ func TestHelmChartCoversConfig(t *testing.T) {
 		}
 	}
 
-	chart := helmTemplate(t, helmRelease, systemNS, "--set", "prometheus.serviceMonitor.enabled=true,prometheus.rule.enabled=true")
+	chart := helmTemplate(t, helmRelease, support.SystemNS, "--set", "prometheus.serviceMonitor.enabled=true,prometheus.rule.enabled=true")
 	n := 0
 	for dir, c := range configCoverage {
 		if !c.compared {
 			continue
 		}
-		err := filepath.WalkDir(filepath.Join(repoRoot(t), "config", dir), func(path string, d os.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join(support.RepoRoot(t), "config", dir), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || d.Name() == "kustomization.yaml" {
 				return err
 			}
@@ -443,7 +444,7 @@ func TestHelmChartCoversConfig(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(repoRoot(t), path)
+			rel, _ := filepath.Rel(support.RepoRoot(t), path)
 			for _, o := range decodeManifests(t, string(b)) {
 				if o.GetKind() == "" || o.GetAPIVersion() == "" {
 					continue // not an object: a promtool test, a patch
@@ -502,7 +503,7 @@ type chartYAML struct {
 
 func chartMetadata(t *testing.T) chartYAML {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), chartDir, "Chart.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), chartDir, "Chart.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -752,7 +753,7 @@ func TestHelmTemplateModes(t *testing.T) {
 				t.Errorf("token Secret: type %s, annotations %v", secret.Type, secret.Annotations)
 			}
 			b := convert[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", "prod-vmobs-metrics-reader"))
-			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prod-vmobs-metrics-reader", Namespace: systemNS}, {Kind: "Group", Name: "scrapers"}}
+			want := []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prod-vmobs-metrics-reader", Namespace: support.SystemNS}, {Kind: "Group", Name: "scrapers"}}
 			if b.RoleRef.Name != "prod-vmobs-metrics-reader" || !equality.Semantic.DeepEqual(b.Subjects, want) {
 				t.Errorf("metrics reader binding: roleRef %s, subjects %+v", b.RoleRef.Name, b.Subjects)
 			}
@@ -787,7 +788,7 @@ func TestHelmTemplateModes(t *testing.T) {
 				t.Errorf("serviceAccountName %q", n)
 			}
 			b := convert[rbacv1.ClusterRoleBinding](t, mustFind(t, objs, "ClusterRoleBinding", "vmobs-manager-rolebinding"))
-			if len(b.Subjects) != 1 || b.Subjects[0].Name != "vm-observer" || b.Subjects[0].Namespace != systemNS {
+			if len(b.Subjects) != 1 || b.Subjects[0].Name != "vm-observer" || b.Subjects[0].Namespace != support.SystemNS {
 				t.Errorf("subjects %+v", b.Subjects)
 			}
 		},
@@ -836,7 +837,7 @@ func TestHelmTemplateModes(t *testing.T) {
 			if tt.set != "" {
 				args = []string{"--set", tt.set}
 			}
-			tt.check(t, helmTemplate(t, release, systemNS, args...))
+			tt.check(t, helmTemplate(t, release, support.SystemNS, args...))
 		})
 	}
 }
@@ -847,7 +848,7 @@ func TestHelmTemplateModes(t *testing.T) {
 // certificate as config/components/metrics-cert has it, and the
 // ServiceMonitor verifies it as config/certmanager's does.
 func TestHelmMetricsCertificateAsDocumented(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "helm.md"))
+	doc, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "docs", "helm.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -861,7 +862,7 @@ func TestHelmMetricsCertificateAsDocumented(t *testing.T) {
 	if err := os.WriteFile(values, []byte(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	chart := helmTemplate(t, helmRelease, systemNS, "--values", values)
+	chart := helmTemplate(t, helmRelease, support.SystemNS, "--values", values)
 	kust := render(t, "config/certmanager")
 	secret := str(mustFind(t, kust, "Certificate", "vmobs-metrics-cert"), "spec", "secretName")
 	servesCertFrom(t, kust, secret)
@@ -890,7 +891,7 @@ func TestHelmTemplateRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := runHelm(t, "template", helmRelease, chartDir, "--namespace", systemNS, "--set", tt.set)
+			out, err := runHelm(t, "template", helmRelease, chartDir, "--namespace", support.SystemNS, "--set", tt.set)
 			if err == nil {
 				t.Fatalf("helm template --set %s succeeded:\n%s", tt.set, out)
 			}

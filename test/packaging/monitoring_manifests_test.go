@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/vmobs/vmobs/internal/dashboards"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 const (
@@ -85,7 +86,7 @@ func TestMonitoringManifests(t *testing.T) {
 	crb := convert[rbacv1.ClusterRoleBinding](t, mustFind(t, prom, "ClusterRoleBinding", "vmobs-metrics-reader"))
 	def := render(t, "config/default")
 	mustFind(t, def, "ClusterRole", crb.RoleRef.Name)
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != sa.GetName() || crb.Subjects[0].Namespace != systemNS {
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != sa.GetName() || crb.Subjects[0].Namespace != support.SystemNS {
 		t.Errorf("ClusterRoleBinding %s binds %+v, not the token's ServiceAccount %s", crb.Name, crb.Subjects, sa.GetName())
 	}
 	if str(mustFind(t, prom, "ServiceMonitor", "vmobs-controller-manager-metrics-monitor"), "spec", "jobLabel") != "app.kubernetes.io/name" {
@@ -95,7 +96,7 @@ func TestMonitoringManifests(t *testing.T) {
 	if svc.Labels["app.kubernetes.io/name"] != "vmobs" {
 		t.Errorf("metrics Service labels %v", svc.Labels)
 	}
-	serverName := metricsService + "." + systemNS + ".svc"
+	serverName := metricsService + "." + support.SystemNS + ".svc"
 
 	t.Run("certmanager", func(t *testing.T) {
 		objs := render(t, "config/certmanager")
@@ -119,7 +120,7 @@ func TestMonitoringManifests(t *testing.T) {
 
 	t.Run("openshift", func(t *testing.T) {
 		objs := render(t, "config/openshift")
-		ns := mustFind(t, objs, "Namespace", systemNS)
+		ns := mustFind(t, objs, "Namespace", support.SystemNS)
 		if ns.GetLabels()["openshift.io/cluster-monitoring"] != "true" {
 			t.Errorf("namespace labels %v", ns.GetLabels())
 		}
@@ -135,7 +136,7 @@ func TestMonitoringManifests(t *testing.T) {
 			t.Errorf("tlsConfig %v, ConfigMap annotations %v", ep["tlsConfig"], cm.GetAnnotations())
 		}
 		rb := convert[rbacv1.RoleBinding](t, mustFind(t, objs, "RoleBinding", "vmobs-prometheus-k8s"))
-		if rb.Namespace != systemNS || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "prometheus-k8s" || rb.Subjects[0].Namespace != "openshift-monitoring" {
+		if rb.Namespace != support.SystemNS || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "prometheus-k8s" || rb.Subjects[0].Namespace != "openshift-monitoring" {
 			t.Errorf("RoleBinding %+v", rb)
 		}
 		role := convert[rbacv1.Role](t, mustFind(t, objs, "Role", rb.RoleRef.Name))
@@ -182,7 +183,7 @@ func TestMonitoringManifests(t *testing.T) {
 		// overlay of the user's own with its labels.
 		// kustomize takes a base by a relative path only.
 		dir := t.TempDir()
-		base, err := filepath.Rel(dir, filepath.Join(repoRoot(t), "config", "kube-prometheus-stack"))
+		base, err := filepath.Rel(dir, filepath.Join(support.RepoRoot(t), "config", "kube-prometheus-stack"))
 		if err != nil {
 			t.Fatal(err)
 		}

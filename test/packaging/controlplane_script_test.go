@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"archive/tar"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // controlPlaneBinaries are what hack/build-controlplane.sh puts in place.
@@ -28,7 +29,7 @@ var controlPlaneBinaries = []string{"kube-apiserver", "kubectl", "etcd"}
 // printed.
 func runControlPlaneScript(t *testing.T, dir string, env ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "hack", "build-controlplane.sh"))
+	cmd := exec.Command("bash", filepath.Join(support.RepoRoot(t), "hack", "build-controlplane.sh"))
 	cmd.Env = append(os.Environ(), append([]string{"ENVTEST_DIR=" + dir, "K8S_VERSION=" + testenv.KubernetesVersion}, env...)...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()

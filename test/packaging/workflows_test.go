@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"os"
@@ -10,14 +10,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/release"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // runActionlint runs bin/actionlint (`make actionlint`) on files from the
 // repository's root, with its output.
 func runActionlint(t *testing.T, files ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(builtTool(t, "actionlint", "ACTIONLINT"), append([]string{"-no-color"}, files...)...)
-	cmd.Dir = repoRoot(t)
+	cmd := exec.Command(support.BuiltTool(t, "actionlint", "ACTIONLINT"), append([]string{"-no-color"}, files...)...)
+	cmd.Dir = support.RepoRoot(t)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -28,7 +29,7 @@ func runActionlint(t *testing.T, files ...string) (string, error) {
 // PATH). A workflow with a mistake in it must fail, or the check proves
 // nothing.
 func TestWorkflowsWithActionlint(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), ".github", "workflows", "*.y*ml"))
+	files, err := filepath.Glob(filepath.Join(support.RepoRoot(t), ".github", "workflows", "*.y*ml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func slicesContainsBase(paths []string, base string) bool {
 // install.yaml pins, and puts every kind of file `make release` writes on
 // the GitHub release.
 func TestReleaseWorkflowPublishesTheRelease(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), ".github", "workflows", "release.yaml"))
+	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), ".github", "workflows", "release.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

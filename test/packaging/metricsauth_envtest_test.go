@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmobs/vmobs/internal/metricsauth"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // testMetricsBehindReviews serves the metrics endpoint as the manager does
@@ -32,11 +33,11 @@ import (
 // within the cache time costs the API server no review.
 func testMetricsBehindReviews(ctx context.Context, t *testing.T, admin client.Client, userCfg *rest.Config) {
 	const ns = "metrics-scrapers"
-	mustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	support.MustCreate(ctx, t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	token := func(name string) string {
 		t.Helper()
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		mustCreate(ctx, t, admin, sa)
+		support.MustCreate(ctx, t, admin, sa)
 		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		if err := admin.SubResource("token").Create(ctx, sa, tr); err != nil {
 			t.Fatalf("a token for ServiceAccount %s/%s: %v", ns, name, err)
@@ -44,7 +45,7 @@ func testMetricsBehindReviews(ctx context.Context, t *testing.T, admin client.Cl
 		return tr.Status.Token
 	}
 	scraper, stranger := token("prometheus"), token("stranger")
-	mustCreate(ctx, t, admin, &rbacv1.ClusterRoleBinding{
+	support.MustCreate(ctx, t, admin, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "metrics-scrapers-prometheus"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "vmobs-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}},

@@ -1,4 +1,4 @@
-package integrations
+package packaging
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // testTenantRoles checks vmobs-view, vmobs-edit and vmobs-admin on the real
@@ -63,7 +64,7 @@ func testTenantRoles(ctx context.Context, t *testing.T, env *testenv.Env, admin 
 	}
 	// A VMObservation in each namespace, to read and to list.
 	for _, ns := range []string{tenant, other} {
-		mustCreate(ctx, t, admin, &v1alpha1.VMObservation{
+		support.MustCreate(ctx, t, admin, &v1alpha1.VMObservation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "existing"}, Spec: v1alpha1.VMObservationSpec{VMName: "existing"},
 		})
 	}
@@ -93,7 +94,7 @@ func testTenantRoles(ctx context.Context, t *testing.T, env *testenv.Env, admin 
 		{"ns-admin", user("ns-admin"), rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ns-admin"}, "admin"},
 	}
 	for _, s := range subjects {
-		mustCreate(ctx, t, admin, &rbacv1.RoleBinding{
+		support.MustCreate(ctx, t, admin, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: s.id},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: s.role},
 			Subjects:   []rbacv1.Subject{s.subject},
