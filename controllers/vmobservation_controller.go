@@ -24,6 +24,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -205,10 +206,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = obs.Generation
 	}
+	// The flight recorder: the decision is made on the status with the
+	// stored history, and a write carries the new entries (writeRequest).
+	rec := history.Apply(prev, &st, in)
+	record := st
+	st.History = prev.History
 
 	decision := r.policy.decide(writeRequest{
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
-		storedWrite: obs.LastWrite.Time(), now: now,
+		storedWrite: obs.LastWrite.Time(), now: now, record: &record,
 	})
 	next := nextLook(result.Deadlines, decision.retryAfter, now, r.beats != nil)
 	if renewing = next.beat != nil; renewing {
@@ -218,11 +224,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.V(5).Info("Status unchanged", "why", decision.why)
 		return next.result(r.now()), nil
 	}
-	if err := r.applyStatus(ctx, obs, &st); err != nil {
+	if err := r.applyStatus(ctx, obs, &record); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
-	r.recordTransitions(obs, prev, &st)
+	r.recordTransitions(obs, prev, &record)
+	logHistory(log, rec.New)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
 	return next.result(r.now()), nil
 }

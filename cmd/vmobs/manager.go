@@ -44,7 +44,7 @@ type managerFlags struct {
 	namespaces stringList
 	selector   string
 	// The int32 options, read as int and range checked by runManager.
-	memPct, slowFactor, notConverging, fsUsed, fsCritical, unresponsive int
+	memPct, slowFactor, notConverging, fsUsed, fsCritical, unresponsive, historyLimit int
 
 	// qps is KubeAPIQPS, a float32, read as a float64.
 	qps float64
@@ -110,6 +110,7 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.IntVar(&f.fsCritical, "filesystem-critical-percent", int(opts.Policy.FilesystemCriticalPercent), "A guest filesystem used at or above this share (%) is FilesystemNearlyFull at once (KubeVirt's critical GuestFilesystemAlmostOutOfSpace).")
 	fs.DurationVar(&opts.Policy.FilesystemFullFor, "filesystem-full-for", opts.Policy.FilesystemFullFor, "How long a guest filesystem must stay at or above --filesystem-used-percent to be FilesystemNearlyFull.")
 	fs.IntVar(&f.unresponsive, "agent-unresponsive-probes", int(opts.Policy.AgentUnresponsiveProbes), "A VMI whose guest agent it calls connected and whose last this many probes failed is GuestInfoUnreachable (node layer): virt-api cannot read its guest information through virt-handler and virt-launcher.")
+	fs.IntVar(&f.historyLimit, "history-limit", int(opts.Policy.HistoryLimit), "Keep this many entries in each VMObservation's status.history, the VM's flight recorder, newest first; older ones are dropped and counted (docs/history.md).")
 	fs.IntVar(&opts.StartupGCPercent, "startup-gc-percent", opts.StartupGCPercent, "The garbage collector's GC percent while the informers decode their initial lists (until the caches have synced, at most 5m), so that what the cache keeps of them sits densely in the heap; 0 leaves the collector as GOGC sets it, and an explicit GOGC wins (docs/scale.md).")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", opts.MaxConcurrentReconciles, "Number of workers.")
 	fs.Float64Var(&f.qps, "kube-api-qps", float64(opts.KubeAPIQPS), "Client-side limit on requests per second to the API server; 0 turns it off (the workers bound the load and API Priority and Fairness protects the server).")
@@ -147,6 +148,7 @@ func runManager(ctx context.Context, args []string) int {
 		{"filesystem-used-percent", f.fsUsed, 50, 100, &opts.Policy.FilesystemUsedPercent},
 		{"filesystem-critical-percent", f.fsCritical, 50, 100, &opts.Policy.FilesystemCriticalPercent},
 		{"agent-unresponsive-probes", f.unresponsive, 1, 10, &opts.Policy.AgentUnresponsiveProbes},
+		{"history-limit", f.historyLimit, 1, 100, &opts.Policy.HistoryLimit},
 	} {
 		if n.v < n.min || n.v > n.max {
 			fmt.Fprintf(stderr(ctx), "vmobs manager: --%s must be between %d and %d\n", n.flag, n.min, n.max)

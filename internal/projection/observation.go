@@ -47,8 +47,11 @@ type Observation struct {
 	Reason, NodeName Sym
 	// VMIUID is status.vmi.uid: the previous status is of this VMI only if
 	// the UIDs match.
-	VMIUID         UID
-	AgentConnected bool
+	VMIUID UID
+	// VMIPhase and VMIReason are status.vmi.phase and .reason: a restart
+	// records the replaced VMI's last ones (internal/history).
+	VMIPhase, VMIReason Sym
+	AgentConnected      bool
 	HasLayers      bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
@@ -64,6 +67,18 @@ type Observation struct {
 	// agentDisconnectedSince, hotplugVolumeSince); nil when there are none,
 	// as for most VMs.
 	Since *[4]Time
+
+	// Record is status.vm and status.history as their JSON (nil when the
+	// status has neither): the next write carries them forward, and this is
+	// their densest form (a history is at most 4 KiB, a few hundred bytes
+	// for most VMs).
+	Record []byte
+}
+
+// record is what Observation.Record holds.
+type record struct {
+	VM      *v1alpha1.VMLife  `json:"vm,omitempty"`
+	History *v1alpha1.History `json:"history,omitempty"`
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -132,12 +147,17 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
 		out.NodeName = Intern(st.VMI.NodeName)
+		out.VMIPhase, out.VMIReason = Intern(st.VMI.Phase), Intern(st.VMI.Reason)
 		if since := [4]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince), timePtr(st.VMI.AgentDisconnectedSince),
 			timePtr(st.VMI.HotplugVolumeSince)}; since != ([4]Time{}) {
 			out.Since = &since
 		}
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
+	if st.VM != nil || st.History != nil {
+		// A status decoded from JSON encodes again.
+		out.Record, _ = json.Marshal(record{VM: st.VM, History: st.History})
+	}
 	if st.Layers != nil {
 		out.HasLayers = true
 		for i, name := range v1alpha1.LayerNames {
@@ -176,10 +196,16 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
 	if !o.VMIUID.IsZero() {
-		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID(), Phase: o.VMIPhase.String(), Reason: o.VMIReason.String()}
 		if o.Since != nil {
 			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
 			st.VMI.AgentDisconnectedSince, st.VMI.HotplugVolumeSince = o.Since[2].Ptr(), o.Since[3].Ptr()
+		}
+	}
+	if o.Record != nil {
+		var r record
+		if json.Unmarshal(o.Record, &r) == nil {
+			st.VM, st.History = r.VM, r.History
 		}
 	}
 	if o.AgentConnected {
@@ -227,6 +253,7 @@ func (o *Observation) DeepCopyObject() runtime.Object {
 	c.Meta = o.Meta.deepCopy()
 	c.Owners = o.Owners.deepCopy()
 	c.Policy = o.Policy.DeepCopy()
+	c.Record = clone(o.Record)
 	if o.OtherConditions != nil {
 		others := clone(*o.OtherConditions)
 		c.OtherConditions = &others
