@@ -73,6 +73,10 @@ type Observation struct {
 	// their densest form (a history is at most 4 KiB, a few hundred bytes
 	// for most VMs).
 	Record []byte
+	// Restarts and LastRestart are status.vm.restarts and
+	// .lastRestart.time, which the metrics export.
+	Restarts    int32
+	LastRestart Time
 }
 
 // record is what Observation.Record holds.
@@ -157,6 +161,12 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VM != nil || st.History != nil {
 		// A status decoded from JSON encodes again.
 		out.Record, _ = json.Marshal(record{VM: st.VM, History: st.History})
+	}
+	if vm := st.VM; vm != nil {
+		out.Restarts = vm.Restarts
+		if vm.LastRestart != nil {
+			out.LastRestart = metaTime(vm.LastRestart.Time)
+		}
 	}
 	if st.Layers != nil {
 		out.HasLayers = true

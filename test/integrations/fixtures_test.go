@@ -16,6 +16,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/kvtest"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -249,6 +250,8 @@ func (f fixtures) observation(st *v1alpha1.VMObservationStatus, generation, obse
 
 func evaluate(in verdict.Input) *v1alpha1.VMObservationStatus {
 	res := verdict.Evaluate(in)
+	// The status the controller writes: with status.vm and status.history.
+	history.Apply(nil, &res.Status, in)
 	return res.Status.DeepCopy()
 }
 
