@@ -142,27 +142,37 @@ func keyOf(e *v1alpha1.HistoryEntry) key {
 	return key{at: e.Time.Unix(), event: e.Event, layer: e.Layer, object: e.Object, from: e.From, to: e.To}
 }
 
-// sortNewestFirst orders entries newest first; at the same second a
-// transition comes before the life events that explain it, then by layer
-// and event, so that the order is the same on every evaluation.
+// sortNewestFirst orders entries newest first. The objects' times have
+// a second's resolution and one cause often has several effects within
+// it (a launcher killed, the VMI failed, a new VMI started), so at the
+// same second the order is causal: the later in causalOrder first, the
+// transitions they cause above them all; then by layer and event, so that
+// the order is the same on every evaluation.
 func sortNewestFirst(entries []v1alpha1.HistoryEntry) {
 	slices.SortStableFunc(entries, func(a, b v1alpha1.HistoryEntry) int {
 		if c := b.Time.Compare(a.Time.Time); c != 0 {
 			return c
 		}
-		ta, tb := a.Event == v1alpha1.EventVerdictChanged, b.Event == v1alpha1.EventVerdictChanged
-		if ta != tb {
-			if ta {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(eventRank(b.Event), eventRank(a.Event)); c != 0 {
+			return c
 		}
 		if c := cmp.Compare(layerRank(a.Layer), layerRank(b.Layer)); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Event, b.Event)
+		return cmp.Compare(a.Object, b.Object)
 	})
 }
+
+// causalOrder lists the events in the order one causes the next within a
+// second, oldest first; a verdict transition follows them all.
+var causalOrder = []v1alpha1.HistoryEvent{
+	v1alpha1.EventNodeNotReady, v1alpha1.EventLauncherEvicted, v1alpha1.EventLauncherOOMKilled, v1alpha1.EventAgentDisconnected,
+	v1alpha1.EventVMIFinished, v1alpha1.EventVMIReplaced, v1alpha1.EventVMIStarted, v1alpha1.EventAgentConnected,
+	v1alpha1.EventMigrationStarted, v1alpha1.EventMigrationSucceeded, v1alpha1.EventMigrationFailed, v1alpha1.EventMigrationAborted,
+	v1alpha1.EventNodeReady, v1alpha1.EventVerdictChanged,
+}
+
+func eventRank(e v1alpha1.HistoryEvent) int { return slices.Index(causalOrder, e) }
 
 // layerRank orders the overall verdict first, then the layers in their
 // fixed order.
