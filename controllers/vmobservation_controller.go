@@ -206,15 +206,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = obs.Generation
 	}
-	// The flight recorder: the decision is made on the status with the
-	// stored history, and a write carries the new entries (writeRequest).
-	rec := history.Apply(prev, &st, in)
-	record := st
-	st.History = prev.History
+	// status.vm is part of the status decided on; status.history is not
+	// (projection.StatusHash leaves it out): it is added below, to a
+	// write that happens anyway.
+	history.Apply(prev, &st, in)
 
 	decision := r.policy.decide(writeRequest{
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
-		storedWrite: obs.LastWrite.Time(), now: now, record: &record,
+		storedWrite: obs.LastWrite.Time(), now: now,
 	})
 	next := nextLook(result.Deadlines, decision.retryAfter, now, r.beats != nil)
 	if renewing = next.beat != nil; renewing {
@@ -224,12 +223,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.V(5).Info("Status unchanged", "why", decision.why)
 		return next.result(r.now()), nil
 	}
-	if err := r.applyStatus(ctx, obs, &record); err != nil {
+	added, err := r.addHistory(ctx, obs, prev, &st, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
-	r.recordTransitions(obs, prev, &record)
-	logHistory(log, rec.New)
+	r.recordTransitions(obs, prev, &st)
+	logHistory(log, added)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
 	return next.result(r.now()), nil
 }

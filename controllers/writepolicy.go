@@ -43,12 +43,6 @@ type writeRequest struct {
 	next        *v1alpha1.VMObservationStatus
 	storedWrite time.Time
 	now         time.Time
-	// record, when set, is the status to write once a write is decided:
-	// next with the history entries the write carries (internal/history).
-	// next itself carries the stored history, so that the decision never
-	// rests on the history: a life event alone costs no write, and is
-	// recorded with the next write that happens.
-	record *v1alpha1.VMObservationStatus
 }
 
 // statusSums stand for a status in the write decision: its hash whole and
@@ -87,7 +81,7 @@ func (p *writePolicy) decide(r writeRequest) writeDecision {
 	if !d.write {
 		return d
 	}
-	if seen && recent.decided == d.sum && r.now.Sub(recent.at) < cacheLagTolerance {
+	if seen && recent.sum == d.sum && r.now.Sub(recent.at) < cacheLagTolerance {
 		return writeDecision{why: "already written, cache not caught up"}
 	}
 	if d.refresh {
@@ -95,20 +89,12 @@ func (p *writePolicy) decide(r writeRequest) writeDecision {
 			return writeDecision{why: "evidence refresh waits for its slot", retryAfter: wait}
 		}
 	}
-	d.written = d.sum
-	if r.record != nil {
-		d.written = projection.StatusHash(r.record)
-	}
 	return d
 }
 
 // wrote records a write decide allowed.
 func (p *writePolicy) wrote(key types.NamespacedName, uid types.UID, at time.Time, d writeDecision) {
-	written := d.written
-	if written == 0 {
-		written = d.sum
-	}
-	p.recent.putWritten(key, uid, at, d.sum, written)
+	p.recent.put(key, uid, at, d.sum)
 }
 
 // caughtUp is told of every VMObservation the cache receives: once the
@@ -151,12 +137,8 @@ type writeDecision struct {
 	retryAfter time.Duration
 	// refresh marks a write whose only change is timestamps.
 	refresh bool
-	// sum is the hash of the status decided on, for the recent-writes
-	// memory.
+	// sum is the hash of the status to write, for the recent-writes memory.
 	sum uint64
-	// written is the hash of the status written (record's when set, else
-	// sum): the cache's copy is caught up when it holds that one.
-	written uint64
 }
 
 // decideWrite compares the stored status with the computed one. It writes
@@ -236,10 +218,7 @@ type recentWrites struct {
 type recentWrite struct {
 	uid types.UID
 	at  time.Time
-	// decided is the hash of the status the decision was made on, written
-	// that of the status written (they differ by the history entries the
-	// write carried).
-	decided, written uint64
+	sum uint64
 }
 
 func (w *recentWrites) get(key types.NamespacedName, uid types.UID) (recentWrite, bool) {
@@ -253,23 +232,19 @@ func (w *recentWrites) get(key types.NamespacedName, uid types.UID) (recentWrite
 }
 
 func (w *recentWrites) put(key types.NamespacedName, uid types.UID, at time.Time, sum uint64) {
-	w.putWritten(key, uid, at, sum, sum)
-}
-
-func (w *recentWrites) putWritten(key types.NamespacedName, uid types.UID, at time.Time, decided, written uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
 		w.m = map[types.NamespacedName]recentWrite{}
 	}
-	w.m[key] = recentWrite{uid: uid, at: at, decided: decided, written: written}
+	w.m[key] = recentWrite{uid: uid, at: at, sum: sum}
 }
 
 // caughtUp drops the write of key once the cache holds it.
 func (w *recentWrites) caughtUp(key types.NamespacedName, uid types.UID, stored uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r, ok := w.m[key]; ok && r.uid == uid && r.written == stored {
+	if r, ok := w.m[key]; ok && r.uid == uid && r.sum == stored {
 		delete(w.m, key)
 	}
 }

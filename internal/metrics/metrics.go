@@ -95,8 +95,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, 1, ns, o.Name, node, v, o.Reason.String())
 			ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(o.Restarts), ns, o.Name, node)
 		}
-		if t := o.LastRestart.Ptr(); t != nil {
-			ch <- prometheus.MustNewConstMetric(lastRestartDesc, prometheus.GaugeValue, float64(t.Unix()), ns, o.Name, node)
+		if r := o.LastRestart; r != nil {
+			ch <- prometheus.MustNewConstMetric(lastRestartDesc, prometheus.GaugeValue, float64(r.Time.Unix()), ns, o.Name, node)
 		}
 		if !o.HasLayers {
 			continue

@@ -68,21 +68,13 @@ type Observation struct {
 	// as for most VMs.
 	Since *[4]Time
 
-	// Record is status.vm and status.history as their JSON (nil when the
-	// status has neither): the next write carries them forward, and this is
-	// their densest form (a history is at most 4 KiB, a few hundred bytes
-	// for most VMs).
-	Record []byte
-	// Restarts and LastRestart are status.vm.restarts and
-	// .lastRestart.time, which the metrics export.
+	// Restarts and LastRestart are status.vm.restarts and .lastRestart
+	// (nil for a VM that never restarted, as for most): the next status
+	// counts on from them, and the metrics export them. status.history is
+	// not kept (up to 4 KiB a VM): the controller reads it from the API
+	// server when it writes (internal/history).
 	Restarts    int32
-	LastRestart Time
-}
-
-// record is what Observation.Record holds.
-type record struct {
-	VM      *v1alpha1.VMLife  `json:"vm,omitempty"`
-	History *v1alpha1.History `json:"history,omitempty"`
+	LastRestart *v1alpha1.Restart
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -158,15 +150,8 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 		}
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
-	if st.VM != nil || st.History != nil {
-		// A status decoded from JSON encodes again.
-		out.Record, _ = json.Marshal(record{VM: st.VM, History: st.History})
-	}
 	if vm := st.VM; vm != nil {
-		out.Restarts = vm.Restarts
-		if vm.LastRestart != nil {
-			out.LastRestart = metaTime(vm.LastRestart.Time)
-		}
+		out.Restarts, out.LastRestart = vm.Restarts, vm.LastRestart.DeepCopy()
 	}
 	if st.Layers != nil {
 		out.HasLayers = true
@@ -212,11 +197,8 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 			st.VMI.AgentDisconnectedSince, st.VMI.HotplugVolumeSince = o.Since[2].Ptr(), o.Since[3].Ptr()
 		}
 	}
-	if o.Record != nil {
-		var r record
-		if json.Unmarshal(o.Record, &r) == nil {
-			st.VM, st.History = r.VM, r.History
-		}
+	if o.Restarts != 0 || o.LastRestart != nil {
+		st.VM = &v1alpha1.VMLife{Restarts: o.Restarts, LastRestart: o.LastRestart.DeepCopy()}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
@@ -263,7 +245,7 @@ func (o *Observation) DeepCopyObject() runtime.Object {
 	c.Meta = o.Meta.deepCopy()
 	c.Owners = o.Owners.deepCopy()
 	c.Policy = o.Policy.DeepCopy()
-	c.Record = clone(o.Record)
+	c.LastRestart = o.LastRestart.DeepCopy()
 	if o.OtherConditions != nil {
 		others := clone(*o.OtherConditions)
 		c.OtherConditions = &others
@@ -283,11 +265,15 @@ func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
 	return last
 }
 
-// StatusHash is a hash of the status as it would be written: the write
-// decision compares the hash of the computed status with the stored one's.
+// StatusHash is a hash of the status as it would be written, but for
+// status.history: the write decision compares the hash of the computed
+// status with the stored one's, and the history never decides a write (it
+// rides on the writes that happen, docs/history.md).
 func StatusHash(s *v1alpha1.VMObservationStatus) uint64 {
 	h := fnv.New64a()
-	raw, err := json.Marshal(s)
+	c := *s
+	c.History = nil
+	raw, err := json.Marshal(&c)
 	if err != nil {
 		return 0
 	}
