@@ -209,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// status.vm is part of the status decided on; status.history is not
 	// (projection.StatusHash leaves it out): it is added below, to a
 	// write that happens anyway.
-	history.Apply(prev, &st, in)
+	st.VM = history.Life(prev, &st, in)
 
 	decision := r.policy.decide(writeRequest{
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,

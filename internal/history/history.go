@@ -318,6 +318,22 @@ func RestartLayer(phase, reason string) string {
 	return v1alpha1.LayerControlPlane
 }
 
+// Life is status.vm alone, as Apply sets it, without reading the life
+// events or bounding a history: what the write decision needs on every
+// reconcile.
+func Life(prev, next *v1alpha1.VMObservationStatus, in verdict.Input) *v1alpha1.VMLife {
+	if prev == nil {
+		prev = &v1alpha1.VMObservationStatus{}
+	}
+	var s Seen
+	if vmi := in.VMI; vmi != nil {
+		s.VMICreated = sec(vmi.CreationTimestamp)
+		s.Started = started(vmi)
+	}
+	vm, _ := life(prev, next, s, metav1.NewTime(in.Now.Truncate(time.Second)))
+	return vm
+}
+
 // Apply folds the life events of the engine's input and its new status
 // next into the stored status prev's history, and sets next's status.vm
 // and status.history: the one call the controller and vmobs analyze make.

@@ -131,6 +131,10 @@ func TestHistory(t *testing.T) {
 		if !found {
 			t.Errorf("new entries %v lack VMIReplaced of a", rec.New)
 		}
+		// Life, which the write decision reads, says the same as Apply.
+		if l := Life(second, status("b", v1alpha1.VerdictHealthy, "Running", at(3*time.Minute+10*time.Second)), verdict.Input{VMI: next, Now: t0.Add(4 * time.Minute)}); !equality.Semantic.DeepEqual(l, third.VM) {
+			t.Errorf("Life %+v, Apply %+v", l, third.VM)
+		}
 		// The restart is counted once, however often the same world is seen.
 		fourth, _ := step(third, status("b", v1alpha1.VerdictHealthy, "Running", at(3*time.Minute+10*time.Second)), verdict.Input{VMI: next}, t0.Add(5*time.Minute))
 		if fourth.VM.Restarts != 1 {

@@ -49,12 +49,6 @@ func Observe(in verdict.Input, next *v1alpha1.VMObservationStatus) Seen {
 			continue
 		}
 		switch p.Phase {
-		case kubevirtv1.Running:
-			// KubeVirt appends a timestamp per phase change; the first
-			// Running is when the VMI started.
-			if s.Started == nil || at.Before(s.Started) {
-				s.Started = at.DeepCopy()
-			}
 		case kubevirtv1.Succeeded, kubevirtv1.Failed:
 			if p.Phase != vmi.Status.Phase {
 				continue
@@ -67,6 +61,7 @@ func Observe(in verdict.Input, next *v1alpha1.VMObservationStatus) Seen {
 				Layer: RestartLayer(string(p.Phase), vmi.Status.Reason), Reason: vmi.Status.Reason, Message: msg}, "status.phase"))
 		}
 	}
+	s.Started = started(vmi)
 	if s.Started != nil {
 		s.Events = append(s.Events, vmiAt(v1alpha1.HistoryEntry{Time: *s.Started, Event: v1alpha1.EventVMIStarted,
 			Layer: v1alpha1.LayerControlPlane, Message: "on " + vmi.Status.NodeName}, "status.phaseTransitionTimestamps"))
@@ -91,6 +86,18 @@ func Observe(in verdict.Input, next *v1alpha1.VMObservationStatus) Seen {
 	s.Events = append(s.Events, podEvents(in.Pods)...)
 	s.Events = append(s.Events, nodeEvents(vmi, in.Nodes)...)
 	return s
+}
+
+// started is when the VMI first entered Running: KubeVirt appends a
+// timestamp per phase change.
+func started(vmi *kubevirtv1.VirtualMachineInstance) *metav1.Time {
+	var first *metav1.Time
+	for _, p := range vmi.Status.PhaseTransitionTimestamps {
+		if at := sec(p.PhaseTransitionTimestamp); p.Phase == kubevirtv1.Running && !at.IsZero() && (first == nil || at.Before(first)) {
+			first = &at
+		}
+	}
+	return first
 }
 
 // migrationEvents: each migration's creation, and its end as its phase
