@@ -30,4 +30,3 @@ func TestAnalyzeDescribe(t *testing.T) {
 		t.Errorf("no history in:\n%s", out)
 	}
 }
-

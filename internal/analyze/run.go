@@ -72,12 +72,12 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 	}
 
 	var err error
-	switch {
-	case cfg.Format == FormatTable:
+	switch cfg.Format {
+	case FormatTable:
 		if len(res.Observations) > 0 {
 			err = WriteTable(stdout, res.Observations)
 		}
-	case cfg.Format == FormatDescribe:
+	case FormatDescribe:
 		err = cfg.Describe(stdout, res.Observations, cfg.Now)
 	default:
 		err = WriteList(stdout, res.Observations, cfg.Format)

@@ -52,7 +52,7 @@ type Observation struct {
 	// records the replaced VMI's last ones (internal/history).
 	VMIPhase, VMIReason Sym
 	AgentConnected      bool
-	HasLayers      bool
+	HasLayers           bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
 	// OtherConditions. A list of the six cost 152 bytes; in place they

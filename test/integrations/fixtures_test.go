@@ -15,8 +15,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/history"
+	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
