@@ -100,7 +100,15 @@ func Next(in Input) Record {
 	for _, e := range candidates {
 		e = cut(e)
 		k := keyOf(&e)
-		if have[k] || e.Time.Time.Before(floor) {
+		if have[k] {
+			continue
+		}
+		if e.Time.Time.Before(floor) {
+			if e.Event == v1alpha1.EventVerdictChanged {
+				// A transition is new whatever its time: it goes
+				// straight to the dropped count.
+				dropped++
+			}
 			continue
 		}
 		have[k] = true
