@@ -118,6 +118,25 @@ type VMLife struct {
 	// LastRestart describes the newest restart.
 	// +optional
 	LastRestart *Restart `json:"lastRestart,omitempty"`
+	// EndedVMI is the VMI this VM ran last, kept while it has none (from
+	// a VMI's end to its replacement, which may be seen apart), so that the
+	// replacement counts as a restart; cleared when the VM is stopped on
+	// purpose.
+	// +optional
+	EndedVMI *EndedVMI `json:"endedVMI,omitempty"`
+}
+
+// EndedVMI is what the status last said of a VMI that is gone.
+type EndedVMI struct {
+	// UID is the VMI's UID.
+	UID types.UID `json:"uid"`
+	// Phase is its last phase the status recorded.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+	// Reason is its last status.reason the status recorded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
 }
 
 // Restart is one replacement of a VMI by the next.

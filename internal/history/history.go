@@ -16,6 +16,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -48,6 +49,10 @@ type Input struct {
 	Now time.Time
 	// Limit is the number of entries kept; 0 or less is the default policy's.
 	Limit int32
+	// Stopped says the VM is stopped on purpose (its run strategy): a
+	// VMI that ends then is not replaced, and the next one is a start, not
+	// a restart.
+	Stopped bool
 }
 
 // Record is the new history and status.vm.
@@ -74,7 +79,7 @@ func Next(in Input) Record {
 	}
 	now := metav1.NewTime(in.Now.Truncate(time.Second))
 
-	vm, restart := life(prev, in.Next, in.Seen, now)
+	vm, restart := life(prev, in.Next, in.Seen, in.Stopped, now)
 	candidates := slices.Clone(in.Seen.Events)
 	if restart != nil {
 		candidates = append(candidates, *restart)
@@ -117,7 +122,9 @@ func Next(in Input) Record {
 	if len(added) == 0 && prev.History == nil {
 		return Record{VM: vm}
 	}
-	entries := append(slices.Clone(stored), added...)
+	// The entries added go first: at the same second they are newer than
+	// the stored ones, and the sort is stable.
+	entries := append(slices.Clone(added), stored...)
 	sortNewestFirst(entries)
 	h := &v1alpha1.History{Entries: entries, Dropped: dropped}
 	bound(h, limit)
@@ -241,7 +248,6 @@ func transitions(prev, next *v1alpha1.VMObservationStatus, now metav1.Time) []v1
 		return nil
 	}
 	var out []v1alpha1.HistoryEntry
-	latest := metav1.Time{}
 	for name, l := range next.Layers.All() {
 		from := v1alpha1.VerdictUnknown
 		if p := prev.Layers.Get(name); p != nil && p.Verdict != "" {
@@ -250,14 +256,10 @@ func transitions(prev, next *v1alpha1.VMObservationStatus, now metav1.Time) []v1
 		if from == l.Verdict {
 			continue
 		}
-		at := now
-		if l.LastTransitionTime != nil && !l.LastTransitionTime.IsZero() && !l.LastTransitionTime.After(now.Time) {
-			at = *l.LastTransitionTime
-		}
-		if at.After(latest.Time) {
-			latest = at
-		}
-		e := v1alpha1.HistoryEntry{Time: at, Event: v1alpha1.EventVerdictChanged, Layer: name, From: from, To: l.Verdict,
+		// When vmobs wrote the transition: the layer's lastTransitionTime
+		// is its evidence's time, which may be older than life events
+		// recorded since, and would put the transitions out of order.
+		e := v1alpha1.HistoryEntry{Time: now, Event: v1alpha1.EventVerdictChanged, Layer: name, From: from, To: l.Verdict,
 			Reason: l.Reason, Message: l.Message}
 		if ev := deciding(l); ev != nil {
 			e.Object, e.Field = ev.Kind+"/"+ev.Name, ev.Field
@@ -269,28 +271,35 @@ func transitions(prev, next *v1alpha1.VMObservationStatus, now metav1.Time) []v1
 		from = v1alpha1.VerdictUnknown
 	}
 	if next.Verdict != "" && from != next.Verdict {
-		if latest.IsZero() {
-			latest = now
-		}
 		// The message is the worst layer's, which has its own entry.
-		out = append(out, v1alpha1.HistoryEntry{Time: latest, Event: v1alpha1.EventVerdictChanged, Layer: v1alpha1.LayerOverall,
+		out = append(out, v1alpha1.HistoryEntry{Time: now, Event: v1alpha1.EventVerdictChanged, Layer: v1alpha1.LayerOverall,
 			From: from, To: next.Verdict, Reason: next.Reason})
 	}
 	return out
 }
 
 // life computes status.vm, and the VMIReplaced entry when a new VMI
-// replaced the one the stored status named.
-func life(prev, next *v1alpha1.VMObservationStatus, seen Seen, now metav1.Time) (*v1alpha1.VMLife, *v1alpha1.HistoryEntry) {
+// replaced the one the stored status named, or the one that ended before
+// it (status.vm.endedVMI).
+func life(prev, next *v1alpha1.VMObservationStatus, seen Seen, stopped bool, now metav1.Time) (*v1alpha1.VMLife, *v1alpha1.HistoryEntry) {
 	vm := &v1alpha1.VMLife{}
+	var last *v1alpha1.EndedVMI
 	if prev.VM != nil {
-		vm.Restarts, vm.LastRestart = prev.VM.Restarts, prev.VM.LastRestart.DeepCopy()
+		vm.Restarts, vm.LastRestart, last = prev.VM.Restarts, prev.VM.LastRestart.DeepCopy(), prev.VM.EndedVMI
+	}
+	if prev.VMI != nil && prev.VMI.UID != "" {
+		last = &v1alpha1.EndedVMI{UID: prev.VMI.UID, Phase: prev.VMI.Phase, Reason: shorten(prev.VMI.Reason, maxText)}
 	}
 	if seen.Started != nil {
 		vm.Started = seen.Started.DeepCopy()
 	}
+	hasVMI := next != nil && next.VMI != nil && next.VMI.UID != ""
+	if !hasVMI && !stopped && last != nil {
+		vm.EndedVMI = last.DeepCopy()
+	}
 	var entry *v1alpha1.HistoryEntry
-	if prev.VMI != nil && prev.VMI.UID != "" && next != nil && next.VMI != nil && next.VMI.UID != "" && prev.VMI.UID != next.VMI.UID {
+	if !stopped && last != nil && hasVMI && last.UID != next.VMI.UID {
+		prev := &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{UID: last.UID, Phase: last.Phase, Reason: last.Reason}}
 		at := now
 		if !seen.VMICreated.IsZero() && !seen.VMICreated.After(now.Time) {
 			at = seen.VMICreated
@@ -338,7 +347,7 @@ func Life(prev, next *v1alpha1.VMObservationStatus, in verdict.Input) *v1alpha1.
 		s.VMICreated = sec(vmi.CreationTimestamp)
 		s.Started = started(vmi)
 	}
-	vm, _ := life(prev, next, s, metav1.NewTime(in.Now.Truncate(time.Second)))
+	vm, _ := life(prev, next, s, stoppedOnPurpose(in), metav1.NewTime(in.Now.Truncate(time.Second)))
 	return vm
 }
 
@@ -347,7 +356,7 @@ func Life(prev, next *v1alpha1.VMObservationStatus, in verdict.Input) *v1alpha1.
 // and status.history: the one call the controller and vmobs analyze make.
 // prev may be nil.
 func Apply(prev, next *v1alpha1.VMObservationStatus, in verdict.Input) Record {
-	rec := Next(Input{Previous: prev, Next: next, Seen: Observe(in, next), Now: in.Now, Limit: in.Policy.HistoryLimit})
+	rec := Next(Input{Previous: prev, Next: next, Seen: Observe(in, next), Now: in.Now, Limit: in.Policy.HistoryLimit, Stopped: stoppedOnPurpose(in)})
 	next.VM, next.History = rec.VM, rec.History
 	return rec
 }
@@ -368,4 +377,14 @@ func deciding(l *v1alpha1.LayerStatus) *v1alpha1.Evidence {
 		}
 	}
 	return &ev
+}
+
+// stoppedOnPurpose says the VM's run strategy keeps it stopped (Halted, or
+// spec.running false): its VMI's end is a stop, its next VMI a start.
+func stoppedOnPurpose(in verdict.Input) bool {
+	if in.VM == nil {
+		return false
+	}
+	rs, err := in.VM.RunStrategy()
+	return err == nil && rs == kubevirtv1.RunStrategyHalted
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -139,6 +140,31 @@ func TestHistory(t *testing.T) {
 		fourth, _ := step(third, status("b", v1alpha1.VerdictHealthy, "Running", at(3*time.Minute+10*time.Second)), verdict.Input{VMI: next}, t0.Add(5*time.Minute))
 		if fourth.VM.Restarts != 1 {
 			t.Errorf("restarts %d after a second look, want 1", fourth.VM.Restarts)
+		}
+	})
+
+	t.Run("a replacement seen apart from the VMI's end is still a restart; a stop and start is not", func(t *testing.T) {
+		failed := status("a", v1alpha1.VerdictFailed, "VMIFailed", at(time.Minute))
+		failed.VMI.Phase = "Failed"
+		gap := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.VerdictProgressing, Layers: running.Layers}
+		between, _ := step(failed, gap, verdict.Input{}, t0.Add(2*time.Minute))
+		if between.VM == nil || between.VM.EndedVMI == nil || between.VM.EndedVMI.UID != "a" {
+			t.Fatalf("vm %+v: the ended VMI is not kept while the VM has none", between.VM)
+		}
+		next := vmi("b", func(v *kubevirtv1.VirtualMachineInstance) { v.CreationTimestamp = at(3 * time.Minute) })
+		after, _ := step(between, status("b", v1alpha1.VerdictHealthy, "Running", at(3*time.Minute)), verdict.Input{VMI: next}, t0.Add(4*time.Minute))
+		if after.VM.Restarts != 1 || after.VM.LastRestart.Layer != v1alpha1.LayerNode || after.VM.EndedVMI != nil {
+			t.Errorf("vm %+v: want one restart caused by the node, the ended VMI dropped", after.VM)
+		}
+
+		halted := &kubevirtv1.VirtualMachine{Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: ptr.To(kubevirtv1.RunStrategyHalted)}}
+		stopped, _ := step(failed, gap, verdict.Input{VM: halted}, t0.Add(2*time.Minute))
+		if stopped.VM != nil && stopped.VM.EndedVMI != nil {
+			t.Errorf("a VM stopped on purpose keeps its ended VMI: %+v", stopped.VM)
+		}
+		started, _ := step(stopped, status("b", v1alpha1.VerdictHealthy, "Running", at(3*time.Minute)), verdict.Input{VMI: next}, t0.Add(4*time.Minute))
+		if started.VM.Restarts != 0 {
+			t.Errorf("a stop and a start counted as a restart: %+v", started.VM)
 		}
 	})
 

@@ -75,6 +75,9 @@ type Observation struct {
 	// server when it writes (internal/history).
 	Restarts    int32
 	LastRestart *v1alpha1.Restart
+	// EndedVMI is status.vm.endedVMI: the VMI of a VM between a VMI's end
+	// and its replacement (nil for most VMs).
+	EndedVMI *v1alpha1.EndedVMI
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -151,7 +154,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if vm := st.VM; vm != nil {
-		out.Restarts, out.LastRestart = vm.Restarts, vm.LastRestart.DeepCopy()
+		out.Restarts, out.LastRestart, out.EndedVMI = vm.Restarts, vm.LastRestart.DeepCopy(), vm.EndedVMI.DeepCopy()
 	}
 	if st.Layers != nil {
 		out.HasLayers = true
@@ -197,8 +200,8 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 			st.VMI.AgentDisconnectedSince, st.VMI.HotplugVolumeSince = o.Since[2].Ptr(), o.Since[3].Ptr()
 		}
 	}
-	if o.Restarts != 0 || o.LastRestart != nil {
-		st.VM = &v1alpha1.VMLife{Restarts: o.Restarts, LastRestart: o.LastRestart.DeepCopy()}
+	if o.Restarts != 0 || o.LastRestart != nil || o.EndedVMI != nil {
+		st.VM = &v1alpha1.VMLife{Restarts: o.Restarts, LastRestart: o.LastRestart.DeepCopy(), EndedVMI: o.EndedVMI.DeepCopy()}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
@@ -246,6 +249,7 @@ func (o *Observation) DeepCopyObject() runtime.Object {
 	c.Owners = o.Owners.deepCopy()
 	c.Policy = o.Policy.DeepCopy()
 	c.LastRestart = o.LastRestart.DeepCopy()
+	c.EndedVMI = o.EndedVMI.DeepCopy()
 	if o.OtherConditions != nil {
 		others := clone(*o.OtherConditions)
 		c.OtherConditions = &others
