@@ -16,7 +16,8 @@ import (
 
 // addHistory sets st's status.history for a write that was decided: the
 // stored history, read from the API server (the cache does not keep it: up
-// to 4 KiB a VM, docs/history.md), with the entries since. It returns the
+// to 4 KiB a VM, docs/history.md), with the entries since, the transitions
+// counted from the stored verdicts. It returns the
 // entries added. It costs a GET per status write and nothing on a reconcile
 // that writes nothing.
 func (r *Reconciler) addHistory(ctx context.Context, obs *projection.Observation, prev, st *v1alpha1.VMObservationStatus, in verdict.Input) ([]v1alpha1.HistoryEntry, error) {
@@ -31,9 +32,16 @@ func (r *Reconciler) addHistory(ctx context.Context, obs *projection.Observation
 		}
 	}
 	if stored.UID == obs.GetUID() {
-		withHistory := *prev
-		withHistory.History = stored.Status.History
-		prev = &withHistory
+		// The stored status itself, not the cache's view of it: the cache
+		// may not hold our last write yet, and a transition counted from
+		// its older verdict would not follow the history's last one.
+		prev = &stored.Status
+	} else {
+		// Another object of that name (deleted and recreated): its
+		// history is not this one's.
+		p := *prev
+		p.History = nil
+		prev = &p
 	}
 	return history.Apply(prev, st, in).New, nil
 }
