@@ -23,6 +23,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -173,6 +174,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = obs.Generation
 	}
+	// status.vm is part of the status decided on; status.history is not
+	// (projection.StatusHash leaves it out): it is added below, to a
+	// write that happens anyway.
+	st.VM = history.Life(prev, &st, in)
 
 	decision := r.policy.decide(writeRequest{
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
@@ -186,11 +191,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.V(5).Info("Status unchanged", "why", decision.why)
 		return next.result(r.now()), nil
 	}
+	added, err := r.addHistory(ctx, obs, prev, &st, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
 	r.recordTransitions(obs, prev, &st)
+	logHistory(log, added)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
 	return next.result(r.now()), nil
 }

@@ -210,6 +210,14 @@ type PolicyOverrides struct {
 	// must last before the guest layer turns Degraded (GuestMemoryPressure).
 	// +optional
 	GuestMemoryPressureAfter *metav1.Duration `json:"guestMemoryPressureAfter,omitempty"`
+
+	// HistoryLimit is how many entries status.history keeps, newest first
+	// (older ones are dropped and counted; the history also stays within
+	// 4 KiB).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 }
 
 // Evidence points at one field of one object that a verdict rests on.
@@ -678,6 +686,13 @@ type VMObservationStatus struct {
 	// when the controller reads them from Prometheus (--prometheus-url).
 	// +optional
 	Domain *DomainSummary `json:"domain,omitempty"`
+	// VM is the VM's uptime and restarts.
+	// +optional
+	VM *VMLife `json:"vm,omitempty"`
+	// History is the VM's flight recorder: verdict transitions and the life
+	// events that explain them, newest first (docs/history.md).
+	// +optional
+	History *History `json:"history,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled (kstatus) and one per
 	// layer: ControlPlaneHealthy, NodeHealthy, GuestHealthy.
 	// +optional

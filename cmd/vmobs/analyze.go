@@ -8,7 +8,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/kubectlvmobs"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -41,7 +43,7 @@ func runAnalyze(ctx context.Context, args []string) int {
 	fs.SetOutput(errOut)
 	var (
 		now           = fs.String("now", "", "evaluation time, RFC3339 (default: the current time)")
-		format        = fs.String("o", analyze.FormatTable, "output format: table, json or yaml (a v1 List of VMObservations)")
+		format        = fs.String("o", analyze.FormatTable, "output format: table, json or yaml (a v1 List of VMObservations), or describe (kubectl vmobs describe's tree, the history included)")
 		agentExpected = fs.Bool("guest-agent-expected", verdict.DefaultPolicy().GuestAgentExpected,
 			"every guest should run a QEMU guest agent: a missing agent is Degraded (a VMObservation's spec.policy still overrides it)")
 		verbose = fs.Bool("v", false, "print what was read to stderr")
@@ -67,6 +69,10 @@ func runAnalyze(ctx context.Context, args []string) int {
 		Format:  *format,
 		Policy:  verdict.DefaultPolicy(),
 		Verbose: *verbose,
+		Describe: func(w io.Writer, obs []v1alpha1.VMObservation, now time.Time) error {
+			_, err := io.WriteString(w, kubectlvmobs.RenderDescribe(obs, kubectlvmobs.RenderOptions{Now: now, AllNamespaces: true}))
+			return err
+		},
 	}
 	cfg.Policy.GuestAgentExpected = *agentExpected
 	if *now != "" {
@@ -78,14 +84,14 @@ func runAnalyze(ctx context.Context, args []string) int {
 		cfg.Now = t
 	}
 	switch cfg.Format {
-	case analyze.FormatTable, analyze.FormatJSON, analyze.FormatYAML, "wide":
+	case analyze.FormatTable, analyze.FormatJSON, analyze.FormatYAML, analyze.FormatDescribe, "wide":
 	default:
-		fmt.Fprintf(errOut, "vmobs analyze: -o: unknown output format %q (want table, json or yaml)\n", cfg.Format)
+		fmt.Fprintf(errOut, "vmobs analyze: -o: unknown output format %q (want table, json, yaml or describe)\n", cfg.Format)
 		return exitUsage
 	}
 	if len(paths) == 0 {
 		fmt.Fprintln(errOut, "vmobs analyze: name at least one file or directory to read")
-		fmt.Fprintln(errOut, "Usage: vmobs analyze [--now RFC3339] [-o table|json|yaml] [--guest-agent-expected] PATH...")
+		fmt.Fprintln(errOut, "Usage: vmobs analyze [--now RFC3339] [-o table|json|yaml|describe] [--guest-agent-expected] PATH...")
 		return exitUsage
 	}
 	if err := ctx.Err(); err != nil {

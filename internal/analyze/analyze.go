@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -66,6 +67,13 @@ func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMO
 		}
 	}()
 	res := verdict.Evaluate(in)
+	// The flight recorder, as the controller keeps it: a dumped
+	// VMObservation's history carried forward with what the objects show.
+	var prev *v1alpha1.VMObservationStatus
+	if g.Observation != nil {
+		prev = &g.Observation.Status
+	}
+	history.Apply(prev, &res.Status, in)
 	return newObservation(g, res.Status), nil
 }
 

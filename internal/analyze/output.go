@@ -20,6 +20,9 @@ const (
 	FormatTable = "table"
 	FormatJSON  = "json"
 	FormatYAML  = "yaml"
+	// FormatDescribe is the describe tree of `kubectl vmobs describe`,
+	// its history included, drawn by Config.Describe.
+	FormatDescribe = "describe"
 )
 
 // tableColumns are the printer columns of `kubectl get vmobs -A -o wide`,

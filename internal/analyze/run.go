@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -32,6 +33,11 @@ type Config struct {
 	Verbose bool
 	// Load tunes the loader.
 	Load Options
+	// Describe draws FormatDescribe: the plugin's renderer
+	// (kubectlvmobs.RenderDescribe), which the caller passes in so that
+	// the tree has one definition and this package does not depend on
+	// the plugin's command line.
+	Describe func(w io.Writer, obs []v1alpha1.VMObservation, now time.Time) error
 }
 
 // Run reads the input, evaluates every VM found and writes the result to
@@ -43,8 +49,13 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 	case "", "wide":
 		cfg.Format = FormatTable
 	case FormatTable, FormatJSON, FormatYAML:
+	case FormatDescribe:
+		if cfg.Describe == nil {
+			fmt.Fprintln(stderr, "vmobs analyze: -o describe is not available here")
+			return ExitUsageError
+		}
 	default:
-		fmt.Fprintf(stderr, "vmobs analyze: unknown output format %q (want table, json or yaml)\n", cfg.Format)
+		fmt.Fprintf(stderr, "vmobs analyze: unknown output format %q (want table, json, yaml or describe)\n", cfg.Format)
 		return ExitUsageError
 	}
 	if len(cfg.Paths) == 0 {
@@ -61,11 +72,14 @@ func Run(cfg Config, stdout, stderr io.Writer) int {
 	}
 
 	var err error
-	if cfg.Format == FormatTable {
+	switch cfg.Format {
+	case FormatTable:
 		if len(res.Observations) > 0 {
 			err = WriteTable(stdout, res.Observations)
 		}
-	} else {
+	case FormatDescribe:
+		err = cfg.Describe(stdout, res.Observations, cfg.Now)
+	default:
 		err = WriteList(stdout, res.Observations, cfg.Format)
 	}
 	if err != nil {

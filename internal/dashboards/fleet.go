@@ -210,6 +210,10 @@ func Fleet() (dashboard.Dashboard, error) {
 		Description("How old the oldest evidence a layer's verdict rests on is, across the selected VMs: time() - vmobs_layer_evidence_timestamp_seconds.").
 		Datasource(ds()).WithTarget(query(`max by (layer) (time() - vmobs_layer_evidence_timestamp_seconds{`+vmSel+`})`, "{{layer}}")).
 		Height(8).Span(12).Unit("s").Min(0))
+	b.WithPanel(timeseries.NewPanelBuilder().Title("Most restarted VMs").
+		Description("The ten VMs with the most restarts (a new VMI that replaced another, status.vm.restarts): a restart loop is a rising line. kubectl vmobs history names each restart's cause (docs/history.md).").
+		Datasource(ds()).WithTarget(query(`topk(10, max by (namespace, name) (vmobs_vm_restarts{`+vmSel+`}))`, "{{namespace}}/{{name}}")).
+		Height(8).Span(12).Unit("short").Min(0))
 
 	// The sources of facts outside the cluster's objects: the hypervisor's
 	// view through Prometheus, the guest agents through virt-api.

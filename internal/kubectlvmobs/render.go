@@ -250,6 +250,9 @@ func describeOne(o *v1alpha1.VMObservation, opts RenderOptions) string {
 	if len(st.Conditions) > 0 {
 		nodes = append(nodes, conditionsNode(st.Conditions))
 	}
+	if st.History != nil || st.VM != nil {
+		nodes = append(nodes, historyNode(p, st))
+	}
 	for i, n := range nodes {
 		t.add("", n, i == len(nodes)-1)
 	}

@@ -37,6 +37,7 @@ Progressing; 128 on an error. --fail-on raises the verdict that fails.`
 const examples = `  kubectl vmobs get -A                                 # every VM's verdict per layer
   kubectl vmobs describe -n finance ledger-01 --watch  # one VM's tree, redrawn on every change
   kubectl vmobs summary -A                             # the fleet by verdict and reason, per namespace and node
+  kubectl vmobs history -n finance ledger-01 --since=24h  # what happened to one VM, newest first
   kubectl vmobs get -A -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.verdict}{"\n"}{end}'
   kubectl vmobs get -l tier=db --sort-by=.status.verdict -o wide
   kubectl vmobs get -A --fail-on=Degraded >/dev/null || echo "some VM is Degraded or Failed"`
@@ -48,6 +49,7 @@ const (
 	verbGet verb = iota
 	verbDescribe
 	verbSummary
+	verbHistory
 )
 
 // options are the plugin's flags.
@@ -63,6 +65,8 @@ type options struct {
 	noHeaders     bool
 	showLabels    bool
 	labelColumns  []string
+	// since leaves history entries older than this out (history only).
+	since time.Duration
 }
 
 // usageError is a mistake in the command line, reported with a pointer to
@@ -157,6 +161,16 @@ func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 			RunE:              runAs(verbSummary),
 		},
 	)
+	history := &cobra.Command{
+		Use:               "history [NAME...]",
+		Aliases:           []string{"hist"},
+		Short:             "Show each VM's flight recorder: verdict transitions and life events, newest first, and its restarts",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: o.completeNames,
+		RunE:              runAs(verbHistory),
+	}
+	history.Flags().DurationVar(&o.since, "since", 0, "Show only the entries of the last duration (e.g. 2h); 0 shows them all.")
+	root.AddCommand(history)
 
 	fs := root.PersistentFlags()
 	o.config.AddFlags(fs)
@@ -210,6 +224,9 @@ func (o *options) run(ctx context.Context, cmd *cobra.Command, v verb, names []s
 	sel, err := labels.Parse(o.selector)
 	if err != nil {
 		return usage(fmt.Errorf("invalid --selector: %w", err))
+	}
+	if o.since < 0 {
+		return usage(errors.New("--since must not be negative"))
 	}
 	if v == verbSummary && o.sortBy != "" {
 		return usage(errors.New("--sort-by does not apply to summary"))
@@ -306,6 +323,13 @@ func (o *options) renderer(v verb, single, color bool) (func(io.Writer, []v1alph
 			_, err := io.WriteString(w, RenderSummary(Summarize(objs), ropts))
 			return err
 		}, true, nil
+	case format == "" && v == verbHistory:
+		return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+			_, err := io.WriteString(w, RenderHistory(objs, ropts, o.sinceTime(time.Now())))
+			return err
+		}, true, nil
+	case format == "wide" && v == verbHistory:
+		return nil, false, errors.New("history prints as a timeline, json, yaml, name, jsonpath or go-template, not wide")
 	case format == "" && v == verbDescribe:
 		return func(w io.Writer, objs []v1alpha1.VMObservation) error {
 			ropts.Now = time.Now()
@@ -332,6 +356,9 @@ func (o *options) renderer(v verb, single, color bool) (func(io.Writer, []v1alph
 		return nil, false, err
 	}
 	return func(w io.Writer, objs []v1alpha1.VMObservation) error {
+		if v == verbHistory {
+			objs = historyOnly(objs, o.sinceTime(time.Now()))
+		}
 		obj, err := printable(v, single, objs)
 		if err != nil {
 			return err
@@ -592,4 +619,35 @@ func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map
 			}
 		}
 	}
+}
+
+// sinceTime is the time --since reaches back to from now; zero for all.
+func (o *options) sinceTime(now time.Time) time.Time {
+	if o.since <= 0 {
+		return time.Time{}
+	}
+	return now.Add(-o.since)
+}
+
+// historyOnly is what history prints in the machine formats: each
+// VMObservation with its identity and of its status only status.vm and
+// status.history, the entries before since left out.
+func historyOnly(objs []v1alpha1.VMObservation, since time.Time) []v1alpha1.VMObservation {
+	out := make([]v1alpha1.VMObservation, len(objs))
+	for i := range objs {
+		o := &objs[i]
+		out[i] = v1alpha1.VMObservation{TypeMeta: o.TypeMeta, ObjectMeta: *o.ObjectMeta.DeepCopy(), Spec: o.Spec}
+		out[i].ManagedFields = nil
+		out[i].Status.VM = o.Status.VM.DeepCopy()
+		if h := o.Status.History; h != nil {
+			kept := &v1alpha1.History{Dropped: h.Dropped}
+			for _, e := range h.Entries {
+				if since.IsZero() || !e.Time.Time.Before(since) {
+					kept.Entries = append(kept.Entries, e)
+				}
+			}
+			out[i].Status.History = kept
+		}
+	}
+	return out
 }

@@ -54,6 +54,7 @@ func registered(t *testing.T) []prometheus.Collector {
 	if err := store.Add(observation("vm", v1alpha1.VMObservationStatus{
 		Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonRunning,
 		VMI: &v1alpha1.VMISummary{Name: "vm", NodeName: "node-a"},
+		VM:  &v1alpha1.VMLife{Restarts: 2, LastRestart: &v1alpha1.Restart{Time: at, Layer: v1alpha1.LayerGuest}},
 		Layers: &v1alpha1.Layers{
 			ControlPlane: layer(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			Node:         node,

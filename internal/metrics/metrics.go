@@ -49,6 +49,12 @@ var (
 	staleDesc = prometheus.NewDesc("vmobs_layer_stale_timestamp_seconds",
 		"When a layer's evidence stops being trustworthy, as stored in the VMObservation (status.layers.*.staleAt); only for a layer with a fixed deadline to come.",
 		withVM("layer"), nil)
+	restartsDesc = prometheus.NewDesc("vmobs_vm_restarts",
+		"VMIs of a VM that replaced another since its VMObservation was created (status.vm.restarts).",
+		withVM(), nil)
+	lastRestartDesc = prometheus.NewDesc("vmobs_vm_last_restart_timestamp_seconds",
+		"When a VM last restarted: its new VMI's creation (status.vm.lastRestart.time); only for a VM that restarted.",
+		withVM(), nil)
 	scrapeErrorsDesc = prometheus.NewDesc("vmobs_collector_errors",
 		"1 when the last scrape could not read the VMObservations in the cache.", nil, nil)
 )
@@ -66,6 +72,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- layerReasonDesc
 	ch <- evidenceTimeDesc
 	ch <- staleDesc
+	ch <- restartsDesc
+	ch <- lastRestartDesc
 	ch <- scrapeErrorsDesc
 }
 
@@ -85,6 +93,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ns, node := o.GetNamespace(), o.NodeName.String()
 		if v := o.Verdict.String(); v != "" {
 			ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, 1, ns, o.Name, node, v, o.Reason.String())
+			ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(o.Restarts), ns, o.Name, node)
+		}
+		if r := o.LastRestart; r != nil {
+			ch <- prometheus.MustNewConstMetric(lastRestartDesc, prometheus.GaugeValue, float64(r.Time.Unix()), ns, o.Name, node)
 		}
 		if !o.HasLayers {
 			continue

@@ -47,9 +47,12 @@ type Observation struct {
 	Reason, NodeName Sym
 	// VMIUID is status.vmi.uid: the previous status is of this VMI only if
 	// the UIDs match.
-	VMIUID         UID
-	AgentConnected bool
-	HasLayers      bool
+	VMIUID UID
+	// VMIPhase and VMIReason are status.vmi.phase and .reason: a restart
+	// records the replaced VMI's last ones (internal/history).
+	VMIPhase, VMIReason Sym
+	AgentConnected      bool
+	HasLayers           bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
 	// OtherConditions. A list of the six cost 152 bytes; in place they
@@ -64,6 +67,17 @@ type Observation struct {
 	// agentDisconnectedSince, hotplugVolumeSince); nil when there are none,
 	// as for most VMs.
 	Since *[4]Time
+
+	// Restarts and LastRestart are status.vm.restarts and .lastRestart
+	// (nil for a VM that never restarted, as for most): the next status
+	// counts on from them, and the metrics export them. status.history is
+	// not kept (up to 4 KiB a VM): the controller reads it from the API
+	// server when it writes (internal/history).
+	Restarts    int32
+	LastRestart *v1alpha1.Restart
+	// EndedVMI is status.vm.endedVMI: the VMI of a VM between a VMI's end
+	// and its replacement (nil for most VMs).
+	EndedVMI *v1alpha1.EndedVMI
 }
 
 // Layer is what is read of a stored layer: the verdict with its reason,
@@ -132,12 +146,16 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
 		out.NodeName = Intern(st.VMI.NodeName)
+		out.VMIPhase, out.VMIReason = Intern(st.VMI.Phase), Intern(st.VMI.Reason)
 		if since := [4]Time{timePtr(st.VMI.FSFrozenSince), timePtr(st.VMI.HotplugSince), timePtr(st.VMI.AgentDisconnectedSince),
 			timePtr(st.VMI.HotplugVolumeSince)}; since != ([4]Time{}) {
 			out.Since = &since
 		}
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
+	if vm := st.VM; vm != nil {
+		out.Restarts, out.LastRestart, out.EndedVMI = vm.Restarts, vm.LastRestart.DeepCopy(), vm.EndedVMI.DeepCopy()
+	}
 	if st.Layers != nil {
 		out.HasLayers = true
 		for i, name := range v1alpha1.LayerNames {
@@ -176,11 +194,14 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
 	if !o.VMIUID.IsZero() {
-		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID()}
+		st.VMI = &v1alpha1.VMISummary{UID: o.VMIUID.UID(), Phase: o.VMIPhase.String(), Reason: o.VMIReason.String()}
 		if o.Since != nil {
 			st.VMI.FSFrozenSince, st.VMI.HotplugSince = o.Since[0].Ptr(), o.Since[1].Ptr()
 			st.VMI.AgentDisconnectedSince, st.VMI.HotplugVolumeSince = o.Since[2].Ptr(), o.Since[3].Ptr()
 		}
+	}
+	if o.Restarts != 0 || o.LastRestart != nil || o.EndedVMI != nil {
+		st.VM = &v1alpha1.VMLife{Restarts: o.Restarts, LastRestart: o.LastRestart.DeepCopy(), EndedVMI: o.EndedVMI.DeepCopy()}
 	}
 	if o.AgentConnected {
 		st.Guest = &v1alpha1.GuestSummary{AgentConnected: true}
@@ -227,6 +248,8 @@ func (o *Observation) DeepCopyObject() runtime.Object {
 	c.Meta = o.Meta.deepCopy()
 	c.Owners = o.Owners.deepCopy()
 	c.Policy = o.Policy.DeepCopy()
+	c.LastRestart = o.LastRestart.DeepCopy()
+	c.EndedVMI = o.EndedVMI.DeepCopy()
 	if o.OtherConditions != nil {
 		others := clone(*o.OtherConditions)
 		c.OtherConditions = &others
@@ -246,11 +269,15 @@ func lastStatusWrite(obs *v1alpha1.VMObservation) time.Time {
 	return last
 }
 
-// StatusHash is a hash of the status as it would be written: the write
-// decision compares the hash of the computed status with the stored one's.
+// StatusHash is a hash of the status as it would be written, but for
+// status.history: the write decision compares the hash of the computed
+// status with the stored one's, and the history never decides a write (it
+// rides on the writes that happen, docs/history.md).
 func StatusHash(s *v1alpha1.VMObservationStatus) uint64 {
 	h := fnv.New64a()
-	raw, err := json.Marshal(s)
+	c := *s
+	c.History = nil
+	raw, err := json.Marshal(&c)
 	if err != nil {
 		return 0
 	}

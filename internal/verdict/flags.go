@@ -53,6 +53,7 @@ func (p *Policy) BindFlags(fs *flag.FlagSet) *PolicyFlags {
 		{name: "filesystem-used-percent", min: 50, max: 100, dst: &p.FilesystemUsedPercent},
 		{name: "filesystem-critical-percent", min: 50, max: 100, dst: &p.FilesystemCriticalPercent},
 		{name: "agent-unresponsive-probes", min: 1, max: 10, dst: &p.AgentUnresponsiveProbes},
+		{name: "history-limit", min: 1, max: 100, dst: &p.HistoryLimit},
 	}}
 	usage := map[string]string{
 		"guest-memory-available-percent":   "Guest memory the guest can still use under this share (%) of its memory is low headroom: a note (GuestMemoryAvailableLow), and with thrashing GuestMemoryPressure.",
@@ -61,6 +62,7 @@ func (p *Policy) BindFlags(fs *flag.FlagSet) *PolicyFlags {
 		"filesystem-used-percent":          "A guest filesystem used at or above this share (%) for --filesystem-full-for is FilesystemNearlyFull (KubeVirt's GuestFilesystemAlmostOutOfSpace warning).",
 		"filesystem-critical-percent":      "A guest filesystem used at or above this share (%) is FilesystemNearlyFull at once (KubeVirt's critical GuestFilesystemAlmostOutOfSpace).",
 		"agent-unresponsive-probes":        "A VMI whose guest agent it calls connected and whose last this many probes failed is GuestInfoUnreachable (node layer): virt-api cannot read its guest information through virt-handler and virt-launcher.",
+		"history-limit":                    "Keep this many entries in each VMObservation's status.history, the VM's flight recorder, newest first; older ones are dropped and counted (docs/history.md).",
 	}
 	for i := range f.ints {
 		n := &f.ints[i]

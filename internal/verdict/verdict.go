@@ -132,6 +132,8 @@ type Policy struct {
 	// FilesystemFullFor: how long a guest filesystem must stay at or above
 	// FilesystemUsedPercent to be FilesystemNearlyFull. No spec override.
 	FilesystemFullFor time.Duration
+	// HistoryLimit: how many entries status.history keeps (internal/history).
+	HistoryLimit int32
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -169,6 +171,7 @@ func DefaultPolicy() Policy {
 		HotplugVolumeTimeout:       10 * time.Minute,
 		FilesystemCriticalPercent:  95,
 		FilesystemFullFor:          10 * time.Minute,
+		HistoryLimit:               20,
 	}
 }
 
@@ -207,6 +210,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.FilesystemUsedPercent, &d.FilesystemUsedPercent},
 		{&p.AgentUnresponsiveProbes, &d.AgentUnresponsiveProbes},
 		{&p.FilesystemCriticalPercent, &d.FilesystemCriticalPercent},
+		{&p.HistoryLimit, &d.HistoryLimit},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -280,6 +284,7 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 		{&p.MigrationNotConvergingSamples, o.MigrationNotConvergingSamples},
 		{&p.FilesystemUsedPercent, o.FilesystemUsedPercent},
 		{&p.AgentUnresponsiveProbes, o.AgentUnresponsiveProbes},
+		{&p.HistoryLimit, o.HistoryLimit},
 	} {
 		if n.src != nil && *n.src > 0 {
 			*n.dst = *n.src

@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/verdict"
 	"github.com/vmobs/vmobs/test/support"
 )
@@ -41,6 +42,8 @@ type scenario struct {
 
 func evaluate(in verdict.Input) *v1alpha1.VMObservationStatus {
 	res := verdict.Evaluate(in)
+	// The status the controller writes: with status.vm and status.history.
+	history.Apply(nil, &res.Status, in)
 	return res.Status.DeepCopy()
 }
 

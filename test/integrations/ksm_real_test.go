@@ -128,6 +128,14 @@ func expectedKSMSeries(o *v1alpha1.VMObservation) map[string]float64 {
 	}
 	want[seriesKey(p+"generation", nil)] = float64(o.Generation)
 	st := o.Status
+	// restarts reads nil as 0 (nilIsZero): every VMObservation has it.
+	want[seriesKey(p+"restarts", nil)] = 0
+	if vm := st.VM; vm != nil {
+		want[seriesKey(p+"restarts", nil)] = float64(vm.Restarts)
+		if r := vm.LastRestart; r != nil {
+			want[seriesKey(p+"last_restart_timestamp_seconds", nil)] = float64(r.Time.Unix())
+		}
+	}
 	if st.ObservedGeneration != 0 {
 		want[seriesKey(p+"observed_generation", nil)] = float64(st.ObservedGeneration)
 	}

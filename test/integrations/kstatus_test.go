@@ -7,9 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vmobs/vmobs/test/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/vmobs/vmobs/test/support"
 )
 
 // kstatusOf reads a VMObservation the way Flux (wait/healthChecks),
