@@ -100,8 +100,8 @@ func TestSwapQueryDrawsNoAnnotation(t *testing.T) {
 	if strings.Contains(q, "rate(") {
 		t.Errorf("swap query %q applies rate() to gauges (PossibleNonCounterInfo)", q)
 	}
-	want := "(sum by (namespace, name, node) (clamp_min(delta(kubevirt_vmi_memory_swap_in_traffic_bytes[120s]), 0)) + " +
-		"sum by (namespace, name, node) (clamp_min(delta(kubevirt_vmi_memory_swap_out_traffic_bytes[120s]), 0))) / 120"
+	want := "(" + sumOf("clamp_min(delta(kubevirt_vmi_memory_swap_in_traffic_bytes[120s]), 0)") + " + " +
+		sumOf("clamp_min(delta(kubevirt_vmi_memory_swap_out_traffic_bytes[120s]), 0)") + ") / 120"
 	if q != want {
 		t.Errorf("swap query\n got %s\nwant %s", q, want)
 	}

@@ -39,6 +39,38 @@ const (
 // by is the grouping of every query: one result per VMI and node.
 const by = "sum by (namespace, name, node) "
 
+// A domain series reaches Prometheus from virt-handler, whose
+// ServiceMonitor honours its labels (namespace is the VMI's), or, from
+// KubeVirt v1.9 with the VMStatsCollector gate, from KubeVirt's
+// observability controller, whose ServiceMonitor does not: there the VMI's
+// namespace arrives as exported_namespace and namespace is the
+// controller's (kubevirt/kubevirt-observability-controller
+// pkg/controller/metricsresources_controller.go; docs/compatibility.md).
+// Where both export one domain, each series comes twice, with other
+// target labels. So every per-VMI series is read through vmiSeries, and
+// those that are summed through oneExporter.
+
+// vmiSeries is expr with namespace set to exported_namespace where the
+// scrape renamed it.
+func vmiSeries(expr string) string {
+	return `label_replace(` + expr + `, "namespace", "$1", "exported_namespace", "(.+)")`
+}
+
+// oneExporter keeps one series of each domain series that several
+// exporters give, the largest: two exporters of one counter count the
+// same thing, and a cache that repeats its last values reads lower. The
+// labels dropped are the target's, as prometheus-operator and a plain
+// kubernetes_sd scrape set them.
+func oneExporter(expr string) string {
+	return `max without (job, instance, pod, service, endpoint, container, exported_namespace) (` + vmiSeries(expr) + `)`
+}
+
+// sumOf is the per-VMI sum of expr's series.
+func sumOf(expr string) string { return by + "(" + oneExporter(expr) + ")" }
+
+// maxOf is the per-VMI largest of expr's series (a gauge of the domain).
+func maxOf(expr string) string { return "max by (namespace, name, node) (" + vmiSeries(expr) + ")" }
+
 // signals holds each query, with WINDOW standing for the rate window and
 // WSECONDS for it in seconds. The metric names are virt-handler's domain
 // stats collector's (kv:pkg/monitoring/metrics/virt-handler/domainstats):
@@ -57,15 +89,15 @@ var signals = [numSignals]struct {
 }{
 	// Every running domain has vCPU and memory series; a domain with none
 	// of them is not exported.
-	sigPresent: {"present", `group by (namespace, name, node) ({__name__=~"kubevirt_vmi_vcpu_seconds_total|kubevirt_vmi_memory_domain_bytes|kubevirt_vmi_memory_resident_bytes"})`},
+	sigPresent: {"present", "group by (namespace, name, node) (" + vmiSeries(`{__name__=~"kubevirt_vmi_vcpu_seconds_total|kubevirt_vmi_memory_domain_bytes|kubevirt_vmi_memory_resident_bytes"}`) + ")"},
 	// vCPU time (libvirt's cpu_time of each vCPU thread). The state label
 	// is always "running" for QEMU: libvirt reports every online vCPU as
 	// running (qemuDomainHelperGetVcpus); time a vCPU spends halted while
 	// idle is not counted, so a guest that runs anything advances it.
-	sigVCPU:         {"vcpu", by + `(rate(kubevirt_vmi_vcpu_seconds_total[WINDOW]))`},
-	sigMemDomain:    {"memory_domain", `max by (namespace, name, node) (kubevirt_vmi_memory_domain_bytes)`},
-	sigMemAvailable: {"memory_available", `max by (namespace, name, node) (kubevirt_vmi_memory_available_bytes)`},
-	sigMemUsable:    {"memory_usable", `max by (namespace, name, node) (kubevirt_vmi_memory_usable_bytes)`},
+	sigVCPU:         {"vcpu", sumOf(`rate(kubevirt_vmi_vcpu_seconds_total[WINDOW])`)},
+	sigMemDomain:    {"memory_domain", maxOf(`kubevirt_vmi_memory_domain_bytes`)},
+	sigMemAvailable: {"memory_available", maxOf(`kubevirt_vmi_memory_available_bytes`)},
+	sigMemUsable:    {"memory_usable", maxOf(`kubevirt_vmi_memory_usable_bytes`)},
 	// The swap traffic series are gauges holding totals since the guest
 	// booted (libvirt's swap_in and swap_out balloon statistics,
 	// memory_metrics.go). rate() on them draws "PromQL info: metric might
@@ -78,22 +110,22 @@ var signals = [numSignals]struct {
 	// Major page faults, a true counter (memory_metrics.go), the other half
 	// of KubeVirt's thrashing test (recordingrules/vmi.go
 	// vmi:kubevirt_vmi_pgmajfaults:rate5m).
-	sigMajorFaults: {"major_faults", by + `(rate(kubevirt_vmi_memory_pgmajfault_total[WINDOW]))`},
+	sigMajorFaults: {"major_faults", sumOf(`rate(kubevirt_vmi_memory_pgmajfault_total[WINDOW])`)},
 	// Seconds spent per operation over all drives; NaN (no operation in
 	// the window) is dropped by the fold.
 	sigStorageLatency: {"storage_latency", "(" + sumRates("kubevirt_vmi_storage_read_times_seconds_total", "kubevirt_vmi_storage_write_times_seconds_total") +
 		") / (" + sumRates("kubevirt_vmi_storage_iops_read_total", "kubevirt_vmi_storage_iops_write_total") + ")"},
-	sigStorageRead:  {"storage_read", by + `(rate(kubevirt_vmi_storage_read_traffic_bytes_total[WINDOW]))`},
-	sigStorageWrite: {"storage_write", by + `(rate(kubevirt_vmi_storage_write_traffic_bytes_total[WINDOW]))`},
-	sigNetReceive:   {"network_receive", by + `(rate(kubevirt_vmi_network_receive_bytes_total[WINDOW]))`},
-	sigNetTransmit:  {"network_transmit", by + `(rate(kubevirt_vmi_network_transmit_bytes_total[WINDOW]))`},
+	sigStorageRead:  {"storage_read", sumOf(`rate(kubevirt_vmi_storage_read_traffic_bytes_total[WINDOW])`)},
+	sigStorageWrite: {"storage_write", sumOf(`rate(kubevirt_vmi_storage_write_traffic_bytes_total[WINDOW])`)},
+	sigNetReceive:   {"network_receive", sumOf(`rate(kubevirt_vmi_network_receive_bytes_total[WINDOW])`)},
+	sigNetTransmit:  {"network_transmit", sumOf(`rate(kubevirt_vmi_network_transmit_bytes_total[WINDOW])`)},
 	// Errors both ways and transmit drops (the host dropping what the
 	// guest sends: libvirt reports a tap's counters swapped into the
 	// guest's view) are the node's; receive drops, packets the guest did
 	// not take, are read apart.
 	sigNetErrors: {"network_errors", sumRates("kubevirt_vmi_network_receive_errors_total", "kubevirt_vmi_network_transmit_errors_total",
 		"kubevirt_vmi_network_transmit_packets_dropped_total")},
-	sigNetRxDrops: {"network_receive_drops", by + `(rate(kubevirt_vmi_network_receive_packets_dropped_total[WINDOW]))`},
+	sigNetRxDrops: {"network_receive_drops", sumOf(`rate(kubevirt_vmi_network_receive_packets_dropped_total[WINDOW])`)},
 	// Guest OS panics within the window. The counter carries namespace,
 	// name, type and bugcheck_code and no node (it is virt-handler's own,
 	// not a domain series), and virt-handler creates a series at its first
@@ -126,7 +158,7 @@ var signals = [numSignals]struct {
 func sumRates(metrics ...string) string {
 	terms := make([]string, len(metrics))
 	for i, m := range metrics {
-		terms[i] = by + "(rate(" + m + "[WINDOW]))"
+		terms[i] = sumOf("rate(" + m + "[WINDOW])")
 	}
 	return strings.Join(terms, " + ")
 }
@@ -136,7 +168,7 @@ func sumRates(metrics ...string) string {
 func sumDeltas(metrics ...string) string {
 	terms := make([]string, len(metrics))
 	for i, m := range metrics {
-		terms[i] = by + "(clamp_min(delta(" + m + "[WINDOW]), 0))"
+		terms[i] = sumOf("clamp_min(delta(" + m + "[WINDOW]), 0)")
 	}
 	return strings.Join(terms, " + ")
 }

@@ -175,20 +175,26 @@ func (e *engine) domainMissing(l *layer, d *vmifacts.DomainFacts) {
 	// kv:pkg/monitoring/metrics/virt-handler/collector/collector.go). A
 	// libvirt or QEMU stats call that hangs, typically on hung storage,
 	// hides a running domain that way.
+	// From KubeVirt v1.9, KubeVirt's observability controller may be what
+	// Prometheus scrapes (VEP 143, the VMStatsCollector gate): it polls
+	// virt-handler's /v1/vmstats, so virt-handler still reads each
+	// launcher, but a series can also go missing in that poll
+	// (docs/compatibility.md).
 	node := orUnknown(f.nodeName)
 	const cannotRead = " cannot read this domain's stats from its virt-launcher: libvirt or QEMU does not answer " +
 		"(often hung storage), the launcher's command socket does not, or the domain is gone"
+	const exporterDown = "its exporter or the scrape of it is down (or, where KubeVirt's observability controller collects the domain stats, that controller's poll of it)"
 	var msg, nodeValue string
 	switch {
 	case d.NodeExports:
 		msg = "virt-handler on node " + node + " exports other domains but" + cannotRead
 		nodeValue = node + ": other domains"
 	case d.NodeRunsOthers:
-		msg = "virt-handler on node " + node + " exports no domain at all, though other VMIs run there: its exporter or its scrape is down"
+		msg = "virt-handler on node " + node + " exports no domain at all, though other VMIs run there: " + exporterDown
 		nodeValue = node + ": none, other VMIs running"
 	default:
 		msg = "virt-handler on node " + node + ", where no other VMI runs, exports no domain: it" + cannotRead +
-			"; or its exporter or its scrape is down"
+			"; or " + exporterDown
 		nodeValue = node + ": none, no other VMI running"
 	}
 	absent := "absent"

@@ -176,7 +176,7 @@ func review3DomainSituations() []situation {
 			overall: "Unknown/DomainStatsMissing", node: "Unknown/DomainStatsMissing",
 			check: func(t *testing.T, r Result) {
 				wantMessage(t, r.Status.Layers.Node, "virt-handler on node node-a exports no domain at all, though other VMIs run there: "+
-					"its exporter or its scrape is down")
+					"its exporter or the scrape of it is down (or, where KubeVirt's observability controller collects the domain stats, that controller's poll of it)")
 				wantSeries(t, r.Status.Layers.Node, seriesPresent, fieldNode, "node-a: none, other VMIs running")
 			},
 		},

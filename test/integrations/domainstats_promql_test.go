@@ -90,3 +90,99 @@ func TestDomainStatsQueriesInPromQL(t *testing.T) {
 	})
 	runPromtool(t, dir, "test", "rules", "test.yml")
 }
+
+// TestDomainStatsQueriesReadTheObservabilityController evaluates the
+// queries on series as KubeVirt's observability controller (VEP 143,
+// KubeVirt v1.9's VMStatsCollector gate) puts them in Prometheus: its
+// ServiceMonitor does not honour labels, so the VMI's namespace is
+// exported_namespace and namespace is the controller's. A VMI exported by
+// virt-handler alone, by the controller alone, and by both (the
+// controller's cache repeating a last value while virt-handler's counter
+// moves) must each read as one domain of its own namespace, counted once
+// (docs/compatibility.md).
+func TestDomainStatsQueriesReadTheObservabilityController(t *testing.T) {
+	q := domainstats.Queries(2 * time.Minute)
+	dir := t.TempDir()
+	var rules []map[string]string
+	for _, name := range []string{"present", "vcpu", "memory_domain", "network_receive", "network_errors", "storage_latency"} {
+		rules = append(rules, map[string]string{"record": name, "expr": q[name]})
+	}
+	write := func(file string, v any) {
+		t.Helper()
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("rules.yml", map[string]any{"groups": []any{map[string]any{"name": "domainstats", "rules": rules}}})
+
+	// The target labels of each exporter, as prometheus-operator sets them.
+	const (
+		handler    = `job="kubevirt-prometheus-metrics",instance="10.0.0.1:8443",pod="virt-handler-x7k2p",service="kubevirt-prometheus-metrics",endpoint="metrics",container="virt-handler",`
+		controller = `job="virt-observability-controller-metrics",instance="10.0.0.9:8443",pod="virt-observability-controller-5f6d8",service="virt-observability-controller-metrics",endpoint="metrics",container="manager",namespace="virt-observability-controller-system",`
+	)
+	in := func(metric, exporter, vmi, extra, values string) map[string]string {
+		ns := `namespace="vms",`
+		if exporter == controller {
+			ns = `exported_namespace="vms",`
+		}
+		return map[string]string{"series": metric + "{" + exporter + ns + `node="node-a",name="` + vmi + `"` + extra + "}", "values": values}
+	}
+	var series []any
+	for _, e := range []struct{ exporter, vmi, vcpu, rx string }{
+		{handler, "by-handler", "0+30x20", "0+3000x20"},
+		{controller, "by-controller", "0+15x20", "0+1500x20"},
+		// Both: virt-handler's counters move, the controller's cache
+		// repeats a value.
+		{handler, "by-both", "0+30x20", "0+3000x20"},
+		{controller, "by-both", "600x20", "60000x20"},
+	} {
+		series = append(series,
+			in("kubevirt_vmi_vcpu_seconds_total", e.exporter, e.vmi, `,id="0",state="running"`, e.vcpu),
+			in("kubevirt_vmi_memory_domain_bytes", e.exporter, e.vmi, "", "2147483648x20"),
+			in("kubevirt_vmi_network_receive_bytes_total", e.exporter, e.vmi, `,interface="default"`, e.rx),
+			in("kubevirt_vmi_network_receive_errors_total", e.exporter, e.vmi, `,interface="default"`, "0+60x20"),
+			in("kubevirt_vmi_network_transmit_errors_total", e.exporter, e.vmi, `,interface="default"`, "0x20"),
+			in("kubevirt_vmi_network_transmit_packets_dropped_total", e.exporter, e.vmi, `,interface="default"`, "0x20"),
+			in("kubevirt_vmi_storage_read_times_seconds_total", e.exporter, e.vmi, `,drive="rootdisk"`, "0+3x20"),
+			in("kubevirt_vmi_storage_write_times_seconds_total", e.exporter, e.vmi, `,drive="rootdisk"`, "0x20"),
+			in("kubevirt_vmi_storage_iops_read_total", e.exporter, e.vmi, `,drive="rootdisk"`, "0+300x20"),
+			in("kubevirt_vmi_storage_iops_write_total", e.exporter, e.vmi, `,drive="rootdisk"`, "0x20"),
+		)
+	}
+	const vmi = `namespace="vms",node="node-a",`
+	sample := func(metric, name string, value float64) map[string]any {
+		return map[string]any{"labels": metric + "{" + vmi + `name="` + name + `"}`, "value": value}
+	}
+	each := func(metric string, byHandler, byController, byBoth float64) map[string]any {
+		return map[string]any{"expr": metric, "eval_time": "5m", "exp_samples": []any{
+			sample(metric, "by-handler", byHandler), sample(metric, "by-controller", byController), sample(metric, "by-both", byBoth),
+		}}
+	}
+	write("test.yml", map[string]any{
+		"rule_files":          []string{"rules.yml"},
+		"evaluation_interval": "30s",
+		"fuzzy_compare":       true,
+		"tests": []any{map[string]any{
+			"interval":     "30s",
+			"input_series": series,
+			"promql_expr_test": []any{
+				each("present", 1, 1, 1),
+				// One vCPU busy a second by virt-handler's counter, half
+				// of one by the controller's, and by both the moving one.
+				each("vcpu", 1, 0.5, 1),
+				each("memory_domain", 2147483648, 2147483648, 2147483648),
+				each("network_receive", 100, 50, 100),
+				// Two errors a second by each exporter, never four.
+				each("network_errors", 2, 2, 2),
+				// 10 ms per read where the counters move; for the VMI
+				// exported by both, virt-handler's.
+				each("storage_latency", 0.01, 0.01, 0.01),
+			},
+		}},
+	})
+	runPromtool(t, dir, "test", "rules", "test.yml")
+}
