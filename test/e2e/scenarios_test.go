@@ -427,15 +427,16 @@ var _ = Describe("Metrics", func() {
 	It("exports the current verdict of the VM and of each layer, on the VM's node, and none once the VM is gone", func() {
 		ns, node := newWorld("metrics")
 		bootHealthy(ns, node)
-		// Only the current verdict of each, always 1, all on the VM's node:
-		// no other key.
+		// Only the current verdict of each, always 1, all on the VM's node,
+		// and its restarts (0, one series): no other key.
 		Eventually(func() map[string]int { return seriesFor(ns, vm, node) }).Should(And(
 			HaveKeyWithValue("vmobs_verdict", 1),
 			HaveKeyWithValue("vmobs_layer_verdict", 3),
 			HaveKeyWithValue("vmobs_layer_reason", 3),
+			HaveKeyWithValue("vmobs_vm_restarts 0", 1),
 			WithTransform(func(m map[string]int) []string { return slices.Collect(maps.Keys(m)) },
 				HaveEach(BeElementOf("vmobs_verdict", "vmobs_layer_verdict", "vmobs_layer_reason",
-					"vmobs_layer_evidence_timestamp_seconds", "vmobs_layer_stale_timestamp_seconds"))),
+					"vmobs_layer_evidence_timestamp_seconds", "vmobs_layer_stale_timestamp_seconds", "vmobs_vm_restarts 0"))),
 		))
 		total := 0
 		for _, n := range seriesFor(ns, vm, node) {
