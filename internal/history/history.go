@@ -95,8 +95,10 @@ func Next(in Input) Record {
 	for i := range stored {
 		have[keyOf(&stored[i])] = true
 	}
-	// An event older than the oldest stored entry of a ring that has
+	// An event not newer than the oldest stored entry of a ring that has
 	// dropped entries may be one that was dropped: it is not added again.
+	// Times are whole seconds, so an event of the oldest entry's second may
+	// have been dropped with its neighbours of that second.
 	var floor time.Time
 	if dropped > 0 && len(stored) > 0 {
 		floor = stored[len(stored)-1].Time.Time
@@ -108,12 +110,13 @@ func Next(in Input) Record {
 		if have[k] {
 			continue
 		}
-		if e.Time.Time.Before(floor) {
-			if e.Event == v1alpha1.EventVerdictChanged {
-				// A transition is new whatever its time: it goes
-				// straight to the dropped count.
-				dropped++
-			}
+		switch {
+		case e.Event == v1alpha1.EventVerdictChanged && e.Time.Time.Before(floor):
+			// A transition is new whatever its time: it goes
+			// straight to the dropped count.
+			dropped++
+			continue
+		case e.Event != v1alpha1.EventVerdictChanged && !floor.IsZero() && !e.Time.Time.After(floor):
 			continue
 		}
 		have[k] = true

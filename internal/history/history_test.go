@@ -216,12 +216,21 @@ func TestHistory(t *testing.T) {
 // dropped ones, never brings a dropped one back, and stays within MaxBytes
 // whatever the entries hold.
 func TestBounds(t *testing.T) {
+	// One event a minute, then two in each minute: the ring's oldest kept
+	// entry may share its second with a dropped one, which must not come
+	// back either.
+	for _, perMinute := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d a minute", perMinute), func(t *testing.T) { bounds(t, perMinute) })
+	}
+}
+
+func bounds(t *testing.T, perMinute int) {
 	long := strings.Repeat("ü", 400)
 	var seen Seen
 	for i := range 100 {
-		seen.Events = append(seen.Events, v1alpha1.HistoryEntry{Time: at(time.Duration(i) * time.Minute), Event: v1alpha1.EventLauncherOOMKilled,
+		seen.Events = append(seen.Events, v1alpha1.HistoryEntry{Time: at(time.Duration(i/perMinute) * time.Minute), Event: v1alpha1.EventLauncherOOMKilled,
 			Layer: v1alpha1.LayerNode, Reason: long, Message: long,
-			Object: "Pod/" + strings.Repeat("p", 253), Field: strings.Repeat("f", 200) + fmt.Sprint(i)})
+			Object: "Pod/" + strings.Repeat("p", 250) + fmt.Sprintf("%03d", i), Field: strings.Repeat("f", 200) + fmt.Sprint(i)})
 	}
 	for _, limit := range []int32{1, 3, 20, 100} {
 		rec := Next(Input{Seen: seen, Now: t0.Add(2 * time.Hour), Limit: limit})
@@ -234,7 +243,7 @@ func TestBounds(t *testing.T) {
 			t.Errorf("limit %d: %d entries, %d dropped, %d bytes; want at most %d entries and %d bytes, none lost uncounted",
 				limit, n, rec.History.Dropped, len(raw), limit, MaxBytes)
 		}
-		if newest := rec.History.Entries[0].Time; !newest.Equal(&metav1.Time{Time: t0.Add(99 * time.Minute)}) {
+		if newest := rec.History.Entries[0].Time; !newest.Equal(&metav1.Time{Time: t0.Add(time.Duration(99/perMinute) * time.Minute)}) {
 			t.Errorf("limit %d: newest entry at %s, want the newest event", limit, newest)
 		}
 		for _, e := range rec.History.Entries {
@@ -250,6 +259,10 @@ func TestBounds(t *testing.T) {
 		}
 	}
 
+}
+
+// TestTypicalHistoryFits: a realistic history of 20 entries fits whole.
+func TestTypicalHistoryFits(t *testing.T) {
 	// A realistic history of 20 entries fits whole: a VM whose node goes
 	// NotReady, with the transitions that follow, over and over.
 	var typical Seen
