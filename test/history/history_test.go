@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/analyze"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs"
 	"github.com/vmobs/vmobs/internal/simulator"
@@ -66,14 +67,20 @@ func start(t *testing.T) *world {
 	return w
 }
 
+// policy is the manager's, and the analyzer's in the comparison.
+func policy() verdict.Policy {
+	p := verdict.DefaultPolicy()
+	p.HeartbeatTimeout = 10 * time.Second
+	p.AgentGracePeriod = 5 * time.Second
+	p.HistoryLimit = 100
+	// A failed migration keeps the VM Degraded this long.
+	p.MigrationFailureTTL = 5 * time.Second
+	return p
+}
+
 func (w *world) startManager() {
 	opts := app.InProcessOptions()
-	opts.Policy = verdict.DefaultPolicy()
-	opts.Policy.HeartbeatTimeout = 10 * time.Second
-	opts.Policy.AgentGracePeriod = 5 * time.Second
-	opts.Policy.HistoryLimit = 100
-	// A failed migration keeps the VM Degraded this long.
-	opts.Policy.MigrationFailureTTL = 5 * time.Second
+	opts.Policy = policy()
 	var err error
 	if w.mgr, err = app.StartInProcess(w.ctx, w.env.Config, opts); err != nil {
 		w.t.Fatal(err)
@@ -376,6 +383,58 @@ func TestHistoryReproducesAScriptedLife(t *testing.T) {
 	if testing.Verbose() {
 		fmt.Fprint(os.Stderr, out.String())
 	}
+
+	// vmobs analyze on a dump of the same objects tells the same timeline:
+	// it carries the stored history forward and adds nothing to it.
+	got := w.analyze(ns)
+	if !slices.EqualFunc(got.Entries, after.Status.History.Entries, func(x, y v1alpha1.HistoryEntry) bool {
+		return x.Time.Equal(&y.Time) && x.Event == y.Event && x.Layer == y.Layer && x.From == y.From && x.To == y.To
+	}) {
+		t.Errorf("vmobs analyze's history differs from the cluster's:\n got %v\nwant %v", summarise(got), summarise(after.Status.History))
+	}
+}
+
+// analyze runs the analyzer on the namespace's objects and the nodes, as a
+// must-gather holds them, and returns the VM's history.
+func (w *world) analyze(ns string) *v1alpha1.History {
+	var (
+		vms   kubevirtv1.VirtualMachineList
+		vmis  kubevirtv1.VirtualMachineInstanceList
+		vmims kubevirtv1.VirtualMachineInstanceMigrationList
+		pods  corev1.PodList
+		nodes corev1.NodeList
+		obs   v1alpha1.VMObservationList
+	)
+	for _, l := range []client.ObjectList{&vms, &vmis, &vmims, &pods, &obs} {
+		w.must(w.k8s.List(w.ctx, l, client.InNamespace(ns)))
+	}
+	w.must(w.k8s.List(w.ctx, &nodes))
+	var objs analyze.Objects
+	for i := range vms.Items {
+		objs.VMs = append(objs.VMs, &vms.Items[i])
+	}
+	for i := range vmis.Items {
+		objs.VMIs = append(objs.VMIs, &vmis.Items[i])
+	}
+	for i := range vmims.Items {
+		objs.Migrations = append(objs.Migrations, &vmims.Items[i])
+	}
+	for i := range pods.Items {
+		objs.Pods = append(objs.Pods, &pods.Items[i])
+	}
+	for i := range nodes.Items {
+		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
+	}
+	for i := range obs.Items {
+		objs.Observations = append(objs.Observations, &obs.Items[i])
+	}
+	for _, o := range analyze.Analyze(objs, time.Now(), policy()) {
+		if o.Namespace == ns && o.Name == vm && o.Status.History != nil {
+			return o.Status.History
+		}
+	}
+	w.t.Fatalf("vmobs analyze gave no history for %s/%s", ns, vm)
+	return nil
 }
 
 // TestHistoryAcrossAManagerRestart plays the same life with the manager
