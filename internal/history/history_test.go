@@ -255,10 +255,9 @@ func bounds(t *testing.T, perMinute int) {
 		prev := &v1alpha1.VMObservationStatus{History: rec.History}
 		again := Next(Input{Previous: prev, Seen: seen, Now: t0.Add(3 * time.Hour), Limit: limit})
 		if len(again.New) != 0 || again.History.Dropped != rec.History.Dropped {
-			t.Errorf("limit %d: %d dropped events came back", limit, len(again.New))
+			t.Errorf("limit %d: %d dropped events came back, dropped %d → %d", limit, len(again.New), rec.History.Dropped, again.History.Dropped)
 		}
 	}
-
 }
 
 // TestTypicalHistoryFits: a realistic history of 20 entries fits whole.
