@@ -391,3 +391,21 @@ func stoppedOnPurpose(in verdict.Input) bool {
 	rs, err := in.VM.RunStrategy()
 	return err == nil && rs == kubevirtv1.RunStrategyHalted
 }
+
+// Outline is h's entries in one short line each, newest first: the event
+// and layer, and from>to for a verdict change. Tests compare timelines by
+// it and print it when they differ.
+func Outline(h *v1alpha1.History) []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range h.Entries {
+		s := string(e.Event) + "/" + e.Layer
+		if e.Event == v1alpha1.EventVerdictChanged {
+			s += ":" + string(e.From) + ">" + string(e.To)
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -60,21 +60,6 @@ func step(prev *v1alpha1.VMObservationStatus, next *v1alpha1.VMObservationStatus
 	return next, rec
 }
 
-func events(h *v1alpha1.History) []string {
-	if h == nil {
-		return nil
-	}
-	var out []string
-	for _, e := range h.Entries {
-		s := string(e.Event) + "/" + e.Layer
-		if e.Event == v1alpha1.EventVerdictChanged {
-			s += ":" + string(e.From) + ">" + string(e.To)
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 func TestHistory(t *testing.T) {
 	running := status("a", v1alpha1.VerdictHealthy, "Running", at(10*time.Second))
 
@@ -84,7 +69,7 @@ func TestHistory(t *testing.T) {
 			"VerdictChanged/overall:Unknown>Healthy", "VerdictChanged/controlPlane:Unknown>Healthy",
 			"VerdictChanged/node:Unknown>Healthy", "VerdictChanged/guest:Unknown>Healthy", "VMIStarted/controlPlane",
 		}
-		if g := events(got.History); strings.Join(g, " ") != strings.Join(want, " ") {
+		if g := Outline(got.History); strings.Join(g, " ") != strings.Join(want, " ") {
 			t.Errorf("entries %v\nwant    %v", g, want)
 		}
 		if len(rec.New) != len(want) {
@@ -99,7 +84,7 @@ func TestHistory(t *testing.T) {
 		first, _ := step(nil, running, verdict.Input{VMI: vmi("a")}, t0.Add(time.Minute))
 		again, rec := step(first, running, verdict.Input{VMI: vmi("a")}, t0.Add(time.Hour))
 		if len(rec.New) != 0 || !equality.Semantic.DeepEqual(first.History, again.History) || !equality.Semantic.DeepEqual(first.VM, again.VM) {
-			t.Errorf("history changed with nothing new: %v -> %v (new %v)", events(first.History), events(again.History), rec.New)
+			t.Errorf("history changed with nothing new: %v -> %v (new %v)", Outline(first.History), Outline(again.History), rec.New)
 		}
 	})
 
@@ -114,7 +99,7 @@ func TestHistory(t *testing.T) {
 		stopped.VMI.Phase = "Succeeded"
 		second, _ := step(first, stopped, verdict.Input{VMI: done}, t0.Add(2*time.Minute))
 		if e := second.History.Entries; e[len(e)-len(first.History.Entries)-1].Event != v1alpha1.EventVMIFinished {
-			t.Errorf("entries %v: the VMI's end is not recorded below the transitions it explains", events(second.History))
+			t.Errorf("entries %v: the VMI's end is not recorded below the transitions it explains", Outline(second.History))
 		}
 		next := vmi("b", func(v *kubevirtv1.VirtualMachineInstance) {
 			v.CreationTimestamp = at(3 * time.Minute)

@@ -24,6 +24,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/analyze"
 	"github.com/vmobs/vmobs/internal/app"
+	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -145,7 +146,7 @@ func (w *world) has(ns string, event v1alpha1.HistoryEvent, layer string, after 
 				return true, ""
 			}
 		}
-		return false, fmt.Sprint(summarise(o.Status.History))
+		return false, fmt.Sprint(history.Outline(o.Status.History))
 	})
 }
 
@@ -278,7 +279,7 @@ func (w *world) play(ns string, steps []step, restartBefore int) []lifeEvent {
 			w.has(ns, e.event, e.layer, begin)
 		}
 		truth = append(truth, s.want...)
-		w.t.Logf("step %q: %v", s.name, summarise(w.history(ns).Status.History))
+		w.t.Logf("step %q: %v", s.name, history.Outline(w.history(ns).Status.History))
 	}
 	return truth
 }
@@ -338,21 +339,6 @@ func (w *world) checkAgainst(ns string, truth []lifeEvent, restarts int32, lastL
 	}
 }
 
-func summarise(h *v1alpha1.History) []string {
-	if h == nil {
-		return nil
-	}
-	var out []string
-	for _, e := range h.Entries {
-		s := string(e.Event) + "/" + e.Layer
-		if e.Event == v1alpha1.EventVerdictChanged {
-			s += ":" + string(e.From) + ">" + string(e.To)
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // TestHistoryReproducesAScriptedLife plays a VM's life, waits past the
 // Events' TTL, and requires kubectl vmobs history to tell it.
 func TestHistoryReproducesAScriptedLife(t *testing.T) {
@@ -390,7 +376,7 @@ func TestHistoryReproducesAScriptedLife(t *testing.T) {
 	if !slices.EqualFunc(got.Entries, after.Status.History.Entries, func(x, y v1alpha1.HistoryEntry) bool {
 		return x.Time.Equal(&y.Time) && x.Event == y.Event && x.Layer == y.Layer && x.From == y.From && x.To == y.To
 	}) {
-		t.Errorf("vmobs analyze's history differs from the cluster's:\n got %v\nwant %v", summarise(got), summarise(after.Status.History))
+		t.Errorf("vmobs analyze's history differs from the cluster's:\n got %v\nwant %v", history.Outline(got), history.Outline(after.Status.History))
 	}
 }
 

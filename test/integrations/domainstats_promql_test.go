@@ -24,16 +24,7 @@ func TestDomainStatsQueriesInPromQL(t *testing.T) {
 	for _, name := range []string{"swap", "guest_panics", "network_errors", "network_receive_drops", "migration_timestamp"} {
 		rules = append(rules, map[string]string{"record": name, "expr": q[name]})
 	}
-	write := func(file string, v any) {
-		t.Helper()
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(file string, v any) { writeYAML(t, filepath.Join(dir, file), v) }
 	write("rules.yml", map[string]any{"groups": []any{map[string]any{"name": "domainstats", "rules": rules}}})
 
 	const vm = `namespace="ns",node="node-a",`
@@ -107,16 +98,7 @@ func TestDomainStatsQueriesReadTheObservabilityController(t *testing.T) {
 	for _, name := range []string{"present", "vcpu", "memory_domain", "network_receive", "network_errors", "storage_latency"} {
 		rules = append(rules, map[string]string{"record": name, "expr": q[name]})
 	}
-	write := func(file string, v any) {
-		t.Helper()
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(file string, v any) { writeYAML(t, filepath.Join(dir, file), v) }
 	write("rules.yml", map[string]any{"groups": []any{map[string]any{"name": "domainstats", "rules": rules}}})
 
 	// The target labels of each exporter, as prometheus-operator sets them.
@@ -185,4 +167,16 @@ func TestDomainStatsQueriesReadTheObservabilityController(t *testing.T) {
 		}},
 	})
 	runPromtool(t, dir, "test", "rules", "test.yml")
+}
+
+// writeYAML writes v as YAML to path: promtool's rule and test files.
+func writeYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
