@@ -28,6 +28,8 @@ import (
 // Unknown. A customization from argocd-cm runs without Lua's standard
 // libraries except package, base, table and a reduced os; a built-in one
 // (resource_customizations/) with all of them. Every case runs both ways.
+// Argo CD's own util/lua is not imported because its module cannot be built
+// from the Go module proxy (docs/argocd.md, "Why not Argo CD's own util/lua").
 
 var update = flag.Bool("update", false,
 	"rewrite config/argocd/.../testdata/*.yaml from the verdict engine's scenarios (make update-golden)")
