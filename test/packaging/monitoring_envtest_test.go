@@ -22,9 +22,10 @@ import (
 // works (the CRD and namespace first); bases holds the ones that are only
 // part of another, each with the overlay it is applied through.
 var (
-	appliedOverlays = []string{"crd", "default", "prometheus", "kube-prometheus-stack", "certmanager", "openshift", "grafana", "shards", "samples"}
+	appliedOverlays = []string{"crd", "default", "prometheus", "kube-prometheus-stack", "certmanager", "openshift-user-workload", "openshift", "grafana", "shards", "samples"}
 	bases           = map[string]string{
 		"manager": "default", "rbac": "default", "components/metrics-cert": "certmanager",
+		"components/openshift-service-ca": "openshift",
 		"shards/shard-a": "shards", "shards/shard-b": "shards",
 	}
 )
