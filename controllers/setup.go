@@ -74,6 +74,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 	// The builder's For and Watches, with a source that starts the
 	// workers as soon as the handlers have the initial lists
 	// (runtimekit.WatchKind).
+	if err := r.setupPolicyStatus(mgr); err != nil {
+		return err
+	}
 	c := mgr.GetCache()
 	return b.
 		Named(controllerName).
@@ -83,6 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 		WatchesRawSource(runtimekit.WatchKind(c, &kubevirtv1.VirtualMachineInstanceMigration{}, handler.EnqueueRequestsFromMapFunc(migrationToVM), migrationChanged())).
 		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToVM), podChanged())).
 		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Node{}, r.nodeHandler(), nodeChanged())).
+		WatchesRawSource(runtimekit.WatchKind(c, &v1alpha1.VMObservationPolicy{}, r.policyHandler(), policySpecChanged())).
 		WatchesRawSource(ticks).
 		WatchesRawSource(r.beats.Source()).
 		WithOptions(opts).

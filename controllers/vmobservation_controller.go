@@ -163,13 +163,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 
 	// Evaluate: a pure function of the gathered objects and now.
-	in.Policy = r.opts.Policy.WithOverrides(obs.Policy)
+	pol, err := r.policyOf(&in, obs.Policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in.Policy = r.opts.Policy.WithOverrides(pol.Overrides)
 	prev := obs.Previous()
 	in.Previous = prev
 	now := r.now()
 	in.Now = now
 	result := verdict.Evaluate(in)
 	st := result.Status
+	st.Policy = pol.Status
 	st.ObservedGeneration = obs.Generation
 	for i := range st.Conditions {
 		st.Conditions[i].ObservedGeneration = obs.Generation

@@ -183,6 +183,7 @@ func storeOf(t testing.TB, c client.Reader) *cachestore.Store {
 		{&kubevirtv1.VirtualMachineList{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstanceList{}, &s.VMIs},
 		{&corev1.PodList{}, &s.Pods}, {&corev1.NodeList{}, &s.Nodes},
 		{&kubevirtv1.VirtualMachineInstanceMigrationList{}, &s.Migrations}, {&v1alpha1.VMObservationList{}, &s.Observations},
+		{&v1alpha1.VMObservationPolicyList{}, &s.Policies},
 	} {
 		ix := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 		*k.dst = ix

@@ -689,6 +689,11 @@ type VMObservationStatus struct {
 	// VM is the VM's uptime and restarts.
 	// +optional
 	VM *VMLife `json:"vm,omitempty"`
+	// Policy says which fields of the VM's policy spec.policy and the
+	// VMObservationPolicies that select the VM set, and their values;
+	// absent when every field is the controller's flag.
+	// +optional
+	Policy *PolicyStatus `json:"policy,omitempty"`
 	// History is the VM's flight recorder: verdict transitions and the life
 	// events that explain them, newest first (docs/history.md).
 	// +optional

@@ -34,6 +34,8 @@ import (
 // it reads here.
 type Store struct {
 	VMs, VMIs, Pods, Nodes, Migrations, Observations Index
+	// Policies holds the VMObservationPolicies, whole: they are few.
+	Policies Index
 }
 
 // Index is what vmobs reads of an informer's store: a toolscache.Indexer,
@@ -59,6 +61,7 @@ func Open(ctx context.Context, c cache.Cache, informers *Informers) (*Store, err
 		{&kubevirtv1.VirtualMachine{}, &s.VMs}, {&kubevirtv1.VirtualMachineInstance{}, &s.VMIs},
 		{&corev1.Pod{}, &s.Pods}, {&corev1.Node{}, &s.Nodes},
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &s.Migrations}, {&v1alpha1.VMObservation{}, &s.Observations},
+		{&v1alpha1.VMObservationPolicy{}, &s.Policies},
 	} {
 		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 		if err != nil {
@@ -169,6 +172,10 @@ const (
 	// IndexPodVMI indexes launcher pods by a bucket of the namespace/name
 	// of their controlling VMI (podBucket).
 	IndexPodVMI = "vmobs.controller.vmi"
+	// IndexNamespace indexes VMs and VMObservationPolicies by namespace: a
+	// policy selects the VMs of its namespace. One set per namespace, an
+	// entry (the VM's key) per VM.
+	IndexNamespace = "vmobs.namespace"
 	// IndexVMINode indexes VMIs by every node their status names (the node
 	// they run on, the migration's source and target, activePods' nodes).
 	IndexVMINode = "vmobs.status.nodes"
@@ -185,7 +192,17 @@ func (s *Store) AddIndexes() error {
 	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexPodVMI: podVMIIndex}); err != nil {
 		return err
 	}
+	for _, ix := range []Index{s.VMs, s.Policies} {
+		if err := ix.AddIndexers(toolscache.Indexers{IndexNamespace: toolscache.MetaNamespaceIndexFunc}); err != nil {
+			return err
+		}
+	}
 	return s.VMIs.AddIndexers(toolscache.Indexers{IndexVMINode: vmiNodeIndex})
+}
+
+// NamespacePolicies are the VMObservationPolicies of a namespace.
+func (s *Store) NamespacePolicies(namespace string) ([]*v1alpha1.VMObservationPolicy, error) {
+	return ByIndex[*v1alpha1.VMObservationPolicy](s.Policies, IndexNamespace, namespace)
 }
 
 func migrationVMIIndex(o any) ([]string, error) {

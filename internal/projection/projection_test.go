@@ -2,6 +2,7 @@ package projection
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -233,8 +234,9 @@ func TestUIDRoundTrips(t *testing.T) {
 	}
 }
 
-// Sharded, VMs, VMIs and VMObservations keep the selector's labels and
-// VMIs their owners; unsharded, none of it.
+// Sharded, VMIs and VMObservations keep the selector's labels and VMIs
+// their owners; unsharded, none of it. VMs keep every label, sharded or
+// not: VMObservationPolicies select by them.
 func TestShardingKeepsTheSelectorsLabels(t *testing.T) {
 	meta := metav1.ObjectMeta{Namespace: "ns", Name: "vm1", Labels: map[string]string{"shard": "a", "other": "x", membership.ManagedByLabel: "vmobs"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "vm1", UID: "vm-uid", Controller: ptr.To(true)}}}
@@ -243,6 +245,15 @@ func TestShardingKeepsTheSelectorsLabels(t *testing.T) {
 	for _, o := range objs {
 		p, _ := sharded(o)
 		m := p.(metav1.Object)
+		if _, vm := o.(*kubevirtv1.VirtualMachine); vm {
+			for _, tr := range []func(any) (any, error){sharded, Transform} {
+				p, _ := tr(o)
+				if got := p.(metav1.Object).GetLabels(); !maps.Equal(got, meta.Labels) {
+					t.Errorf("a VM's labels %v, want all of %v", got, meta.Labels)
+				}
+			}
+			continue
+		}
 		if got := m.GetLabels(); got["shard"] != "a" || got["other"] != "" {
 			t.Errorf("%T sharded: labels %v", o, got)
 		}

@@ -32,9 +32,9 @@ import (
 func Transform(o any) (any, error) { return project(o, Sharding{}) }
 
 // Sharding is what a sharded controller reads besides (docs/controller.md,
-// Sharding): the labels its selector names, on VMs, VMIs and
-// VMObservations, and whether a VM controls a VMI (the owner references of
-// VMIs).
+// Sharding): the labels its selector names, on VMIs and VMObservations
+// (VMs keep all of theirs), and whether a VM controls a VMI (the owner
+// references of VMIs).
 type Sharding struct {
 	Labels []string
 }
@@ -61,7 +61,7 @@ func project(o any, s Sharding) (any, error) {
 		}
 	case *kubevirtv1.VirtualMachine:
 		if x != nil {
-			return fromVM(x, s), nil
+			return FromVM(x), nil
 		}
 	case *kubevirtv1.VirtualMachineInstanceMigration:
 		if x != nil {

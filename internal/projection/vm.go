@@ -1,12 +1,16 @@
 package projection
 
 import (
+	"maps"
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// VM is a VirtualMachine as the engine reads it: its run strategy (or the
+// VM is a VirtualMachine as the engine reads it: its labels (which
+// VMObservationPolicies select by, and shards), its run strategy (or the
 // deprecated running flag) and the status virt-controller writes of its
 // VMI's life: created, ready, printableStatus, conditions, start failures
 // and pending state change requests.
@@ -27,12 +31,10 @@ type VM struct {
 }
 
 // FromVM projects a VM.
-func FromVM(v *kubevirtv1.VirtualMachine) *VM { return fromVM(v, Sharding{}) }
-
-func fromVM(v *kubevirtv1.VirtualMachine, s Sharding) *VM {
+func FromVM(v *kubevirtv1.VirtualMachine) *VM {
 	st := &v.Status
 	out := &VM{
-		Meta:            metaOf(&v.ObjectMeta, s.Labels, nil, nil),
+		Meta:            metaOf(&v.ObjectMeta, slices.Sorted(maps.Keys(v.Labels)), nil, nil),
 		RunStrategy:     internPtr(v.Spec.RunStrategy),
 		Running:         boolPtr(v.Spec.Running),
 		Created:         st.Created,
