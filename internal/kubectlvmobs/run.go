@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ const examples = `  kubectl vmobs get -A                                 # every
   kubectl vmobs describe -n finance ledger-01 --watch  # one VM's tree, redrawn on every change
   kubectl vmobs summary -A                             # the fleet by verdict and reason, per namespace and node
   kubectl vmobs history -n finance ledger-01 --since=24h  # what happened to one VM, newest first
+  kubectl vmobs gen -f vms/ > vmobservations.yaml      # a VMObservation per VirtualMachine manifest, for Git
   kubectl vmobs get -A -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.verdict}{"\n"}{end}'
   kubectl vmobs get -l tier=db --sort-by=.status.verdict -o wide
   kubectl vmobs get -A --fail-on=Degraded >/dev/null || echo "some VM is Degraded or Failed"`
@@ -83,8 +85,14 @@ func (e usageError) Unwrap() error { return e.err }
 // stdout and stderr, and returns the exit status: the health of the VMs
 // shown (see healthCode), or ExitError.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is Run with stdin given (gen -f - reads it).
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := ExitOK
 	root := newCommand(&code, stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
@@ -170,7 +178,7 @@ func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		RunE:              runAs(verbHistory),
 	}
 	history.Flags().DurationVar(&o.since, "since", 0, "Show only the entries of the last duration (e.g. 2h); 0 shows them all.")
-	root.AddCommand(history)
+	root.AddCommand(history, newGenCommand(o, stdout))
 
 	fs := root.PersistentFlags()
 	o.config.AddFlags(fs)
