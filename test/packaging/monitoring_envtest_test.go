@@ -25,8 +25,7 @@ var (
 	appliedOverlays = []string{"crd", "default", "prometheus", "kube-prometheus-stack", "certmanager", "openshift-user-workload", "openshift", "grafana", "shards", "samples"}
 	bases           = map[string]string{
 		"manager": "default", "rbac": "default", "components/metrics-cert": "certmanager",
-		"components/openshift-service-ca": "openshift",
-		"shards/shard-a": "shards", "shards/shard-b": "shards",
+		"components/openshift-service-ca": "openshift", "shards/shard-a": "shards", "shards/shard-b": "shards",
 	}
 )
 

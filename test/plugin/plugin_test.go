@@ -364,6 +364,45 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "ledger-01\nwin2k22-app\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
 			t.Errorf("kubectl __complete vmobs describe -n finance '': exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 		}
+
+		// gen through kubectl: a directory of VirtualMachine manifests
+		// (and other kinds) in, VMObservations out, which the API server
+		// accepts (the CRD's schema and its vmName rule) as they are.
+		vms := t.TempDir()
+		for name, doc := range map[string]string{
+			"web.yaml": "apiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata: {name: web-1}\nspec: {runStrategy: Always}\n" +
+				"---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
+			"db.json": `{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine", "metadata": {"name": "db-1"}}`,
+		} {
+			if err := os.WriteFile(filepath.Join(vms, name), []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gen"}}); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut = kubectl("vmobs", "gen", "-f", vms, "-n", "gen")
+		if code != kubectlvmobs.ExitOK || strings.Count(out, "kind: VMObservation") != 2 {
+			t.Fatalf("kubectl vmobs gen: exit %d, stderr %q, output\n%s", code, errOut, out)
+		}
+		generated := filepath.Join(t.TempDir(), "vmobservations.yaml")
+		if err := os.WriteFile(generated, []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, applied, errOut := kubectl("apply", "--validate=strict", "-f", generated); code != 0 {
+			t.Fatalf("kubectl apply -f (gen's output): exit %d, %s%s", code, applied, errOut)
+		}
+		list := &v1alpha1.VMObservationList{}
+		if err := c.List(ctx, list, client.InNamespace("gen")); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range list.Items {
+			got = append(got, o.Name+"="+o.Spec.VMName)
+		}
+		if strings.Join(got, " ") != "db-1=db-1 web-1=web-1" {
+			t.Errorf("VMObservations applied from gen's output: %v", got)
+		}
 	})
 }
 
