@@ -196,8 +196,17 @@ func PolicyStatus(p *v1alpha1.VMObservationPolicy, all []*v1alpha1.VMObservation
 			ready.Message += fmt.Sprintf("; overruled on shared fields by %v (same specificity, first by name)", st.Overruled)
 		}
 	}
-	ready.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	meta.SetStatusCondition(&st.Conditions, ready)
+	// Stalled (kstatus, abnormal-true) goes with an invalid selector: the
+	// policy will not apply until its spec is fixed.
+	stalled := metav1.Condition{Type: v1alpha1.ConditionStalled, ObservedGeneration: p.Generation,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNotStalled, Message: "The selector is valid"}
+	if ready.Status == metav1.ConditionFalse {
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, ready.Reason, ready.Message
+	}
+	for _, c := range []metav1.Condition{ready, stalled} {
+		c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
 	return st
 }
 

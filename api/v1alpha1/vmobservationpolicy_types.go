@@ -38,8 +38,9 @@ type VMObservationPolicyStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	Overruled []string `json:"overruled,omitempty"`
-	// Conditions: Ready (kstatus) is True once the policy is in force,
-	// False (InvalidSelector) when its selector cannot be read.
+	// Conditions: Ready is True once the policy is in force; with a
+	// selector that cannot be read, Ready is False and Stalled (kstatus)
+	// True, reason InvalidSelector.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

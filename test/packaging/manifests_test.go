@@ -261,8 +261,8 @@ var tenantRoles = []struct {
 }
 
 // checkTenantRoles checks the rendered vmobs-view, vmobs-edit and
-// vmobs-admin: the aggregation label, exactly their verbs on vmobservations,
-// never the status subresource; and that no rendered ClusterRole takes the
+// vmobs-admin: the aggregation label, exactly their verbs on vmobservations
+// and vmobservationpolicies, never the status subresource; and that no rendered ClusterRole takes the
 // name of Kubernetes' own view, edit or admin.
 func checkTenantRoles(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
@@ -272,8 +272,8 @@ func checkTenantRoles(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("%s lacks rbac.authorization.k8s.io/aggregate-to-%s: \"true\": %v", cr.Name, want.aggregateTo, cr.Labels)
 		}
 		if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].APIGroups, []string{"observability.vmobs.io"}) ||
-			!slices.Equal(cr.Rules[0].Resources, []string{"vmobservations"}) || !slices.Equal(cr.Rules[0].Verbs, want.verbs) {
-			t.Errorf("%s: rules %+v, want %v on vmobservations.observability.vmobs.io only", cr.Name, cr.Rules, want.verbs)
+			!slices.Equal(cr.Rules[0].Resources, []string{"vmobservations", "vmobservationpolicies"}) || !slices.Equal(cr.Rules[0].Verbs, want.verbs) {
+			t.Errorf("%s: rules %+v, want %v on vmobservations and vmobservationpolicies.observability.vmobs.io only", cr.Name, cr.Rules, want.verbs)
 		}
 	}
 	for _, o := range objs {
@@ -343,11 +343,12 @@ func TestRBACLeastPrivilege(t *testing.T) {
 		aggregated := aggregatedRoles[name]
 		for _, r := range rules {
 			// A rule aggregated into view, edit or admin reaches every user
-			// bound to those in any namespace: vmobservations only, and
-			// never their status, which only the controller writes.
+			// bound to those in any namespace: vmobservations and
+			// vmobservationpolicies only, and never their status, which
+			// only the controller writes.
 			if aggregated && (!slices.Equal(r.APIGroups, []string{"observability.vmobs.io"}) ||
-				slices.ContainsFunc(r.Resources, func(res string) bool { return res != "vmobservations" })) {
-				t.Errorf("%s: aggregated into a user-facing role, rule %+v reaches beyond vmobservations", name, r)
+				slices.ContainsFunc(r.Resources, func(res string) bool { return res != "vmobservations" && res != "vmobservationpolicies" })) {
+				t.Errorf("%s: aggregated into a user-facing role, rule %+v reaches beyond vmobservations and vmobservationpolicies", name, r)
 			}
 			for _, field := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
 				for _, v := range field {
