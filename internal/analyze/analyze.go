@@ -10,6 +10,7 @@ import (
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/policyset"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -56,9 +57,18 @@ func AnalyzeAll(objs Objects, now time.Time, policy verdict.Policy) Result {
 // error only if the engine panics, so that one VM cannot stop the analysis
 // of the others.
 func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMObservation, err error) {
+	// The policy as the controller derives it: spec.policy, then the
+	// policies that select the VM, then the flags.
+	var own *v1alpha1.PolicyOverrides
 	if g.Observation != nil {
-		policy = policy.WithOverrides(g.Observation.Spec.Policy)
+		own = g.Observation.Spec.Policy
 	}
+	var vmLabels map[string]string
+	if g.VM != nil {
+		vmLabels = g.VM.Labels
+	}
+	pol := policyset.Resolve(own, g.Policies, vmLabels, g.VM != nil)
+	policy = policy.WithOverrides(pol.Overrides)
 	in := g.Input
 	in.Policy, in.Now = policy, now
 	defer func() {
@@ -67,6 +77,7 @@ func Observe(g *VMGroup, now time.Time, policy verdict.Policy) (obs v1alpha1.VMO
 		}
 	}()
 	res := verdict.Evaluate(in)
+	res.Status.Policy = pol.Status
 	// The flight recorder, as the controller keeps it: a dumped
 	// VMObservation's history carried forward with what the objects show.
 	var prev *v1alpha1.VMObservationStatus

@@ -28,6 +28,9 @@ type VMGroup struct {
 	// Observation is the VMObservation the input declares for this VM,
 	// if any: its spec.policy overrides apply.
 	Observation *v1alpha1.VMObservation
+	// Policies are the VMObservationPolicies of the VM's namespace the
+	// input holds: those that select the VM apply (internal/policyset).
+	Policies []*v1alpha1.VMObservationPolicy
 }
 
 // Note is something the grouping or the engine run left out, and why.
@@ -128,6 +131,11 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 				g.Nodes[name] = n
 			} else {
 				g.MissingNodes = append(g.MissingNodes, name)
+			}
+		}
+		for _, p := range objs.Policies {
+			if p.Namespace == g.Namespace {
+				g.Policies = append(g.Policies, p)
 			}
 		}
 		out = append(out, *g)

@@ -53,6 +53,7 @@ type Objects struct {
 	Pods         []*corev1.Pod
 	Nodes        []*corev1.Node
 	Observations []*v1alpha1.VMObservation
+	Policies     []*v1alpha1.VMObservationPolicy
 }
 
 // FileError says why (part of) a file could not be used.
@@ -549,6 +550,8 @@ func newKnown(gv schema.GroupVersion, kind string) (metav1.Object, bool) {
 		}
 	case gv == v1alpha1.GroupVersion && kind == "VMObservation":
 		return &v1alpha1.VMObservation{}, true
+	case gv == v1alpha1.GroupVersion && kind == "VMObservationPolicy":
+		return &v1alpha1.VMObservationPolicy{}, true
 	}
 	return nil, false
 }
@@ -678,5 +681,7 @@ func (o *Objects) Add(obj any) {
 		o.Nodes = append(o.Nodes, t)
 	case *v1alpha1.VMObservation:
 		o.Observations = append(o.Observations, t)
+	case *v1alpha1.VMObservationPolicy:
+		o.Policies = append(o.Policies, t)
 	}
 }

@@ -396,13 +396,17 @@ var configCoverage = map[string]struct {
 		"prometheus.additionalLabels (release: <kube-prometheus-stack's release>) does the same (docs/helm.md)"},
 	"grafana": {false, "the dashboards' ConfigMap for Grafana's sidecar; the chart carries the same " +
 		"dashboards with grafana.dashboards.* (off by default), compared by TestHelmGrafanaDashboards"},
-	"components": {false, "metrics-cert, the kustomize component config/certmanager and config/openshift " +
-		"use to mount a metrics certificate; with Helm: extraVolumes, extraVolumeMounts and flags.metrics-cert-dir (docs/helm.md)"},
+	"components": {false, "metrics-cert, the kustomize component config/certmanager and the OpenShift overlays " +
+		"use to mount a metrics certificate, and openshift-service-ca, their service-CA certificate; with Helm: " +
+		"extraVolumes, extraVolumeMounts and flags.metrics-cert-dir, and openshift=true (docs/helm.md)"},
 	"certmanager": {false, "cert-manager's Issuer and Certificate and the ServiceMonitor trusting them: " +
 		"kustomize-only, with Helm the same by hand from docs/helm.md"},
 	"openshift": {false, "platform monitoring on OpenShift (namespace label, a Role for prometheus-k8s, " +
 		"the service CA bundle): kustomize-only; the chart's openshift=true covers the security context " +
 		"and the service-CA certificate (docs/helm.md)"},
+	"openshift-user-workload": {false, "user-workload monitoring on OpenShift (the rules reading exported_namespace, " +
+		"the domain stats from thanos-querier): kustomize-only, like openshift; with Helm, the chart's flags and " +
+		"openshift=true (docs/helm.md, docs/monitoring.md)"},
 }
 
 // TestHelmChartCoversConfig fails when config/ gains a directory that
@@ -582,6 +586,7 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 		"ServiceMonitor/obs-controller-manager-metrics-monitor", "PrometheusRule/obs-alerts",
 		"PodDisruptionBudget/obs-controller-manager",
 		"CustomResourceDefinition/vmobservations.observability.vmobs.io",
+		"CustomResourceDefinition/vmobservationpolicies.observability.vmobs.io",
 	}
 	if got := slices.Sorted(maps.Keys(kindNames(objs))); !slices.Equal(got, slices.Sorted(slices.Values(wantNames))) {
 		t.Errorf("objects %v, want %v", got, wantNames)
