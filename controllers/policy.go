@@ -152,16 +152,6 @@ func (p *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	return reconcile.Result{}, nil
 }
 
-// Policy condition reasons.
-const (
-	// ReasonPolicyInForce is Ready=True's reason: the policy applies to
-	// the VMs it selects.
-	ReasonPolicyInForce = "InForce"
-	// ReasonInvalidSelector is Ready=False's reason: the selector cannot
-	// be read, and the policy selects nothing.
-	ReasonInvalidSelector = "InvalidSelector"
-)
-
 // PolicyStatus is a policy's status, from the policies of its namespace
 // and the labels of its namespace's VMs: a pure function, now passed in.
 func PolicyStatus(p *v1alpha1.VMObservationPolicy, all []*v1alpha1.VMObservationPolicy, vmLabels []map[string]string, now time.Time) v1alpha1.VMObservationPolicyStatus {
@@ -171,7 +161,7 @@ func PolicyStatus(p *v1alpha1.VMObservationPolicy, all []*v1alpha1.VMObservation
 	}
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
 	if _, err := policyset.Selector(p); err != nil {
-		ready.Status, ready.Reason = metav1.ConditionFalse, ReasonInvalidSelector
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidSelector
 		ready.Message = "The selector cannot be read: " + err.Error()
 	} else {
 		overruled := map[string]bool{}
@@ -190,7 +180,7 @@ func PolicyStatus(p *v1alpha1.VMObservationPolicy, all []*v1alpha1.VMObservation
 		if len(st.Overruled) > 16 {
 			st.Overruled = st.Overruled[:16]
 		}
-		ready.Status, ready.Reason = metav1.ConditionTrue, ReasonPolicyInForce
+		ready.Status, ready.Reason = metav1.ConditionTrue, v1alpha1.ReasonPolicyInForce
 		ready.Message = fmt.Sprintf("Sets the policy defaults of %d VMs", st.SelectedVMs)
 		if len(st.Overruled) > 0 {
 			ready.Message += fmt.Sprintf("; overruled on shared fields by %v (same specificity, first by name)", st.Overruled)

@@ -40,11 +40,11 @@ func TestPolicyStatus(t *testing.T) {
 		reason         string
 		observedGen    int64
 	}{
-		{p: a, selected: 2, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: ReasonPolicyInForce, observedGen: 2},
+		{p: a, selected: 2, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: v1alpha1.ReasonPolicyInForce, observedGen: 2},
 		// b and c agree with each other, and both lose to a.
-		{p: b, selected: 2, overruled: []string{"a-windows"}, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: ReasonPolicyInForce, observedGen: 1},
-		{p: same, selected: 2, overruled: []string{"a-windows"}, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: ReasonPolicyInForce, observedGen: 1},
-		{p: bad, selected: 0, ready: metav1.ConditionFalse, stalled: metav1.ConditionTrue, reason: ReasonInvalidSelector, observedGen: 3},
+		{p: b, selected: 2, overruled: []string{"a-windows"}, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: v1alpha1.ReasonPolicyInForce, observedGen: 1},
+		{p: same, selected: 2, overruled: []string{"a-windows"}, ready: metav1.ConditionTrue, stalled: metav1.ConditionFalse, reason: v1alpha1.ReasonPolicyInForce, observedGen: 1},
+		{p: bad, selected: 0, ready: metav1.ConditionFalse, stalled: metav1.ConditionTrue, reason: v1alpha1.ReasonInvalidSelector, observedGen: 3},
 	} {
 		t.Run(tc.p.Name, func(t *testing.T) {
 			st := PolicyStatus(tc.p, all, vms, now)

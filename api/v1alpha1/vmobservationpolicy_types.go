@@ -48,6 +48,17 @@ type VMObservationPolicyStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// VMObservationPolicy condition reasons (its Ready and Stalled
+// conditions; a VMObservation's reasons are in reasons.go).
+const (
+	// ReasonPolicyInForce is Ready=True's reason: the policy applies to
+	// the VMs it selects.
+	ReasonPolicyInForce = "InForce"
+	// ReasonInvalidSelector is the reason of Ready=False and Stalled=True:
+	// the selector cannot be read, and the policy selects nothing.
+	ReasonInvalidSelector = "InvalidSelector"
+)
+
 // VMObservationPolicy sets policy defaults for the VMObservations of the
 // VMs it selects in its namespace, so that a fleet's policy is declared
 // once rather than in every VMObservation.
