@@ -9,6 +9,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/cachestore"
@@ -104,5 +105,43 @@ func TestSelectedVMs(t *testing.T) {
 	got := selectedVMs(s, old, updated)
 	if len(got) != 2 || got[0].String() != "prod/l1" || got[1].String() != "prod/w1" {
 		t.Errorf("selected %v, want prod/l1 (the old selector's) and prod/w1 (the new one's)", got)
+	}
+}
+
+// A reconcile applies the policy that selects the VM and shows it in
+// status.policy; the next one, over the same world, writes nothing; a
+// policy that stops selecting the VM takes its fields with it.
+func TestReconcileAppliesTheSelectingPolicy(t *testing.T) {
+	vm := wVMObj(func(v *kubevirtv1.VirtualMachine) { v.Labels = map[string]string{"os": "windows"} })
+	pol := testPolicy("windows", 1, metav1.LabelSelector{MatchLabels: map[string]string{"os": "windows"}}, true)
+	pol.Namespace = wNS
+	other := testPolicy("linux", 1, metav1.LabelSelector{MatchLabels: map[string]string{"os": "linux"}}, false)
+	other.Namespace = wNS
+	c, w := fakeWorld(t, vm, wVMIObj(), wPodObj(), wNodeObj(), pol, other)
+	r := wReconciler(c)
+	wReconcile(t, r)
+	st := wObservation(t, c).Status.Policy
+	if st == nil || len(st.Sources) != 1 || st.Sources[0].Policy != "windows" || !equalStrings(st.Sources[0].Fields, []string{"guestAgentExpected"}) ||
+		st.Effective == nil || st.Effective.GuestAgentExpected == nil || !*st.Effective.GuestAgentExpected {
+		t.Fatalf("status.policy %+v, want guestAgentExpected from windows", st)
+	}
+	before := w.total()
+	wReconcile(t, r)
+	if w.total() != before {
+		t.Errorf("a second reconcile of the same world wrote %v", w.counts)
+	}
+
+	// The VM is relabelled: the policy no longer selects it.
+	cur := &kubevirtv1.VirtualMachine{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(vm), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Labels = map[string]string{"os": "plan9"}
+	if err := c.Update(t.Context(), cur); err != nil {
+		t.Fatal(err)
+	}
+	wReconcile(t, r)
+	if st := wObservation(t, c).Status.Policy; st != nil {
+		t.Errorf("status.policy %+v after the VM left the policy, want none", st)
 	}
 }
