@@ -388,7 +388,7 @@ var configCoverage = map[string]struct {
 	"rbac":               {true, "through config/default; files/role.yaml is a copy of config/rbac/role.yaml"},
 	"manager":            {true, "through config/default"},
 	"prometheus":         {true, "rendered and compared with prometheus.serviceMonitor and prometheus.rule enabled"},
-	"samples":            {false, "an example VMObservation for users to copy next to their VMs"},
+	"samples":            {false, "an example VMObservation and VMObservationPolicy for users to copy next to their VMs"},
 	"shards":             {false, "with Helm, one release per shard: vmSelector (docs/helm.md)"},
 	"argocd":             {false, "Argo CD's health check, which goes into Argo CD's configuration (docs/argocd.md)"},
 	"kube-state-metrics": {false, "kube-state-metrics' configuration for its own deployment"},
