@@ -16,6 +16,7 @@ for f in "$root"/config/crd/bases/*.yaml; do
 done
 pairs+=("$root/config/rbac/role.yaml" "$chart/files/role.yaml")
 pairs+=("$root/config/prometheus/prometheusrule.yaml" "$chart/files/prometheusrule.yaml")
+pairs+=("$root/config/openshift-user-workload/prometheusrule.yaml" "$chart/files/prometheusrule-user-workload.yaml")
 for f in "$root"/config/grafana/*.json; do
   pairs+=("$f" "$chart/files/dashboards/$(basename "$f")")
 done

@@ -290,3 +290,48 @@ func promtoolCheck(t *testing.T, pr *unstructured.Unstructured) string {
 	}
 	return string(out)
 }
+
+// TestHelmUserWorkloadRules: the chart's prometheus.rule.userWorkload
+// installs the rules config/openshift-user-workload does, with the label
+// that has the user-workload Prometheus evaluate them; without it, the
+// rules of config/prometheus.
+func TestHelmUserWorkloadRules(t *testing.T) {
+	exprs := func(o *unstructured.Unstructured) []string {
+		var out []string
+		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		for _, g := range groups {
+			rs, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rs {
+				m := r.(map[string]any)
+				out = append(out, nested(m, "alert")+nested(m, "record")+": "+nested(m, "expr"))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		set, overlay string
+		leaf         bool
+	}{
+		{"prometheus.rule.enabled=true", "config/prometheus", false},
+		{"prometheus.rule.enabled=true,prometheus.rule.userWorkload=true", uwmOverlay, true},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			var chartRule *unstructured.Unstructured
+			for _, o := range helmTemplate(t, helmRelease, support.SystemNS, "--set", tc.set) {
+				if o.GetKind() == "PrometheusRule" {
+					chartRule = o
+				}
+			}
+			if chartRule == nil {
+				t.Fatal("the chart renders no PrometheusRule")
+			}
+			want := mustFind(t, render(t, tc.overlay), "PrometheusRule", "vmobs-alerts")
+			if got, want := exprs(chartRule), exprs(want); !slices.Equal(got, want) {
+				t.Errorf("the chart's rules differ from %s's:\n%s\nwant\n%s", tc.overlay, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if leaf := chartRule.GetLabels()[ruleScopeLabel] == "leaf-prometheus"; leaf != tc.leaf {
+				t.Errorf("labels %v: %s=leaf-prometheus is %v, want %v", chartRule.GetLabels(), ruleScopeLabel, leaf, tc.leaf)
+			}
+		})
+	}
+}
