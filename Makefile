@@ -57,8 +57,9 @@ verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt an
 	hack/verify-generated.sh
 
 .PHONY: kubevirt-crds
-kubevirt-crds: ## Regenerate the KubeVirt CRDs for tests from kubevirt.io/client-go's OpenAPI definitions: v1.9 into test/crds/kubevirt, v1.5-v1.8 into test/crds/kubevirt-vX.Y (docs/compatibility.md).
+kubevirt-crds: ## Regenerate the KubeVirt CRDs for tests from kubevirt.io/client-go's OpenAPI definitions: v1.9 into test/crds/kubevirt, v1.5-v1.8 into test/crds/kubevirt-vX.Y (docs/compatibility.md); and CDI's DataVolume CRD into test/crds/cdi.
 	hack/kubevirt-crds.sh all
+	hack/cdi-crds.sh
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate prometheus-operator's and cert-manager's CRDs for tests (test/crds/prometheus-operator, test/crds/cert-manager) from their API types with controller-gen.
@@ -246,7 +247,7 @@ actionlint: ## Build actionlint into bin/ for the workflow test (test/packaging/
 		-version-args -version hack/actionlint github.com/rhysd/actionlint/cmd/actionlint=$(ACTIONLINT)
 
 .PHONY: envtest-bin
-envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere).
+envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere); and kube-controller-manager, always built.
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
 		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
 	else \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when a generated file does not match what its generator makes from
 # the sources in the working tree: the DeepCopy methods, the CRD and RBAC
-# manifests, the KubeVirt, prometheus-operator and cert-manager CRDs for
+# manifests, the KubeVirt, CDI, prometheus-operator and cert-manager CRDs for
 # tests, and their copies in the Helm chart.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +37,7 @@ done
 check "$tmp/tree/config/rbac/role.yaml" config/rbac/role.yaml
 hack/verify-kubevirt-crds.sh || stale=1
 hack/verify-monitoring-crds.sh || stale=1
+hack/verify-cdi-crds.sh || stale=1
 hack/sync-chart.sh --check || stale=1
 if [ "$stale" != 0 ]; then
   echo "generated files are stale: run 'make manifests generate kubevirt-crds monitoring-crds' and commit the result" >&2

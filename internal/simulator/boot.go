@@ -108,7 +108,18 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 	if err != nil {
 		return err
 	}
-	podIP, hostIP, err := s.placePod(ctx, pod, node, vmi)
+	if err := s.bindPod(ctx, pod, node); err != nil {
+		return err
+	}
+	return s.runLauncher(ctx, vmi, pod, node)
+}
+
+// runLauncher is the launcher pod bound to node starting: Multus wires it,
+// the kubelet runs it, and virt-controller hands the VMI to virt-handler
+// (StartLauncherPod's steps after the binding).
+func (s *Simulator) runLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, node string) error {
+	ns, name := vmi.Namespace, vmi.Name
+	podIP, hostIP, err := s.wirePod(ctx, ns, pod.Name, node, vmi)
 	if err != nil {
 		return err
 	}
@@ -349,9 +360,9 @@ func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.V
 		storage = append(storage, b)
 	}
 	for _, v := range vmi.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		if claim := claimOf(v); claim != "" {
 			live = append(live, blocker{kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable,
-				fmt.Sprintf("cannot migrate VMI: PVC %s is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", v.PersistentVolumeClaim.ClaimName)})
+				fmt.Sprintf("cannot migrate VMI: PVC %s is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", claim)})
 			break
 		}
 	}
@@ -373,16 +384,28 @@ func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.V
 	return []kubevirtv1.VirtualMachineInstanceCondition{lm, sm}
 }
 
+// claimOf is the PVC a VMI volume uses: its claim, or its DataVolume's
+// PVC (of the same name); "" for other volumes.
+func claimOf(v kubevirtv1.Volume) string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName
+	case v.DataVolume != nil:
+		return v.DataVolume.Name
+	}
+	return ""
+}
+
 // volumeStatus is status.volumeStatus once the domain runs: one entry per
 // volume with its disk target; PVCs carry their claim info (ReadWriteOnce).
 func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.VolumeStatus {
 	var out []kubevirtv1.VolumeStatus
 	for i, v := range vmi.Spec.Volumes {
 		vs := kubevirtv1.VolumeStatus{Name: v.Name, Target: fmt.Sprintf("vd%c", 'a'+i)}
-		if v.PersistentVolumeClaim != nil {
+		if claim := claimOf(v); claim != "" {
 			size := resource.MustParse("30Gi")
 			vs.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{
-				ClaimName:   v.PersistentVolumeClaim.ClaimName,
+				ClaimName:   claim,
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
 				Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},

@@ -92,6 +92,9 @@ type Simulator struct {
 	domains domainState
 	// guests holds the guest agents' knobs (guestagent.go).
 	guests guestState
+	// attachErrors are the external-attacher's failures by claim
+	// (SetAttachError, storage.go).
+	attachErrors map[types.NamespacedName]string
 }
 
 // Option configures a Simulator.

@@ -43,6 +43,24 @@ type VMSpec struct {
 	// NonSharedDisk puts the root disk on a ReadWriteOnce PVC, which makes
 	// the VMI not live-migratable (DisksNotLiveMigratable).
 	NonSharedDisk bool
+	// RootClaim puts the root disk on the existing PVC of that name
+	// (CreateClaim) instead of a containerDisk; like NonSharedDisk, the
+	// VMI is then not live-migratable.
+	RootClaim string
+	// DataVolume puts the root disk on the DataVolume <name>-rootdisk of
+	// the VM's dataVolumeTemplates, imported over HTTP by CDI into a PVC
+	// of StorageClass (cdi.go). CreateVM has virt-controller create the
+	// DataVolume and, as KubeVirt waits for it, no VMI: the VM says
+	// Provisioning until the import succeeds (CompleteImport), then
+	// virt-controller creates the VMI. Needs CDI's CRD
+	// (testenv.Options.CDI).
+	DataVolume bool
+	// StorageClass is the class of the DataVolume's PVC; empty is
+	// StorageClassImmediate.
+	StorageClass string
+	// NodeSelector is the VMI's spec.nodeSelector, which virt-controller
+	// copies into the launcher pod's.
+	NodeSelector map[string]string
 	// Standalone creates a bare VMI with no VM (CreateVM then writes no
 	// VM object).
 	Standalone bool
@@ -115,10 +133,19 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 		spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "gpu1", DeviceName: hostDeviceResource}}
 	}
 	root := kubevirtv1.Volume{Name: "rootdisk", VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: ContainerDiskImage}}}
-	if sp.NonSharedDisk {
+	switch {
+	case sp.DataVolume:
+		root.VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: RootDataVolume(sp.Name)}}
+	case sp.NonSharedDisk || sp.RootClaim != "":
 		root.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
-			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: sp.Name + "-rootdisk"},
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: cmpOr(sp.RootClaim, sp.Name+"-rootdisk")},
 		}}
+	}
+	if len(sp.NodeSelector) > 0 {
+		spec.NodeSelector = map[string]string{}
+		for k, v := range sp.NodeSelector {
+			spec.NodeSelector[k] = v
+		}
 	}
 	userData := "#cloud-config\nuser: fedora\npassword: fedora\nchpasswd: { expire: False }\n"
 	if sp.GuestAgent {
@@ -171,6 +198,9 @@ func (s *Simulator) CreateVM(ctx context.Context, spec VMSpec) error {
 			},
 		},
 	}
+	if spec.DataVolume {
+		vm.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dataVolumeTemplate(spec)}
+	}
 	if err := s.Client.Create(ctx, vm, client.FieldOwner(managerUser)); err != nil {
 		return fmt.Errorf("creating VM %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
@@ -181,6 +211,18 @@ func (s *Simulator) CreateVM(ctx context.Context, spec VMSpec) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if spec.DataVolume {
+		// virt-controller creates the DataVolumes first and the VMI only
+		// once they are ready (CompleteImport).
+		created := &kubevirtv1.VirtualMachine{}
+		if err := s.Client.Get(ctx, key(spec.Namespace, spec.Name), created); err != nil {
+			return fmt.Errorf("reading VM %s/%s: %w", spec.Namespace, spec.Name, err)
+		}
+		if err := s.createDataVolumes(ctx, created); err != nil {
+			return err
+		}
+		return s.syncVM(ctx, spec.Namespace, spec.Name)
 	}
 	switch spec.runStrategy() {
 	case kubevirtv1.RunStrategyAlways, kubevirtv1.RunStrategyRerunOnFailure, kubevirtv1.RunStrategyOnce:
@@ -335,6 +377,15 @@ func (s *Simulator) syncVM(ctx context.Context, ns, name string) error {
 		st.Created = vmi != nil
 		st.Ready = false
 		st.PrintableStatus = printableStatus(vm, vmi, rs)
+		if vmi == nil && vm.DeletionTimestamp == nil && len(vm.Spec.DataVolumeTemplates) > 0 && rs != kubevirtv1.RunStrategyHalted {
+			dvs, err := s.dataVolumesStatus(ctx, vm)
+			if err != nil {
+				return err
+			}
+			if dvs != "" {
+				st.PrintableStatus = dvs
+			}
+		}
 
 		ready := kubevirtv1.VirtualMachineCondition{
 			Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse,
