@@ -113,7 +113,7 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 			Hostname:                      hostname(vmi.Name),
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](210),
-			NodeSelector: nodeSelector(vmi),
+			NodeSelector:                  nodeSelector(vmi),
 			// virt-controller sets the gate False (reason Paused) while the VMI is
 			// paused.
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: kubevirtv1.VirtualMachineUnpaused}},
