@@ -326,7 +326,7 @@ func (s *Simulator) provision(ctx context.Context, pvc *corev1.PersistentVolumeC
 				UID: pvc.UID, ResourceVersion: pvc.ResourceVersion,
 			},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: CSIDriver, VolumeHandle: "vol-" + s.hex(8), FSType: fsType,
+				Driver: CSIDriver, VolumeHandle: "vol-" + string(pvc.UID), FSType: fsType,
 				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": component},
 			}},
 		},
@@ -470,10 +470,10 @@ func (s *Simulator) recordEvent(ctx context.Context, obj client.Object, eventTyp
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns,
-			// client-go's name: the object's name and the time in hex
-			// nanoseconds; the random part keeps two events of the
-			// same second apart.
-			Name: fmt.Sprintf("%s.%x", obj.GetName(), now.UnixNano()+int64(s.randBytes(1)[0])<<20+int64(s.randBytes(1)[0])),
+			// client-go names an event after its object and the time
+			// in 16 hex digits of nanoseconds; the simulator's clock
+			// has seconds, so the digits are drawn.
+			Name: obj.GetName() + "." + s.hex(8),
 		},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
@@ -484,7 +484,12 @@ func (s *Simulator) recordEvent(ctx context.Context, obj client.Object, eventTyp
 		Source:              corev1.EventSource{Component: component, Host: host},
 		ReportingController: component, ReportingInstance: host,
 	}
-	if err := s.Client.Create(ctx, ev, client.FieldOwner(component)); err != nil {
+	err = s.Client.Create(ctx, ev, client.FieldOwner(component))
+	for try := 0; apierrors.IsAlreadyExists(err) && try < 8; try++ {
+		ev.Name = obj.GetName() + "." + s.hex(8)
+		err = s.Client.Create(ctx, ev, client.FieldOwner(component))
+	}
+	if err != nil {
 		return fmt.Errorf("recording event %s on %s %s/%s: %w", reason, gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil

@@ -69,6 +69,10 @@ func startControllerManager(e *Env) (*controllerManager, error) {
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--controllers="+strings.Join(StorageControllers, ","),
 		"--use-service-account-credentials=false",
+		// The PV binder re-reads its claims every 15 s by default; some
+		// of its events (WaitForPodScheduled) come only from that pass,
+		// and a test should not wait for them that long.
+		"--pvclaimbinder-sync-period=2s",
 		"--leader-elect=false",
 		// Tests write fast; the default 20 QPS would hold the
 		// controllers' writes back.
