@@ -312,7 +312,7 @@ func (s *Simulator) provision(ctx context.Context, pvc *corev1.PersistentVolumeC
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{provisionedByAnnotation: CSIDriver, "volume.kubernetes.io/provisioner-deletion-secret-name": "", "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""},
+			Annotations: map[string]string{provisionedByAnnotation: CSIDriver},
 			Finalizers:  []string{provisionerFinalizer},
 		},
 		Spec: corev1.PersistentVolumeSpec{
