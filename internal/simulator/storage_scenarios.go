@@ -3,9 +3,13 @@ package simulator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
 // StoragePlay is a storage situation the simulator drives a VM into. Unlike
@@ -83,10 +87,35 @@ var StorageScenarios = []StoragePlay{
 		Play:        play((*Simulator).PlayMountFailed),
 	},
 	{
+		Name:        "import-in-progress",
+		Description: "The VM's root disk is a DataVolume importing normally: its claim is bound, the import runs at 42.00%, the VM says Provisioning and has no VMI yet.",
+		CDI:         true,
+		Play:        play((*Simulator).PlayImportInProgress),
+	},
+	{
+		Name:        "pvc-lost",
+		Description: "The VM runs on node-a from a bound PVC whose PersistentVolume is then deleted (its finalizers removed by hand): the PV binder marks the claim Lost and records ClaimLost.",
+		Play:        play((*Simulator).PlayPVCLost),
+	},
+	{
+		Name:        "volume-attachment-stale",
+		Description: "The VM runs from an attached PVC on a node of its own, which then goes dark (Ready=Unknown): the VolumeAttachment stays attached to the NotReady node.",
+		Play:        play((*Simulator).PlayVolumeAttachmentStale),
+	},
+	{
 		Name:        "hotplug-volume-stuck",
 		Description: "A PVC whose provisioner nobody runs is hot-plugged into the running VM: the claim stays Pending (the PV binder waits for the external provisioner) and the VMI's volumeStatus says Pending, PVCNotReady, with no attachment pod.",
 		Play:        play((*Simulator).PlayHotplugVolumeStuck),
 	},
+}
+
+// Scenario makes the play a catalogue entry that should leave layer with
+// verdict and reason, wait after its end.
+func (p StoragePlay) Scenario(layer string, verdict v1alpha1.Verdict, reason string, wait time.Duration) Scenario {
+	return Scenario{
+		Name: p.Name, Description: p.Description, Layer: layer, Verdict: verdict, Reason: reason,
+		Wait: wait, Storage: true, Play: p.Play,
+	}
 }
 
 // play turns a method of the Simulator into a Play.
@@ -311,4 +340,78 @@ func (s *Simulator) PlayHotplugVolumeStuck(ctx context.Context, ns, vm string) e
 		return err
 	}
 	return s.HotplugVolume(ctx, ns, vm, "hotplug", claim)
+}
+
+// PlayImportInProgress: a DataVolume VM whose claim binds and whose import
+// runs at 42% (ImportProgress): the normal import, Progressing.
+func (s *Simulator) PlayImportInProgress(ctx context.Context, ns, vm string) error {
+	if err := s.createStorageVM(ctx, ns, VMSpec{Name: vm, DataVolume: true}, nil); err != nil {
+		return err
+	}
+	dv := RootDataVolume(vm)
+	if _, err := s.AwaitBound(ctx, ns, dv); err != nil {
+		return err
+	}
+	return s.ImportProgress(ctx, ns, dv, 42)
+}
+
+// PlayPVCLost: the VM boots on node-a through its root claim
+// (BootWithVolumes); then the claim's PV loses its finalizers and is
+// deleted, as an administrator or a misbehaving driver does; the PV
+// binder's Warning ClaimLost on the claim is awaited (the claim is Lost).
+func (s *Simulator) PlayPVCLost(ctx context.Context, ns, vm string) error {
+	claim := RootClaim(vm)
+	if err := s.createStorageVM(ctx, ns, VMSpec{Name: vm, RootClaim: claim}, &ClaimSpec{Name: claim}); err != nil {
+		return err
+	}
+	pvName, err := s.AwaitBound(ctx, ns, claim)
+	if err != nil {
+		return err
+	}
+	if err := s.BootWithVolumes(ctx, ns, vm, ScenarioNodes[0]); err != nil {
+		return err
+	}
+	if err := s.DeleteVolume(ctx, pvName); err != nil {
+		return err
+	}
+	_, err = s.AwaitEvent(ctx, "PersistentVolumeClaim", ns, claim, "ClaimLost")
+	return err
+}
+
+// DeleteVolume deletes the PersistentVolume name at once, its finalizers
+// (the external-provisioner's, kubernetes.io/pv-protection) removed first,
+// as an administrator forcing it away does.
+func (s *Simulator) DeleteVolume(ctx context.Context, name string) error {
+	pv, err := mutate(ctx, s.Client, key("", name), func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} }, false, managerUser,
+		func(pv *corev1.PersistentVolume) error {
+			pv.Finalizers = nil
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Delete(ctx, pv, client.GracePeriodSeconds(0)); err != nil {
+		return fmt.Errorf("deleting PV %s: %w", name, err)
+	}
+	return nil
+}
+
+// PlayVolumeAttachmentStale: the VM boots through its attached root claim
+// on a node of its own (ScenarioNode), which then goes dark (LoseNode):
+// the VolumeAttachment stays attached to a NotReady node.
+func (s *Simulator) PlayVolumeAttachmentStale(ctx context.Context, ns, vm string) error {
+	claim, node := RootClaim(vm), ScenarioNode(ns, vm)
+	if err := s.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	if err := s.EnsureStorage(ctx, node); err != nil {
+		return err
+	}
+	if err := s.createStorageVM(ctx, ns, VMSpec{Name: vm, RootClaim: claim}, &ClaimSpec{Name: claim}); err != nil {
+		return err
+	}
+	if err := s.BootWithVolumes(ctx, ns, vm, node); err != nil {
+		return err
+	}
+	return s.LoseNode(ctx, node)
 }

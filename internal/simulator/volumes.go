@@ -111,17 +111,37 @@ func (s *Simulator) RunLauncherPod(ctx context.Context, ns, name string) error {
 	return s.runLauncher(ctx, vmi, pod, pod.Spec.NodeName)
 }
 
-// BootWithVolumes boots the VM's VMI on node through its volumes:
+// BootWithVolumes boots the VM's VMI on node through its volumes: it waits
+// for its claims of Immediate binding to bind (AwaitBound), then
 // PlaceLauncherPod, then for each of the pod's claims the external-attacher
 // answers the attach-detach controller's VolumeAttachment (AwaitAttachment;
 // kube-controller-manager must run), then RunLauncherPod, StartDomain and,
 // for a VM with a guest agent, ConnectAgent. An attach error stops it.
 func (s *Simulator) BootWithVolumes(ctx context.Context, ns, name, node string) error {
-	if err := s.PlaceLauncherPod(ctx, ns, name, node); err != nil {
-		return err
-	}
 	vmi, err := s.getVMI(ctx, ns, name)
 	if err != nil {
+		return err
+	}
+	for _, v := range vmi.Spec.Volumes {
+		claim := claimOf(v)
+		if claim == "" {
+			continue
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := s.Client.Get(ctx, key(ns, claim), pvc); err != nil {
+			return fmt.Errorf("BootWithVolumes: reading PVC %s/%s: %w", ns, claim, err)
+		}
+		sc := &storagev1.StorageClass{}
+		if err := s.Client.Get(ctx, key("", ptr.Deref(pvc.Spec.StorageClassName, "")), sc); err != nil {
+			return fmt.Errorf("BootWithVolumes: reading the StorageClass of PVC %s/%s: %w", ns, claim, err)
+		}
+		if ptr.Deref(sc.VolumeBindingMode, storagev1.VolumeBindingImmediate) == storagev1.VolumeBindingImmediate {
+			if _, err := s.AwaitBound(ctx, ns, claim); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.PlaceLauncherPod(ctx, ns, name, node); err != nil {
 		return err
 	}
 	pod, err := s.boundLauncher(ctx, vmi)

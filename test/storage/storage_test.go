@@ -367,6 +367,44 @@ func TestStoragePlays(t *testing.T) {
 				t.Errorf("FailedMount from %s on %s: %q", e.Source.Component, e.Source.Host, e.Message)
 			}
 		},
+		"import-in-progress": func(t *testing.T, ns, vm string) {
+			dv := &cdiv1.DataVolume{}
+			must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: simulator.RootDataVolume(vm)}, dv))
+			if dv.Status.Phase != cdiv1.ImportInProgress || dv.Status.Progress != "42.00%" || dv.Status.RestartCount != 0 {
+				t.Errorf("DataVolume %s at %s with %d restarts, want ImportInProgress at 42.00%% with none", dv.Status.Phase, dv.Status.Progress, dv.Status.RestartCount)
+			}
+			if e := event(t, "DataVolume", ns, dv.Name, "ImportInProgress"); e.Type != corev1.EventTypeNormal || e.Source.Component != "datavolume-import-controller" {
+				t.Errorf("ImportInProgress %s from %s", e.Type, e.Source.Component)
+			}
+			vmObj := &kubevirtv1.VirtualMachine{}
+			must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: vm}, vmObj))
+			if vmObj.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusProvisioning {
+				t.Errorf("VM says %s, want Provisioning", vmObj.Status.PrintableStatus)
+			}
+		},
+		"pvc-lost": func(t *testing.T, ns, vm string) {
+			if p := claim(t, ns, simulator.RootClaim(vm)).Status.Phase; p != corev1.ClaimLost {
+				t.Errorf("claim %s, want Lost", p)
+			}
+			if e := event(t, "PersistentVolumeClaim", ns, simulator.RootClaim(vm), "ClaimLost"); e.Type != corev1.EventTypeWarning || e.Source.Component != "persistentvolume-controller" {
+				t.Errorf("ClaimLost %s from %s", e.Type, e.Source.Component)
+			}
+		},
+		"volume-attachment-stale": func(t *testing.T, ns, vm string) {
+			node := simulator.ScenarioNode(ns, vm)
+			vas, err := sim.VolumeAttachments(context.Background(), ns, simulator.RootClaim(vm))
+			must(t, err)
+			if len(vas) != 1 || !vas[0].Status.Attached || vas[0].Spec.NodeName != node {
+				t.Fatalf("VolumeAttachments %+v, want one attached to %s", vas, node)
+			}
+			n := &corev1.Node{}
+			must(t, k8s.Get(context.Background(), client.ObjectKey{Name: node}, n))
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionUnknown {
+					t.Errorf("node %s Ready=%s, want Unknown", node, c.Status)
+				}
+			}
+		},
 		"hotplug-volume-stuck": func(t *testing.T, ns, vm string) {
 			vmi := &kubevirtv1.VirtualMachineInstance{}
 			must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: vm}, vmi))
