@@ -103,6 +103,11 @@ var StorageScenarios = []StoragePlay{
 		Play:        play((*Simulator).PlayVolumeAttachmentStale),
 	},
 	{
+		Name:        "hotplug-attach-failed",
+		Description: "A bound PVC is hot-plugged into the running VM on node-a; its attachment pod is created, but the external-attacher fails the attachment: the attach-detach controller records FailedAttachVolume on the attachment pod, which stays ContainerCreating, and the VMI's volumeStatus stays AttachedToNode without an attachment pod UID.",
+		Play:        play((*Simulator).PlayHotplugAttachFailed),
+	},
+	{
 		Name:        "hotplug-volume-stuck",
 		Description: "A PVC whose provisioner nobody runs is hot-plugged into the running VM: the claim stays Pending (the PV binder waits for the external provisioner) and the VMI's volumeStatus says Pending, PVCNotReady, with no attachment pod.",
 		Play:        play((*Simulator).PlayHotplugVolumeStuck),
@@ -414,4 +419,56 @@ func (s *Simulator) PlayVolumeAttachmentStale(ctx context.Context, ns, vm string
 		return err
 	}
 	return s.LoseNode(ctx, node)
+}
+
+// PlayHotplugAttachFailed: the VM boots on node-a (containerDisk); a claim
+// <vm>-hotplug of StorageClassImmediate binds and is hot-plugged as volume
+// "hotplug" with the external-attacher failing it (SetAttachError,
+// AttachErrorMessage); the attach-detach controller's Warning
+// FailedAttachVolume on the attachment pod is awaited.
+func (s *Simulator) PlayHotplugAttachFailed(ctx context.Context, ns, vm string) error {
+	if err := s.EnsureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	if err := s.EnsureStorage(ctx); err != nil {
+		return err
+	}
+	if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
+		return err
+	}
+	claim := vm + "-hotplug"
+	if err := s.CreateClaim(ctx, ClaimSpec{Namespace: ns, Name: claim}); err != nil {
+		return err
+	}
+	if _, err := s.AwaitBound(ctx, ns, claim); err != nil {
+		return err
+	}
+	s.SetAttachError(ns, claim, AttachErrorMessage)
+	if err := s.HotplugVolume(ctx, ns, vm, "hotplug", claim); err != nil {
+		return err
+	}
+	if _, err := s.AwaitAttachment(ctx, ns, claim, ScenarioNodes[0]); err != nil {
+		return err
+	}
+	hp, err := s.attachmentPod(ctx, ns, vm, "hotplug")
+	if err != nil {
+		return err
+	}
+	_, err = s.AwaitEvent(ctx, "Pod", ns, hp, "FailedAttachVolume")
+	return err
+}
+
+// attachmentPod is the name of the attachment pod of the VMI's hotplug
+// volume.
+func (s *Simulator) attachmentPod(ctx context.Context, ns, vm, volume string) (string, error) {
+	vmi, err := s.getVMI(ctx, ns, vm)
+	if err != nil {
+		return "", err
+	}
+	for _, st := range vmi.Status.VolumeStatus {
+		if st.Name == volume && st.HotplugVolume != nil && st.HotplugVolume.AttachPodName != "" {
+			return st.HotplugVolume.AttachPodName, nil
+		}
+	}
+	return "", fmt.Errorf("volume %s of VMI %s/%s has no attachment pod", volume, ns, vm)
 }

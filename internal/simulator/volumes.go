@@ -6,8 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Launcher pods with volumes: between kube-scheduler's binding and the
@@ -174,13 +177,19 @@ const (
 // HotplugVolume is a user hot-plugging claim ns/claim into the running VMI
 // as volume (virtctl addvolume, without --persist): virt-api adds the
 // hotpluggable PVC volume and a SCSI disk to the VMI's spec, and
-// virt-controller adds its status.volumeStatus entry (hotplugVolume set):
-// while the claim is Pending, phase Pending with reason PVCNotReady and
-// message "PVC is in phase ClaimPending", and no attachment pod, so the
-// volume never reaches the guest; a bound claim is phase Bound (the
-// attachment pod is not played).
+// virt-controller adds its status.volumeStatus entry (hotplugVolume set).
+// While the claim is Pending: phase Pending, reason PVCNotReady, message
+// "PVC is in phase ClaimPending", and no attachment pod, so the volume
+// never reaches the guest. A bound claim gets its attachment pod
+// (hp-volume-<suffix>, owned by the launcher pod, bound to the VMI's node,
+// ContainerCreating while the attach-detach controller attaches the claim
+// for it): phase AttachedToNode, reason SuccessfulCreate, message "Created
+// hotplug attachment pod hp-volume-..., for volume <volume>",
+// hotplugVolume.attachPodName set and attachPodUID empty until the pod is
+// ready (CompleteHotplug), and the Normal event SuccessfulCreate on the VMI.
 func (s *Simulator) HotplugVolume(ctx context.Context, ns, name, volume, claim string) error {
-	if _, err := s.vmiInPhase(ctx, ns, name, "HotplugVolume", kubevirtv1.Running); err != nil {
+	vmi, launcher, err := s.vmiAndLauncher(ctx, ns, name, "HotplugVolume", kubevirtv1.Running)
+	if err != nil {
 		return err
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -206,15 +215,31 @@ func (s *Simulator) HotplugVolume(ctx context.Context, ns, name, volume, claim s
 	}); err != nil {
 		return err
 	}
-	phase, msg := kubevirtv1.VolumePending, "PVC is in phase ClaimPending"
+	st := kubevirtv1.VolumeStatus{Name: volume, HotplugVolume: &kubevirtv1.HotplugVolumeStatus{},
+		Phase: kubevirtv1.VolumePending, Reason: PVCNotReady, Message: "PVC is in phase ClaimPending"}
 	switch pvc.Status.Phase {
 	case corev1.ClaimBound:
-		phase, msg = kubevirtv1.VolumeBound, "PVC is in phase Bound"
+		if launcher == nil {
+			return fmt.Errorf("HotplugVolume: VMI %s/%s has no launcher pod", ns, name)
+		}
+		hp, err := s.createAttachmentPod(ctx, vmi, launcher, volume, claim)
+		if err != nil {
+			return err
+		}
+		st.Phase, st.Reason = kubevirtv1.HotplugVolumeAttachedToNode, "SuccessfulCreate"
+		st.Message = fmt.Sprintf("Created hotplug attachment pod %s, for volume %s", hp.Name, volume)
+		st.HotplugVolume.AttachPodName = hp.Name
+		st.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{
+			ClaimName: claim, AccessModes: pvc.Spec.AccessModes, VolumeMode: pvc.Spec.VolumeMode,
+			Capacity: pvc.Status.Capacity, Requests: pvc.Spec.Resources.Requests,
+		}
+		if err := s.recordEvent(ctx, vmi, corev1.EventTypeNormal, st.Reason, st.Message, managerVirtController, ""); err != nil {
+			return err
+		}
 	case corev1.ClaimLost:
-		msg = "PVC is in phase Lost"
+		st.Message = "PVC is in phase Lost"
 	}
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		st := kubevirtv1.VolumeStatus{Name: volume, HotplugVolume: &kubevirtv1.HotplugVolumeStatus{}, Phase: phase, Reason: PVCNotReady, Message: msg}
 		for i := range vmi.Status.VolumeStatus {
 			if vmi.Status.VolumeStatus[i].Name == volume {
 				vmi.Status.VolumeStatus[i] = st
@@ -227,4 +252,101 @@ func (s *Simulator) HotplugVolume(ctx context.Context, ns, name, volume, claim s
 		return err
 	}
 	return s.syncVM(ctx, ns, name)
+}
+
+// attachmentPodPrefix names KubeVirt's hotplug attachment pods.
+const attachmentPodPrefix = "hp-volume-"
+
+// createAttachmentPod is virt-controller creating the hotplug attachment
+// pod of claim (kv:pkg/virt-controller/services/template.go,
+// RenderHotplugAttachmentPodTemplate): owned by the launcher pod, pinned to
+// its node, mounting the claim; kube-scheduler binds it there and the
+// kubelet reports it ContainerCreating until its volume is attached.
+func (s *Simulator) createAttachmentPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, launcher *corev1.Pod, volume, claim string) (*corev1.Pod, error) {
+	node := launcher.Spec.NodeName
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: vmi.Namespace, GenerateName: attachmentPodPrefix, Name: s.generateName(attachmentPodPrefix),
+			Labels: map[string]string{kubevirtv1.AppLabel: "hotplug-disk"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: launcher.Name, UID: launcher.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+				}}}},
+			}}},
+			Containers: []corev1.Container{{
+				Name: "hotplug-disk", Image: s.LauncherImage,
+				Command:      []string{"/bin/sh", "-c", "/usr/bin/container-disk --copy-path /path/hp"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "hotplug-disks", MountPath: "/path"}, {Name: volume, MountPath: "/path/" + volume}},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "hotplug-disks", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: volume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}},
+			},
+		},
+	}
+	err := s.Client.Create(ctx, pod, client.FieldOwner(managerVirtController))
+	for try := 0; apierrors.IsAlreadyExists(err) && try < 8; try++ {
+		pod.Name = s.generateName(attachmentPodPrefix)
+		err = s.Client.Create(ctx, pod, client.FieldOwner(managerVirtController))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the attachment pod of %s/%s for %s: %w", vmi.Namespace, vmi.Name, volume, err)
+	}
+	if err := s.bindPod(ctx, pod, node); err != nil {
+		return nil, err
+	}
+	if err := s.containerCreating(ctx, pod.Namespace, pod.Name, node); err != nil {
+		return nil, err
+	}
+	return pod, nil
+}
+
+// CompleteHotplug finishes hot-plugging volume into the running VMI once
+// its claim is attached to the node (AwaitAttachment): the kubelet runs the
+// attachment pod, virt-controller records its UID, and virt-handler
+// attaches the disk to the domain: phase Ready, reason VolumeReady,
+// message "Successfully attach hotplugged volume <volume> to VM", target
+// sda.
+func (s *Simulator) CompleteHotplug(ctx context.Context, ns, name, volume string) error {
+	vmi, err := s.vmiInPhase(ctx, ns, name, "CompleteHotplug", kubevirtv1.Running)
+	if err != nil {
+		return err
+	}
+	var hp string
+	for _, st := range vmi.Status.VolumeStatus {
+		if st.Name == volume && st.HotplugVolume != nil {
+			hp = st.HotplugVolume.AttachPodName
+		}
+	}
+	if hp == "" {
+		return fmt.Errorf("CompleteHotplug: volume %s of VMI %s/%s has no attachment pod", volume, ns, name)
+	}
+	pod := &corev1.Pod{}
+	if err := s.Client.Get(ctx, key(ns, hp), pod); err != nil {
+		return fmt.Errorf("CompleteHotplug: reading attachment pod %s/%s: %w", ns, hp, err)
+	}
+	hostIP, podIP := s.podIP(ctx, pod.Spec.NodeName)
+	if pod, err = s.runPod(ctx, ns, hp, podIP, hostIP); err != nil {
+		return err
+	}
+	_, err = s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
+		for i := range vmi.Status.VolumeStatus {
+			st := &vmi.Status.VolumeStatus[i]
+			if st.Name != volume || st.HotplugVolume == nil {
+				continue
+			}
+			st.HotplugVolume.AttachPodUID = pod.UID
+			st.Phase, st.Reason, st.Target = kubevirtv1.VolumeReady, "VolumeReady", "sda"
+			st.Message = fmt.Sprintf("Successfully attach hotplugged volume %s to VM", volume)
+		}
+		return nil
+	})
+	return err
 }

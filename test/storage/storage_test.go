@@ -405,16 +405,19 @@ func TestStoragePlays(t *testing.T) {
 				}
 			}
 		},
-		"hotplug-volume-stuck": func(t *testing.T, ns, vm string) {
-			vmi := &kubevirtv1.VirtualMachineInstance{}
-			must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: vm}, vmi))
-			var st *kubevirtv1.VolumeStatus
-			for i := range vmi.Status.VolumeStatus {
-				if vmi.Status.VolumeStatus[i].Name == "hotplug" {
-					st = &vmi.Status.VolumeStatus[i]
-				}
+		"hotplug-attach-failed": func(t *testing.T, ns, vm string) {
+			st := volumeStatus(t, ns, vm, "hotplug")
+			if st.Phase != kubevirtv1.HotplugVolumeAttachedToNode || st.HotplugVolume.AttachPodName == "" || st.HotplugVolume.AttachPodUID != "" {
+				t.Errorf("hotplug volume status %+v, want AttachedToNode with a pod that is not ready", st)
 			}
-			if st == nil || st.HotplugVolume == nil || st.Phase != kubevirtv1.VolumePending || st.Reason != simulator.PVCNotReady {
+			e := event(t, "Pod", ns, st.HotplugVolume.AttachPodName, "FailedAttachVolume")
+			if e.Source.Component != "attachdetach-controller" || !strings.HasSuffix(e.Message, simulator.AttachErrorMessage) {
+				t.Errorf("FailedAttachVolume from %s: %q", e.Source.Component, e.Message)
+			}
+		},
+		"hotplug-volume-stuck": func(t *testing.T, ns, vm string) {
+			st := volumeStatus(t, ns, vm, "hotplug")
+			if st.HotplugVolume == nil || st.Phase != kubevirtv1.VolumePending || st.Reason != simulator.PVCNotReady {
 				t.Errorf("hotplug volume status %+v, want Pending PVCNotReady", st)
 			}
 			if e := event(t, "PersistentVolumeClaim", ns, vm+"-hotplug", "ExternalProvisioning"); e.Source.Component != "persistentvolume-controller" {
@@ -443,4 +446,47 @@ func podCond(p corev1.Pod, t corev1.PodConditionType) corev1.PodCondition {
 		}
 	}
 	return corev1.PodCondition{}
+}
+
+// volumeStatus is the VMI's status entry of volume.
+func volumeStatus(t *testing.T, ns, vm, volume string) kubevirtv1.VolumeStatus {
+	t.Helper()
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: vm}, vmi))
+	for _, st := range vmi.Status.VolumeStatus {
+		if st.Name == volume {
+			return st
+		}
+	}
+	t.Fatalf("VMI %s/%s has no status for volume %s: %+v", ns, vm, volume, vmi.Status.VolumeStatus)
+	return kubevirtv1.VolumeStatus{}
+}
+
+// TestHotplugVolume: a bound claim hot-plugged into a running VM gets its
+// attachment pod on the VM's node, for which the attach-detach controller
+// attaches the claim; then the volume is Ready in the guest.
+func TestHotplugVolume(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	vm, node, hpClaim := "vm-hotplug", simulator.ScenarioNodes[1], "vm-hotplug-data"
+	must(t, sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm}))
+	must(t, sim.Boot(ctx, ns, vm, node))
+	must(t, sim.CreateClaim(ctx, simulator.ClaimSpec{Namespace: ns, Name: hpClaim, Block: true}))
+	_, err := sim.AwaitBound(ctx, ns, hpClaim)
+	must(t, err)
+	must(t, sim.HotplugVolume(ctx, ns, vm, "data", hpClaim))
+	st := volumeStatus(t, ns, vm, "data")
+	if st.Phase != kubevirtv1.HotplugVolumeAttachedToNode || !strings.HasPrefix(st.HotplugVolume.AttachPodName, "hp-volume-") {
+		t.Fatalf("volume status %+v, want AttachedToNode with an hp-volume pod", st)
+	}
+	va, err := sim.AwaitAttachment(ctx, ns, hpClaim, node)
+	must(t, err)
+	if !va.Status.Attached {
+		t.Fatalf("VolumeAttachment %s: %+v", va.Name, va.Status)
+	}
+	must(t, sim.CompleteHotplug(ctx, ns, vm, "data"))
+	st = volumeStatus(t, ns, vm, "data")
+	if st.Phase != kubevirtv1.VolumeReady || st.HotplugVolume.AttachPodUID == "" || st.Target != "sda" {
+		t.Errorf("volume status %+v, want Ready on sda with the attachment pod's UID", st)
+	}
 }
