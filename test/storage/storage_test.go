@@ -490,3 +490,28 @@ func TestHotplugVolume(t *testing.T) {
 		t.Errorf("volume status %+v, want Ready on sda with the attachment pod's UID", st)
 	}
 }
+
+// TestFailedMapVolume: the kubelet's failure to set up a Block volume is
+// FailedMapVolume, worded as its operation generator words it.
+func TestFailedMapVolume(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	vm, node := "vm-block", simulator.ScenarioNodes[0]
+	rootClaim := simulator.RootClaim(vm)
+	must(t, sim.CreateClaim(ctx, simulator.ClaimSpec{Namespace: ns, Name: rootClaim, Block: true}))
+	must(t, sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: vm, RootClaim: rootClaim}))
+	pv, err := sim.AwaitBound(ctx, ns, rootClaim)
+	must(t, err)
+	must(t, sim.PlaceLauncherPod(ctx, ns, vm, node))
+	_, err = sim.AwaitAttachment(ctx, ns, rootClaim, node)
+	must(t, err)
+	reasons, err := sim.FailVolumeSetup(ctx, ns, vm, "rpc error: code = Internal desc = device /dev/vdc not found")
+	must(t, err)
+	if len(reasons) != 1 || reasons[0] != simulator.FailedMapVolume {
+		t.Fatalf("reasons %v, want [%s]", reasons, simulator.FailedMapVolume)
+	}
+	e := event(t, "Pod", ns, launcher(t, ns, vm).Name, simulator.FailedMapVolume)
+	if want := fmt.Sprintf("MapVolume.SetUpDevice failed for volume %q : rpc error: code = Internal desc = device /dev/vdc not found", pv); e.Message != want || e.Type != corev1.EventTypeWarning || e.Source.Host != node {
+		t.Errorf("%s %s on %s: %q, want %q", e.Type, e.Reason, e.Source.Host, e.Message, want)
+	}
+}
