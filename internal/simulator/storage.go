@@ -300,7 +300,7 @@ func (s *Simulator) provision(ctx context.Context, pvc *corev1.PersistentVolumeC
 	} else if !apierrors.IsNotFound(err) {
 		return "", err
 	}
-	component := CSIDriver + "_csi-provisioner-0_" + s.uuid()
+	component := s.provisionerIdentity()
 	if err := s.recordEvent(ctx, pvc, corev1.EventTypeNormal, "Provisioning",
 		fmt.Sprintf("External provisioner is provisioning volume for claim %q", pvc.Namespace+"/"+pvc.Name), component, ""); err != nil {
 		return "", err
@@ -343,6 +343,24 @@ func (s *Simulator) provision(ctx context.Context, pvc *corev1.PersistentVolumeC
 		return "", fmt.Errorf("creating PV %s for %s/%s: %w", name, pvc.Namespace, pvc.Name, err)
 	}
 	return name, s.recordEvent(ctx, pvc, corev1.EventTypeNormal, "ProvisioningSucceeded", "Successfully provisioned volume "+name, component, "")
+}
+
+// provisionerIdentity is the external-provisioner's event source and
+// csiProvisionerIdentity: the driver, its pod and an ID drawn at its start.
+func (s *Simulator) provisionerIdentity() string {
+	s.mu.Lock()
+	id := s.provisionerID
+	s.mu.Unlock()
+	if id != "" {
+		return id
+	}
+	id = CSIDriver + "_csi-provisioner-0_" + s.uuid() // uuid takes s.mu
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.provisionerID == "" {
+		s.provisionerID = id
+	}
+	return s.provisionerID
 }
 
 // SetAttachError makes CSIDriver's external-attacher fail every attach of
