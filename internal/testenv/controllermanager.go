@@ -84,7 +84,7 @@ func startControllerManager(e *Env) (*controllerManager, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := m.waitReady("https://"+addr+"/healthz", time.Minute); err != nil {
+	if err := m.waitHealthy("https://"+addr+"/healthz", time.Minute); err != nil {
 		_ = m.Stop()
 		return nil, err
 	}

@@ -37,12 +37,18 @@ func (d *daemon) start() error {
 	return nil
 }
 
-// waitReady polls url (a readiness endpoint: Prometheus' /-/ready,
+// waitReady polls url's /-/ready until it answers 200, the process exits or
+// timeout passes; the errors carry the process's log.
+func (d *daemon) waitReady(url string, timeout time.Duration) error {
+	return d.waitHealthy(url+"/-/ready", timeout)
+}
+
+// waitHealthy polls url (a readiness endpoint: Prometheus' /-/ready,
 // kube-controller-manager's /healthz) until it answers 200, the process
 // exits or timeout passes; the errors carry the process's log. An https
 // URL is a server on loopback with a certificate it made itself, which is
 // not verified.
-func (d *daemon) waitReady(url string, timeout time.Duration) error {
+func (d *daemon) waitHealthy(url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: strings.HasPrefix(url, "https://")}, //nolint:gosec // a self-signed server on loopback

@@ -128,7 +128,7 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	if err := p.waitReady(p.URL+"/-/ready", timeout); err != nil {
+	if err := p.waitReady(p.URL, timeout); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}

@@ -101,7 +101,7 @@ func startThanos(component string, args func(dir string) []string) (*Thanos, err
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := th.waitReady(th.URL+"/-/ready", time.Minute); err != nil {
+	if err := th.waitReady(th.URL, time.Minute); err != nil {
 		_ = th.Stop()
 		return nil, err
 	}
