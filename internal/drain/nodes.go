@@ -48,6 +48,7 @@ func targetNodes(in Input) ([]*corev1.Node, map[string]int) {
 			out = append(out, n)
 		}
 	}
+	slices.SortFunc(out, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	return out, excluded
 }
 
@@ -185,11 +186,17 @@ func untolerated(tols []corev1.Toleration, n *corev1.Node) bool {
 func nodeNames(nodes []*corev1.Node, max int) string {
 	var names []string
 	for i, n := range nodes {
+		if n.Name == "" {
+			continue // assumed, the nodes being unreadable
+		}
 		if i == max {
 			names = append(names, fmt.Sprintf("and %d more", len(nodes)-max))
 			break
 		}
 		names = append(names, n.Name)
 	}
-	return strings.Join(names, ", ")
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }

@@ -187,6 +187,9 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 	migratable, whyNot, migNotes := liveMigratable(in, vmi)
 	v.Notes = append(v.Notes, migNotes...)
 	fits, noTarget := fittingTargets(in, vmi, targets, excluded)
+	if noTarget.Code == ReasonNodesUnreadable {
+		v.Notes = append(v.Notes, noTarget)
+	}
 	pdbs, pdbNotes := blockingBudgets(in, vmi)
 
 	strat := func(code, what string) Reason {
@@ -203,7 +206,7 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 			v.Outcome = OutcomeLiveMigrates
 			v.Reasons = append(v.Reasons, Reason{
 				Code:    ReasonLiveMigrationPossible,
-				Message: fmt.Sprintf("LiveMigratable=True and %d other node(s) fit the VMI (%s)", len(fits), nodeNames(fits, maxNamesInMessage)),
+				Message: fmt.Sprintf("LiveMigratable=True and %d other node(s) fit the VMI%s", len(fits), nodeNames(fits, maxNamesInMessage)),
 				Source:  srcEvacuation,
 			})
 		}
@@ -390,8 +393,10 @@ func liveMigratable(in Input, vmi *kubevirtv1.VirtualMachineInstance) (migratabl
 func blockingBudgets(in Input, vmi *kubevirtv1.VirtualMachineInstance) (blocking []Reason, selecting []string) {
 	podLabels := launcherLabels(in, vmi)
 	var names []string
-	for i := range in.PDBs {
-		pdb := &in.PDBs[i]
+	pdbs := slices.Clone(in.PDBs)
+	slices.SortFunc(pdbs, func(a, b policyv1.PodDisruptionBudget) int { return strings.Compare(a.Name, b.Name) })
+	for i := range pdbs {
+		pdb := &pdbs[i]
 		if pdb.Namespace != vmi.Namespace || pdb.Spec.Selector == nil {
 			continue
 		}

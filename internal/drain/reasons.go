@@ -61,3 +61,16 @@ const (
 	srcK8sEvict   = "k8s:pkg/registry/core/pod/storage/eviction.go"
 	srcScheduler  = "k8s:pkg/scheduler/framework/plugins/nodeaffinity"
 )
+
+// ReasonCodes are every reason code, for the documentation test.
+var ReasonCodes = []string{
+	ReasonLiveMigrationPossible, ReasonEvictionDeniedNotMigratable, ReasonNotLiveMigratable,
+	ReasonLiveMigratableUnknown, ReasonVolumeReadWriteOnce, ReasonHostDevice, ReasonGPU, ReasonNoTargetNode,
+	ReasonStrategyLiveMigrate, ReasonStrategyIfPossible, ReasonStrategyNone, ReasonStrategyExternal,
+	ReasonStrategyUnrecognised, ReasonClusterStrategyUnknown,
+	ReasonPDBDisallows, ReasonPDBUnknown, ReasonRunStrategyAlways, ReasonRunStrategyRerun,
+	ReasonRunStrategyNoRestart, ReasonRunStrategyUnrecognised, ReasonNoVM, ReasonVMUnreadable, ReasonNoNodeForRestart,
+	ReasonVMIFinal, ReasonVMIDeleting,
+	ReasonMigrationQueued, ReasonPDBMoot, ReasonAlreadyEvacuating, ReasonNodeNotFound, ReasonUnreadable,
+	ReasonNodesUnreadable, ReasonPVCUnreadable,
+}
