@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -43,6 +44,14 @@ type VMSpec struct {
 	// NonSharedDisk puts the root disk on a ReadWriteOnce PVC, which makes
 	// the VMI not live-migratable (DisksNotLiveMigratable).
 	NonSharedDisk bool
+	// SharedDisk puts the root disk on the PersistentVolumeClaim
+	// <name>-rootdisk, as NonSharedDisk does; the caller creates that claim
+	// ReadWriteMany (shared storage), and the VMI stays live-migratable.
+	SharedDisk bool
+	// EvictionStrategy of the VMI; empty is LiveMigrate.
+	EvictionStrategy kubevirtv1.EvictionStrategy
+	// NodeSelector of the VMI, which pins it to the nodes it selects.
+	NodeSelector map[string]string
 	// Standalone creates a bare VMI with no VM (CreateVM then writes no
 	// VM object).
 	Standalone bool
@@ -100,8 +109,9 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 			},
 		},
 		Networks:                      []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
-		EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyLiveMigrate),
+		EvictionStrategy:              ptr.To(cmp.Or(sp.EvictionStrategy, kubevirtv1.EvictionStrategyLiveMigrate)),
 		TerminationGracePeriodSeconds: ptr.To[int64](180),
+		NodeSelector:                  sp.NodeSelector,
 	}
 	if sp.Interfaces >= 2 {
 		spec.Domain.Devices.Interfaces = append(spec.Domain.Devices.Interfaces, kubevirtv1.Interface{
@@ -115,7 +125,7 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 		spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "gpu1", DeviceName: hostDeviceResource}}
 	}
 	root := kubevirtv1.Volume{Name: "rootdisk", VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: ContainerDiskImage}}}
-	if sp.NonSharedDisk {
+	if sp.NonSharedDisk || sp.SharedDisk {
 		root.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
 			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: sp.Name + "-rootdisk"},
 		}}
