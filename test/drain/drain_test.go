@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/vmobs/vmobs/internal/drain"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs"
@@ -67,6 +69,9 @@ func fleet() []member {
 // predicts with `kubectl vmobs drain-check`, drains node-a with the real
 // kubectl, and compares: every VM must be predicted right.
 func TestDrainCheckAgainstKubectlDrain(t *testing.T) {
+	// As the plugin's main does: controller-runtime's client would
+	// complain that no logger is set.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	env, k8s := testenv.StartForTest(t, testenv.Options{})
