@@ -217,7 +217,7 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 	switch kubevirtv1.EvictionStrategy(strategy) {
 	case kubevirtv1.EvictionStrategyLiveMigrate:
 		if migratable {
-			migrate(strat(ReasonStrategyLiveMigrate, "the eviction is refused and the VMI migrated"))
+			migrate(strat(ReasonStrategyLiveMigrate, "the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
 			break
 		}
 		v.Outcome = OutcomeBlocksDrain
@@ -232,7 +232,7 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 		}
 	case kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
 		if migratable {
-			migrate(strat(ReasonStrategyIfPossible, "the VMI is live-migratable, so the eviction is refused and the VMI migrated"))
+			migrate(strat(ReasonStrategyIfPossible, "the VMI is live-migratable, so the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
 			break
 		}
 		v.Reasons = append(v.Reasons, strat(ReasonStrategyIfPossible, "the VMI is not live-migratable, so the admitter lets its pod be evicted"))

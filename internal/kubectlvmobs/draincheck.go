@@ -112,8 +112,8 @@ func (o *options) drainCheck(cmd *cobra.Command, nodes []string, stdout io.Write
 		in.Node = node
 		p := drain.Predict(in)
 		out.Nodes = append(out.Nodes, p)
-		if n := nodeNamed(in.Nodes, node); n != nil && n.Spec.Unschedulable {
-			out.Progress = append(out.Progress, drain.Track(p, in))
+		if progress := drain.Track(p, in); progress.Draining {
+			out.Progress = append(out.Progress, progress)
 		}
 	}
 	if format == "" {
@@ -233,15 +233,6 @@ func gatherDrain(ctx context.Context, c client.Client, nodes []string, namespace
 		in.Migrations = append(in.Migrations, migs.Items...)
 	}
 	return in, nil
-}
-
-func nodeNamed(nodes []corev1.Node, name string) *corev1.Node {
-	for i := range nodes {
-		if nodes[i].Name == name {
-			return &nodes[i]
-		}
-	}
-	return nil
 }
 
 // RenderDrainCheck renders the predictions for people: per node a line of
