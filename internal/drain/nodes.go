@@ -183,14 +183,14 @@ func untolerated(tols []corev1.Toleration, n *corev1.Node) bool {
 	return false
 }
 
-func nodeNames(nodes []*corev1.Node, max int) string {
+func nodeNames(nodes []*corev1.Node, most int) string {
 	var names []string
 	for i, n := range nodes {
 		if n.Name == "" {
 			continue // assumed, the nodes being unreadable
 		}
-		if i == max {
-			names = append(names, fmt.Sprintf("and %d more", len(nodes)-max))
+		if i == most {
+			names = append(names, fmt.Sprintf("and %d more", len(nodes)-most))
 			break
 		}
 		names = append(names, n.Name)

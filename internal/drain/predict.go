@@ -192,7 +192,7 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 	}
 	pdbs, pdbNotes := blockingBudgets(in, vmi)
 
-	strat := func(code, what string) Reason {
+	byStrategy := func(code, what string) Reason {
 		return Reason{Code: code, Message: fmt.Sprintf("evictionStrategy %s (from %s): %s", strategy, source, what), Source: srcAdmitter}
 	}
 	migrate := func(r Reason) {
@@ -217,7 +217,7 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 	switch kubevirtv1.EvictionStrategy(strategy) {
 	case kubevirtv1.EvictionStrategyLiveMigrate:
 		if migratable {
-			migrate(strat(ReasonStrategyLiveMigrate, "the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
+			migrate(byStrategy(ReasonStrategyLiveMigrate, "the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
 			break
 		}
 		v.Outcome = OutcomeBlocksDrain
@@ -232,18 +232,18 @@ func predictVM(in Input, cfg config, vmi *kubevirtv1.VirtualMachineInstance, tar
 		}
 	case kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
 		if migratable {
-			migrate(strat(ReasonStrategyIfPossible, "the VMI is live-migratable, so the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
+			migrate(byStrategy(ReasonStrategyIfPossible, "the VMI is live-migratable, so the admitter refuses the eviction and marks the VMI for evacuation, and the evacuation controller makes a migration"))
 			break
 		}
-		v.Reasons = append(v.Reasons, strat(ReasonStrategyIfPossible, "the VMI is not live-migratable, so the admitter lets its pod be evicted"))
+		v.Reasons = append(v.Reasons, byStrategy(ReasonStrategyIfPossible, "the VMI is not live-migratable, so the admitter lets its pod be evicted"))
 		v.Reasons = append(v.Reasons, whyNot...)
 		evicted(in, &v, vmi, fits, noTarget, pdbs)
 	case kubevirtv1.EvictionStrategyExternal:
 		v.Outcome = OutcomeLeftToExternal
-		v.Reasons = append(v.Reasons, strat(ReasonStrategyExternal,
+		v.Reasons = append(v.Reasons, byStrategy(ReasonStrategyExternal,
 			"the admitter marks the VMI for evacuation and refuses the eviction; KubeVirt's evacuation controller does not migrate it (kv:pkg/util/migrations/migrations.go VMIMigratableOnEviction): an external controller must move or stop it before the drain can go on"))
 	case kubevirtv1.EvictionStrategyNone:
-		v.Reasons = append(v.Reasons, strat(ReasonStrategyNone, "the admitter lets the launcher pod be evicted"))
+		v.Reasons = append(v.Reasons, byStrategy(ReasonStrategyNone, "the admitter lets the launcher pod be evicted"))
 		evicted(in, &v, vmi, fits, noTarget, pdbs)
 	default:
 		v.Reasons = append(v.Reasons, Reason{

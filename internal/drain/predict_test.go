@@ -65,7 +65,9 @@ func run(t *testing.T, cases []situation) {
 				for _, s := range []func(){
 					func() { r.Shuffle(len(in.VMIs), func(i, j int) { in.VMIs[i], in.VMIs[j] = in.VMIs[j], in.VMIs[i] }) },
 					func() { r.Shuffle(len(in.VMs), func(i, j int) { in.VMs[i], in.VMs[j] = in.VMs[j], in.VMs[i] }) },
-					func() { r.Shuffle(len(in.Nodes), func(i, j int) { in.Nodes[i], in.Nodes[j] = in.Nodes[j], in.Nodes[i] }) },
+					func() {
+						r.Shuffle(len(in.Nodes), func(i, j int) { in.Nodes[i], in.Nodes[j] = in.Nodes[j], in.Nodes[i] })
+					},
 					func() { r.Shuffle(len(in.PDBs), func(i, j int) { in.PDBs[i], in.PDBs[j] = in.PDBs[j], in.PDBs[i] }) },
 				} {
 					s()
@@ -326,8 +328,12 @@ func TestPredictBudgetsNodesAndLimits(t *testing.T) {
 			notes: []string{"a=DisruptionBudgetMoot"},
 		},
 		{
-			name:  "PDBs unreadable: the eviction is predicted, with a note",
-			in:    func() Input { in := input([]kubevirtv1.VirtualMachineInstance{vmi("a", strategy(none))}, vm("a", "Always")); in.Unreadable = map[Kind]string{KindPDBs: "forbidden"}; return in }(),
+			name: "PDBs unreadable: the eviction is predicted, with a note",
+			in: func() Input {
+				in := input([]kubevirtv1.VirtualMachineInstance{vmi("a", strategy(none))}, vm("a", "Always"))
+				in.Unreadable = map[Kind]string{KindPDBs: "forbidden"}
+				return in
+			}(),
 			want:  []string{"a=RestartsElsewhere:EvictionStrategyNone,RunStrategyAlways"},
 			notes: []string{"a=DisruptionBudgetsUnreadable"},
 		},
@@ -341,8 +347,13 @@ func TestPredictBudgetsNodesAndLimits(t *testing.T) {
 			want: []string{"a=Unknown:EvictionStrategyNone,VirtualMachineUnreadable", "b=LiveMigrates:EvictionStrategyLiveMigrate,LiveMigrationPossible"},
 		},
 		{
-			name:  "nodes unreadable: a target is assumed, with a note",
-			in:    func() Input { in := input([]kubevirtv1.VirtualMachineInstance{vmi("a", strategy(lm))}); in.Nodes = nil; in.Unreadable = map[Kind]string{KindNodes: "forbidden"}; return in }(),
+			name: "nodes unreadable: a target is assumed, with a note",
+			in: func() Input {
+				in := input([]kubevirtv1.VirtualMachineInstance{vmi("a", strategy(lm))})
+				in.Nodes = nil
+				in.Unreadable = map[Kind]string{KindNodes: "forbidden"}
+				return in
+			}(),
 			want:  []string{"a=LiveMigrates:EvictionStrategyLiveMigrate,LiveMigrationPossible"},
 			notes: []string{"a=NodesUnreadable"},
 		},
