@@ -316,19 +316,5 @@ func RenderDrainCheck(dc DrainCheck, noHeaders bool) string {
 
 // completeNodes offers the node names not yet given.
 func (o *options) completeNodes(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	c, _, err := o.client()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	var list corev1.NodeList
-	if err := c.List(cmd.Context(), &list); err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	var out []cobra.Completion
-	for _, n := range list.Items {
-		if strings.HasPrefix(n.Name, toComplete) && !slices.Contains(args, n.Name) {
-			out = append(out, n.Name)
-		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+	return o.completeClusterNames(cmd, &corev1.NodeList{}, args, toComplete)
 }

@@ -432,18 +432,28 @@ func (o *options) completeNames(cmd *cobra.Command, args []string, toComplete st
 
 // completeNamespaces offers the namespaces, for -n.
 func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return o.completeClusterNames(cmd, &corev1.NamespaceList{}, nil, toComplete)
+}
+
+// completeClusterNames offers the names of the cluster-scoped objects list
+// holds that start with toComplete, less those given already.
+func (o *options) completeClusterNames(cmd *cobra.Command, list client.ObjectList, given []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	c, _, err := o.client()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	var list corev1.NamespaceList
-	if err := c.List(cmd.Context(), &list); err != nil {
+	if err := c.List(cmd.Context(), list); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	var out []cobra.Completion
-	for _, ns := range list.Items {
-		if strings.HasPrefix(ns.Name, toComplete) {
-			out = append(out, ns.Name)
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if ok && strings.HasPrefix(obj.GetName(), toComplete) && !slices.Contains(given, obj.GetName()) {
+			out = append(out, obj.GetName())
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

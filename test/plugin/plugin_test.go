@@ -371,6 +371,10 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 		if want := "ledger-01\nwin2k22-app\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
 			t.Errorf("kubectl __complete vmobs describe -n finance '': exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 		}
+		code, out, errOut = kubectl("__complete", "vmobs", "get", "-n", "fin")
+		if want := "finance\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
+			t.Errorf("kubectl __complete vmobs get -n fin: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+		}
 	})
 }
 
