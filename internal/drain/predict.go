@@ -31,6 +31,7 @@ const (
 
 // Input is what a prediction or a progress report is computed from: the
 // objects as the caller read them, and the time.
+// +kubebuilder:object:generate=false
 type Input struct {
 	// Node is the node drained.
 	Node string

@@ -3,6 +3,10 @@
 // with what a drain did. It is pure: the caller gathers the objects and
 // passes the time in. docs/drain-check.md describes the outcomes and every
 // reason, with the KubeVirt source each rule follows.
+//
+// Its result types are JSON-friendly and have DeepCopy methods, so an API
+// status can carry them (a NodeObservation's drain section).
+// +kubebuilder:object:generate=true
 package drain
 
 import (
