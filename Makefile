@@ -54,8 +54,8 @@ manifests: ## Generate the CRD and RBAC manifests from the API types and kubebui
 	hack/sync-chart.sh
 
 .PHONY: generate
-generate: ## Generate the DeepCopy methods of the API types.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+generate: ## Generate the DeepCopy methods of the API types (and of internal/drain's, which a status carries).
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..." paths="./internal/drain/..."
 
 .PHONY: verify-generated
 verify-generated: ## Fail when generated files (deepcopy, CRD, RBAC, KubeVirt and monitoring CRDs) are stale.

@@ -1,11 +1,13 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -58,8 +60,15 @@ type VMSpec struct {
 	// StorageClass is the class of the DataVolume's PVC; empty is
 	// StorageClassImmediate.
 	StorageClass string
+	// SharedDisk puts the root disk on the PersistentVolumeClaim
+	// <name>-rootdisk, as NonSharedDisk does; the caller creates that claim
+	// ReadWriteMany (shared storage), and the VMI stays live-migratable.
+	SharedDisk bool
+	// EvictionStrategy of the VMI; empty is LiveMigrate.
+	EvictionStrategy kubevirtv1.EvictionStrategy
 	// NodeSelector is the VMI's spec.nodeSelector, which virt-controller
-	// copies into the launcher pod's.
+	// copies into the launcher pod's: it pins the VMI to the nodes it
+	// selects.
 	NodeSelector map[string]string
 	// Standalone creates a bare VMI with no VM (CreateVM then writes no
 	// VM object).
@@ -118,8 +127,9 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 			},
 		},
 		Networks:                      []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
-		EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyLiveMigrate),
+		EvictionStrategy:              ptr.To(cmp.Or(sp.EvictionStrategy, kubevirtv1.EvictionStrategyLiveMigrate)),
 		TerminationGracePeriodSeconds: ptr.To[int64](180),
+		NodeSelector:                  maps.Clone(sp.NodeSelector),
 	}
 	if sp.Interfaces >= 2 {
 		spec.Domain.Devices.Interfaces = append(spec.Domain.Devices.Interfaces, kubevirtv1.Interface{
@@ -136,16 +146,10 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 	switch {
 	case sp.DataVolume:
 		root.VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: RootDataVolume(sp.Name)}}
-	case sp.NonSharedDisk || sp.RootClaim != "":
+	case sp.NonSharedDisk || sp.SharedDisk || sp.RootClaim != "":
 		root.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
 			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: cmpOr(sp.RootClaim, sp.Name+"-rootdisk")},
 		}}
-	}
-	if len(sp.NodeSelector) > 0 {
-		spec.NodeSelector = map[string]string{}
-		for k, v := range sp.NodeSelector {
-			spec.NodeSelector[k] = v
-		}
 	}
 	userData := "#cloud-config\nuser: fedora\npassword: fedora\nchpasswd: { expire: False }\n"
 	if sp.GuestAgent {

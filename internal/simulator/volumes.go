@@ -126,7 +126,7 @@ func (s *Simulator) BootWithVolumes(ctx context.Context, ns, name, node string) 
 		return err
 	}
 	for _, v := range vmi.Spec.Volumes {
-		claim := claimOf(v)
+		claim := volumeClaim(v)
 		if claim == "" {
 			continue
 		}
