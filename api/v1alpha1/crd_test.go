@@ -14,7 +14,9 @@ import (
 // documents the whole status.
 func TestEveryFieldIsDescribed(t *testing.T) {
 	for _, name := range []string{"vmobservations", "nodeobservations"} {
-		t.Run(name, func(t *testing.T) { everyFieldIsDescribed(t, "../../config/crd/bases/observability.vmobs.io_"+name+".yaml") })
+		t.Run(name, func(t *testing.T) {
+			everyFieldIsDescribed(t, "../../config/crd/bases/observability.vmobs.io_"+name+".yaml")
+		})
 	}
 }
 

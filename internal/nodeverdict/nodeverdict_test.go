@@ -130,7 +130,7 @@ type situation struct {
 	// heartbeat's deadline; noNext says there is none.
 	next   time.Time
 	noNext bool
-	vms  *v1alpha1.VMCounts
+	vms    *v1alpha1.VMCounts
 }
 
 // hbDeadline is when node()'s heartbeat turns stale.
@@ -140,9 +140,9 @@ func situations() []situation {
 	return []situation{
 		{
 			name: "healthy node", in: input(node()),
-			want:    layerWant{v1alpha1.VerdictHealthy, v1alpha1.ReasonKubeletReady},
-			layers:  map[string]layerWant{v1alpha1.NodeLayerVirtHandler: {v1alpha1.VerdictHealthy, v1alpha1.ReasonVirtHandlerReady}, v1alpha1.NodeLayerDomainStats: {v1alpha1.VerdictHealthy, v1alpha1.ReasonDomainStatsPresent}, v1alpha1.NodeLayerLauncherPath: {v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherPathReachable}},
-			kstatus: status.CurrentStatus,
+			want:     layerWant{v1alpha1.VerdictHealthy, v1alpha1.ReasonKubeletReady},
+			layers:   map[string]layerWant{v1alpha1.NodeLayerVirtHandler: {v1alpha1.VerdictHealthy, v1alpha1.ReasonVirtHandlerReady}, v1alpha1.NodeLayerDomainStats: {v1alpha1.VerdictHealthy, v1alpha1.ReasonDomainStatsPresent}, v1alpha1.NodeLayerLauncherPath: {v1alpha1.VerdictHealthy, v1alpha1.ReasonLauncherPathReachable}},
+			kstatus:  status.CurrentStatus,
 			evidence: map[string]string{v1alpha1.NodeLayerVirtHandler: "metadata.annotations[kubevirt.io/heartbeat]=fresh"},
 			vms:      &v1alpha1.VMCounts{Total: 3, Healthy: 3},
 		},
@@ -157,7 +157,7 @@ func situations() []situation {
 				v1alpha1.NodeLayerKubelet:     {v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady},
 				v1alpha1.NodeLayerVirtHandler: {v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale},
 			},
-			kstatus:  status.InProgressStatus, noNext: true,
+			kstatus: status.InProgressStatus, noNext: true,
 			message:  map[string]string{v1alpha1.NodeLayerVirtHandler: "last beat at " + now.Add(-6*time.Minute).Format(time.RFC3339)},
 			evidence: map[string]string{v1alpha1.NodeLayerKubelet: "status.conditions[Ready].status=Unknown", v1alpha1.NodeLayerVirtHandler: "metadata.annotations[kubevirt.io/heartbeat]=" + now.Add(-6*time.Minute).Format(time.RFC3339)},
 			vms:      &v1alpha1.VMCounts{Total: 3, Unknown: 2, Unobserved: 1},
