@@ -124,6 +124,10 @@ type Options struct {
 	// subresources (interval, rate, workers, timeout); Interval 0 turns
 	// them off.
 	GuestProbe guestprobe.Config
+	// NodeObservations runs the NodeObservation controller: one
+	// NodeObservation per node that runs VMs or virt-handler
+	// (docs/nodeobservation.md).
+	NodeObservations bool
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
@@ -183,6 +187,7 @@ func Defaults() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
+		NodeObservations:        true,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -280,6 +285,23 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
+	var nodeMetrics *metrics.NodeObservations
+	if opts.NodeObservations {
+		nodeMetrics = metrics.NewNodeObservations(func() ([]v1alpha1.NodeObservation, error) {
+			var l v1alpha1.NodeObservationList
+			err := mgr.GetCache().List(context.Background(), &l)
+			return l.Items, err
+		})
+		nr := &controllers.NodeReconciler{
+			Client: mgr.GetClient(), Store: r.Store, Now: opts.Now, Policy: policy,
+			DomainStats: copts.DomainStats != nil, GuestProbe: copts.GuestProbe != nil, Metrics: nodeMetrics,
+		}
+		// One worker: a node's events are few (a heartbeat a minute) and
+		// a fleet has tens of nodes, not thousands.
+		if err := nr.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return nil, fmt.Errorf("setting up the node controller: %w", err)
+		}
+	}
 
 	reg := opts.Registry
 	if reg == nil {
@@ -293,6 +315,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if guestMetrics != nil {
 		collectors = append(collectors, guestMetrics.Collectors()...)
+	}
+	if nodeMetrics != nil {
+		collectors = append(collectors, nodeMetrics.Collectors()...)
 	}
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
