@@ -427,6 +427,13 @@ func (r *run) idle(ctx context.Context, t *testing.T, m *app.InProcess, mc *mana
 	writes := func(a, b metricSet) int { return int(b.writesTo("vmobservations") - a.writesTo("vmobservations")) }
 	res.IdleWrites, res.ResyncWrites, res.RestartWrites = writes(atStart, atEnd), writes(atResync, atRestart), writes(atRestart, atEnd)
 	res.IdleWatchEvents = tr.eventCount() - events
+	res.IdleNodeObservationWrites = int(atEnd.writesTo("nodeobservations") - atStart.writesTo("nodeobservations"))
+	t.Logf("idle %.0fs: the API server counted %d NodeObservation writes", res.IdleSeconds, res.IdleNodeObservationWrites)
+	if res.IdleNodeObservationWrites != 0 {
+		// A node's status rests on no renewing evidence: no refresh
+		// policy allows its writes.
+		t.Errorf("the API server counted %d NodeObservation writes at idle, where no node changed", res.IdleNodeObservationWrites)
+	}
 	var unexplained []string
 	res.IdleWritesManagerTransport, res.IdleRefreshWrites, unexplained = mc.wl.policyCheck(idleStart, idleEnd, r.refresh)
 	res.IdleUnexplained = len(unexplained)
