@@ -32,7 +32,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=observability.vmobs.io,resources=nodeobservations,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=observability.vmobs.io,resources=nodeobservations/status,verbs=update
+// +kubebuilder:rbac:groups=observability.vmobs.io,resources=nodeobservations/status,verbs=patch
 
 // NodeReconciler keeps one NodeObservation per node that runs VMIs or
 // virt-handler: it gathers the node's objects from the cache, asks
@@ -224,16 +224,23 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return requeueAt(res.Next, in.Now), nil
 	case nodeCreate:
 		stored = v1alpha1.NodeObservation{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := r.Client.Create(ctx, &stored); err != nil {
+		if err := r.Client.Create(ctx, &stored); apierrors.IsAlreadyExists(err) {
+			// The cache has not seen our create yet: its event brings
+			// the NodeObservation back here.
+			return ctrl.Result{}, nil
+		} else if err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Metrics.Wrote("create")
 		log.V(1).Info("Created the NodeObservation")
 	}
+	// A merge patch of what changed, without the resourceVersion: the
+	// cache may be a write behind the server (a create and its status a
+	// moment apart), and the status is the controller's alone but for the
+	// fields it does not set, which a patch leaves alone.
+	base := stored.DeepCopy()
 	stored.Status = res.Status
-	if err := r.Client.Status().Update(ctx, &stored); err != nil {
-		// A conflict is a cache behind the server: the next event, or the
-		// retry, sees the newer object.
+	if err := r.Client.Status().Patch(ctx, &stored, client.MergeFrom(base)); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.Metrics.Wrote("status")
