@@ -75,7 +75,7 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.Var(&f.namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
 	fs.StringVar(&f.selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (docs/sharding.md).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
-	fs.BoolVar(&opts.NodeObservations, "node-observations", opts.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone.")
+	fs.BoolVar(&opts.NodeObservations, "node-observations", opts.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone. An instance limited by --namespace or --vm-selector never runs it.")
 	opts.WriteOptions.BindFlags(fs)
 	f.policy = opts.Policy.BindFlags(fs)
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")

@@ -135,6 +135,13 @@ type Options struct {
 	StartupGCPercent int
 }
 
+// observesEveryVM says whether the instance watches every VM of the
+// cluster: no namespace limit and no shard selector. Only then does it
+// keep the NodeObservations, which count every VM of a node.
+func (o Options) observesEveryVM() bool {
+	return len(o.Namespaces) == 0 && (o.VMSelector == nil || o.VMSelector.Empty())
+}
+
 // MaxStartup ends the start-up when the initial lists take longer to
 // reconcile, or are never reconciled (a standby replica, no VMs): its GC
 // percent, if the caches have not synced yet, and the memory it freed.
@@ -286,7 +293,12 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
 	var nodeMetrics *metrics.NodeObservations
-	if opts.NodeObservations {
+	if opts.NodeObservations && !opts.observesEveryVM() {
+		// Two instances that each see part of the VMs would each count
+		// their part and overwrite each other's NodeObservations.
+		ctrl.Log.WithName("setup").Info("Not running the NodeObservation controller: this instance does not observe every VM (--namespace or --vm-selector)")
+	}
+	if opts.NodeObservations && opts.observesEveryVM() {
 		nodeMetrics = metrics.NewNodeObservations(func() ([]v1alpha1.NodeObservation, error) {
 			var l v1alpha1.NodeObservationList
 			err := mgr.GetCache().List(context.Background(), &l)
