@@ -1,10 +1,10 @@
 package app
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
-
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // TestEnginePolicy checks the one derivation of the engine's policy: what
