@@ -182,19 +182,15 @@ func virtHandler(in Input, res *Result) *layer {
 	if s, ok := verdict.NodeSchedulableFinding(n); ok {
 		l.apply(s, n.Name)
 	}
-	switch p := in.Handler; {
-	case p == nil:
+	if p := in.Handler; p == nil {
 		l.note(v1alpha1.ReasonVirtHandlerPodNotSeen,
 			"no virt-handler pod on "+n.Name+" is in the controller's cache; its heartbeat speaks for it")
-	default:
-		ready, since := podReady(p)
-		if !ready {
-			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonVirtHandlerNotReady,
-				"virt-handler pod "+p.Namespace+"/"+p.Name+" on "+n.Name+" is "+string(p.Status.Phase)+" and not Ready", since)
-			l.push(kindPod, p.Namespace+"/"+p.Name, "status.conditions[Ready].status", "False", since, true)
-		} else {
-			l.push(kindPod, p.Namespace+"/"+p.Name, "status.conditions[Ready].status", "True", since, false)
-		}
+	} else if ready, since := podReady(p); !ready {
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonVirtHandlerNotReady,
+			"virt-handler pod "+p.Namespace+"/"+p.Name+" on "+n.Name+" is "+string(p.Status.Phase)+" and not Ready", since)
+		l.push(kindPod, p.Namespace+"/"+p.Name, "status.conditions[Ready].status", "False", since, true)
+	} else {
+		l.push(kindPod, p.Namespace+"/"+p.Name, "status.conditions[Ready].status", "True", since, false)
 	}
 	l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonVirtHandlerReady, "virt-handler on "+n.Name+" beats and serves its VMs", time.Time{})
 	return l
