@@ -53,31 +53,33 @@ func (l *NodeLayers) Get(name string) *LayerStatus {
 }
 
 // VMCounts counts the VMs on a node by their VMObservation's verdict.
+// Every count is written, 0 included, so that the printer columns read 0
+// rather than <none>.
 type VMCounts struct {
 	// Total is the number of VMIs whose status names the node.
 	Total int32 `json:"total"`
 	// Healthy counts the VMs whose VMObservation's verdict is Healthy.
 	// +optional
-	Healthy int32 `json:"healthy,omitempty"`
+	Healthy int32 `json:"healthy"`
 	// Progressing counts the VMs whose verdict is Progressing.
 	// +optional
-	Progressing int32 `json:"progressing,omitempty"`
+	Progressing int32 `json:"progressing"`
 	// Suspended counts the VMs whose verdict is Suspended.
 	// +optional
-	Suspended int32 `json:"suspended,omitempty"`
+	Suspended int32 `json:"suspended"`
 	// Degraded counts the VMs whose verdict is Degraded.
 	// +optional
-	Degraded int32 `json:"degraded,omitempty"`
+	Degraded int32 `json:"degraded"`
 	// Failed counts the VMs whose verdict is Failed.
 	// +optional
-	Failed int32 `json:"failed,omitempty"`
+	Failed int32 `json:"failed"`
 	// Unknown counts the VMs whose verdict is Unknown.
 	// +optional
-	Unknown int32 `json:"unknown,omitempty"`
+	Unknown int32 `json:"unknown"`
 	// Unobserved counts the VMIs on the node without a VMObservation (yet),
 	// or whose VMObservation has no verdict yet.
 	// +optional
-	Unobserved int32 `json:"unobserved,omitempty"`
+	Unobserved int32 `json:"unobserved"`
 }
 
 // NodeObservationStatus is the observed health of a node as its VMs rely

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // nodeObservation reads the NodeObservation of node, for Eventually.
@@ -49,6 +52,18 @@ var _ = Describe("A node's NodeObservation", func() {
 		ready := meta(o.Status.Conditions, v1alpha1.ConditionReady)
 		Expect(ready).NotTo(BeNil())
 		Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+
+		By("kubectl get nodeobservations (and its short name) prints the printer columns")
+		kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+		Expect(env.Kubeconfig(kubeconfig)).To(Succeed())
+		for _, resource := range []string{"nodeobservations", "nodeobs"} {
+			out, err := testenv.Kubectl(kubeconfig, "get", resource, node)
+			Expect(err).NotTo(HaveOccurred())
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			Expect(lines).To(HaveLen(2))
+			Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "REASON", "VMS", "DEGRADED", "AGE"}))
+			Expect(strings.Fields(lines[1])[:5]).To(Equal([]string{node, "Healthy", v1alpha1.ReasonKubeletReady, "1", "0"}))
+		}
 
 		By("no write at idle: virt-handler beats every second on every node, and no NodeObservation is written")
 		// Let the VM's own writes (its VMObservation's) settle first.
