@@ -54,9 +54,16 @@ type NodeReconciler struct {
 	Policy verdict.Policy
 	// DomainStats and GuestProbe say whether those sources run.
 	DomainStats, GuestProbe bool
+	// IncidentThreshold is how many of a node's VMs must turn non-Healthy
+	// under a node cause for the node to name an incident; 0 is
+	// nodeverdict.DefaultIncidentThreshold.
+	IncidentThreshold int
 	// Metrics counts the writes; nil counts none.
 	Metrics *metrics.NodeObservations
 }
+
+// nodeLayerIndex is the node layer's place in a VMObservation's layers.
+var nodeLayerIndex = slices.Index(v1alpha1.LayerNames[:], v1alpha1.LayerNode)
 
 // nodeControllerName names the controller in logs and metrics.
 const nodeControllerName = "nodeobservation"
@@ -304,7 +311,7 @@ func (r *NodeReconciler) gather(name string) (in nodeverdict.Input, keep bool, e
 	}
 	in = nodeverdict.Input{
 		Node: n.ToNode(), HeartbeatTimeout: r.Policy.HeartbeatTimeout, StalledAfter: r.Policy.StalledAfter,
-		DomainStats: r.DomainStats, GuestProbe: r.GuestProbe,
+		DomainStats: r.DomainStats, GuestProbe: r.GuestProbe, IncidentThreshold: r.IncidentThreshold,
 	}
 	d := verdict.DefaultPolicy()
 	in.HeartbeatTimeout, in.StalledAfter = cmp.Or(in.HeartbeatTimeout, d.HeartbeatTimeout), cmp.Or(in.StalledAfter, d.StalledAfter)
@@ -327,6 +334,7 @@ func (r *NodeReconciler) gather(name string) (in nodeverdict.Input, keep bool, e
 			for i := range ob.Layers {
 				vm.Reasons[i] = ob.Layers[i].Reason.String()
 			}
+			vm.NodeSince = ob.Layers[nodeLayerIndex].LastTransition.Time()
 		}
 		in.VMs = append(in.VMs, vm)
 	}

@@ -103,6 +103,11 @@ type NodeObservationStatus struct {
 	// VMs counts the node's VMs by verdict.
 	// +optional
 	VMs *VMCounts `json:"vms,omitempty"`
+	// Incident names the node as the one cause of several of its VMs
+	// turning non-Healthy, once, while it lasts and for an hour after
+	// (docs/nodeobservation.md, Incident).
+	// +optional
+	Incident *NodeIncident `json:"incident,omitempty"`
 	// Drain is reserved for the drain check: what a drain of the node
 	// would do, or does, to each of its VMs. It is not filled yet.
 	// +optional
@@ -113,6 +118,51 @@ type NodeObservationStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IncidentState says whether an incident's cause still holds.
+// +kubebuilder:validation:Enum=Open;Resolved
+type IncidentState string
+
+const (
+	// IncidentOpen: the cause holds.
+	IncidentOpen IncidentState = "Open"
+	// IncidentResolved: the cause no longer holds.
+	IncidentResolved IncidentState = "Resolved"
+)
+
+// NodeIncident is the node as the shared cause of several of its VMs
+// turning non-Healthy: one statement instead of one per VM.
+type NodeIncident struct {
+	// State is Open while the node's cause holds, Resolved after.
+	State IncidentState `json:"state"`
+	// Cause is the reason of the node's layer that is the cause
+	// (NodeNotReady, NodeAgentStale, NodePressure, ...).
+	// +kubebuilder:validation:MaxLength=128
+	Cause string `json:"cause"`
+	// Layer is the NodeObservation layer of the cause: kubelet or
+	// virtHandler.
+	// +kubebuilder:validation:MaxLength=32
+	Layer string `json:"layer"`
+	// Message is the cause's layer message when the incident opened.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// FirstEvidence is the first field the cause rests on.
+	// +optional
+	FirstEvidence *Evidence `json:"firstEvidence,omitempty"`
+	// StartTime is when the cause began: its layer's lastTransitionTime.
+	StartTime metav1.Time `json:"startTime"`
+	// ResolvedTime is when the cause stopped holding.
+	// +optional
+	ResolvedTime *metav1.Time `json:"resolvedTime,omitempty"`
+	// MemberCount is how many VMs of the node the incident holds.
+	MemberCount int32 `json:"memberCount"`
+	// Members are the VMs, namespace/name, sorted, the first 64.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Members []string `json:"members,omitempty"`
 }
 
 // NodeDrainStatus is the place of the drain check's section in a
@@ -133,6 +183,7 @@ type NodeDrainStatus struct{}
 // +kubebuilder:printcolumn:name="VMs",type=integer,JSONPath=`.status.vms.total`
 // +kubebuilder:printcolumn:name="Degraded",type=integer,JSONPath=`.status.vms.degraded`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Incident",type=string,JSONPath=`.status.incident.state`,priority=1
 // +kubebuilder:printcolumn:name="Kubelet",type=string,JSONPath=`.status.layers.kubelet.verdict`,priority=1
 // +kubebuilder:printcolumn:name="Virt-Handler",type=string,JSONPath=`.status.layers.virtHandler.verdict`,priority=1
 // +kubebuilder:printcolumn:name="Unknown",type=integer,JSONPath=`.status.vms.unknown`,priority=1

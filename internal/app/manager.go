@@ -37,6 +37,7 @@ import (
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
+	"github.com/vmobs/vmobs/internal/nodeverdict"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -128,6 +129,10 @@ type Options struct {
 	// NodeObservation per node that runs VMs or virt-handler
 	// (docs/nodeobservation.md).
 	NodeObservations bool
+	// NodeIncidentThreshold is how many of a node's VMs must turn
+	// non-Healthy under a node cause for its NodeObservation to name an
+	// incident.
+	NodeIncidentThreshold int
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
@@ -195,6 +200,7 @@ func Defaults() Options {
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
 		NodeObservations:        true,
+		NodeIncidentThreshold:   nodeverdict.DefaultIncidentThreshold,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -307,6 +313,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		nr := &controllers.NodeReconciler{
 			Client: mgr.GetClient(), Store: r.Store, Now: opts.Now, Policy: policy,
 			DomainStats: copts.DomainStats != nil, GuestProbe: copts.GuestProbe != nil, Metrics: nodeMetrics,
+			IncidentThreshold: opts.NodeIncidentThreshold,
 		}
 		// One worker: a node's events are few (a heartbeat a minute) and
 		// a fleet has tens of nodes, not thousands.

@@ -37,8 +37,12 @@ type Input struct {
 	// HeartbeatTimeout and StalledAfter are the VMObservations' thresholds
 	// (verdict.Policy), so that a node and its VMs agree.
 	HeartbeatTimeout, StalledAfter time.Duration
+	// IncidentThreshold is how many VMs must turn non-Healthy under a node
+	// cause for an incident; 0 is DefaultIncidentThreshold.
+	IncidentThreshold int
 	// Previous is the stored status, nil for a new NodeObservation: a
-	// verdict that does not change keeps its lastTransitionTime.
+	// verdict that does not change keeps its lastTransitionTime, an
+	// incident its start.
 	Previous *v1alpha1.NodeObservationStatus
 }
 
@@ -53,6 +57,9 @@ type VM struct {
 	// Reasons are the VMObservation's layer reasons, in
 	// v1alpha1.LayerNames order.
 	Reasons [3]string
+	// NodeSince is when the VMObservation's node layer last changed
+	// verdict, zero when not known.
+	NodeSince time.Time
 }
 
 // Result is the status and when to look again.
@@ -106,6 +113,7 @@ func Evaluate(in Input) Result {
 	st.Verdict, st.Reason = worst.Verdict, worst.Reason
 	st.Message = verdict.Bound(worstName+": "+worst.Message, maxMessage)
 	st.VMs = count(in.VMs)
+	st.Incident = incident(in, layers, now, &res)
 	var at time.Time
 	st.Conditions, at = verdict.KStatus(make([]metav1.Condition, 0, 3), prevConditions(in.Previous), now,
 		st.Verdict, st.Reason, st.Message, worst.LastTransitionTime, in.StalledAfter)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -38,11 +40,17 @@ var _ = Describe("A node's NodeObservation", func() {
 	It("is created for a node that runs a VM, costs no write while nothing changes, follows the node when it is lost, and goes with it", func() {
 		ns, node := newWorld("nodeobs")
 		bootHealthy(ns, node)
+		// Three VMs: the incident threshold.
+		for _, name := range []string{"vm-2", "vm-3"} {
+			Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: name, GuestAgent: true})).To(Succeed())
+			Expect(sim.Boot(ctx, ns, name, node)).To(Succeed())
+			Eventually(suite.Observation(ns, name)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
+		}
 
 		By("a NodeObservation named after the node, Healthy, counting its VM")
 		Eventually(nodeObservation(node)).Should(And(
 			WithTransform(nodeVerdictOf, Equal("Healthy/"+v1alpha1.ReasonKubeletReady)),
-			WithTransform(func(o *v1alpha1.NodeObservation) int32 { return o.Status.VMs.Healthy }, Equal(int32(1))),
+			WithTransform(func(o *v1alpha1.NodeObservation) int32 { return o.Status.VMs.Healthy }, Equal(int32(3))),
 		))
 		o, err := nodeObservation(node)()
 		Expect(err).NotTo(HaveOccurred())
@@ -62,7 +70,7 @@ var _ = Describe("A node's NodeObservation", func() {
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			Expect(lines).To(HaveLen(2))
 			Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "REASON", "VMS", "DEGRADED", "AGE"}))
-			Expect(strings.Fields(lines[1])[:5]).To(Equal([]string{node, "Healthy", v1alpha1.ReasonKubeletReady, "1", "0"}))
+			Expect(strings.Fields(lines[1])[:5]).To(Equal([]string{node, "Healthy", v1alpha1.ReasonKubeletReady, "3", "0"}))
 		}
 
 		By("no write at idle: virt-handler beats every second on every node, and no NodeObservation is written")
@@ -98,6 +106,26 @@ var _ = Describe("A node's NodeObservation", func() {
 		))
 		ready = meta(o.Status.Conditions, v1alpha1.ConditionReady)
 		Expect(ready.Status).To(Equal(metav1.ConditionUnknown))
+
+		By("three VMs Unknown for the lost node: one incident on the NodeObservation, naming them")
+		Eventually(nodeObservation(node)).Should(WithTransform(func(o *v1alpha1.NodeObservation) string {
+			i := o.Status.Incident
+			if i == nil {
+				return "none"
+			}
+			return fmt.Sprintf("%s %s/%s %d %v", i.State, i.Layer, i.Cause, i.MemberCount, i.Members)
+		}, Equal(fmt.Sprintf("Open kubelet/NodeNotReady 3 [%s/vm-2 %s/vm-3 %s/%s]", ns, ns, ns, vm))))
+		o, err = nodeObservation(node)()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(o.Status.Incident.FirstEvidence).NotTo(BeNil())
+		Expect(o.Status.Incident.FirstEvidence.Field).To(Equal("status.conditions[Ready].status"))
+
+		By("the node back: the incident is resolved, and kept")
+		Expect(sim.RecoverNode(ctx, node)).To(Succeed())
+		Eventually(nodeObservation(node)).Should(And(
+			WithTransform(nodeVerdictOf, Equal("Healthy/"+v1alpha1.ReasonKubeletReady)),
+			WithTransform(func(o *v1alpha1.NodeObservation) v1alpha1.IncidentState { return o.Status.Incident.State }, Equal(v1alpha1.IncidentResolved)),
+		))
 
 		By("the node deleted: its NodeObservation goes with it")
 		Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})).To(Succeed())
