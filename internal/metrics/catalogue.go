@@ -111,6 +111,8 @@ var Catalogue = []Family{
 		Help: "Overall verdict of a node that runs VMs or virt-handler (its NodeObservation's) and its reason; always 1, one series per node."},
 	{Name: "vmobs_node_vms", Type: gauge, Labels: []string{"node", "verdict"}, Source: SourceNodes,
 		Help: "VMs on a node by their VMObservation's verdict (Unobserved: no VMObservation or no verdict yet), as its NodeObservation counts them (status.vms)."},
+	{Name: "vmobs_node_incident_members", Type: gauge, Labels: []string{"node", "cause", "state"}, Source: SourceNodes,
+		Help: "VMs of a node's incident (status.incident.memberCount), labelled with its cause and state (Open, Resolved); only while the NodeObservation holds one."},
 	{Name: "vmobs_node_collector_errors", Type: gauge, Source: SourceNodes,
 		Help: "1 when the last scrape could not read the NodeObservations in the cache."},
 	{Name: "vmobs_node_observation_writes_total", Type: counter, Labels: []string{"op"}, Source: SourceNodes,

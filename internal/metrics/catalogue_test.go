@@ -72,7 +72,8 @@ func registered(t *testing.T) []prometheus.Collector {
 		return []v1alpha1.NodeObservation{{
 			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
 			Status: v1alpha1.NodeObservationStatus{Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonKubeletReady,
-				VMs: &v1alpha1.VMCounts{Total: 1, Healthy: 1}},
+				VMs:      &v1alpha1.VMCounts{Total: 1, Healthy: 1},
+				Incident: &v1alpha1.NodeIncident{State: v1alpha1.IncidentOpen, Cause: v1alpha1.ReasonNodeNotReady, MemberCount: 3}},
 		}}, nil
 	}).Collectors()...)
 }

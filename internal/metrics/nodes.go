@@ -21,6 +21,8 @@ var (
 		family("vmobs_node_verdict").Help, family("vmobs_node_verdict").Labels, nil)
 	nodeVMsDesc = prometheus.NewDesc("vmobs_node_vms",
 		family("vmobs_node_vms").Help, family("vmobs_node_vms").Labels, nil)
+	nodeIncidentDesc = prometheus.NewDesc("vmobs_node_incident_members",
+		family("vmobs_node_incident_members").Help, family("vmobs_node_incident_members").Labels, nil)
 	nodeErrorsDesc = prometheus.NewDesc("vmobs_node_collector_errors",
 		family("vmobs_node_collector_errors").Help, nil, nil)
 )
@@ -49,6 +51,7 @@ type nodeCollector struct{ n *NodeObservations }
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- nodeVerdictDesc
 	ch <- nodeVMsDesc
+	ch <- nodeIncidentDesc
 	ch <- nodeErrorsDesc
 }
 
@@ -68,6 +71,9 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		st := &o.Status
 		if st.Verdict != "" {
 			ch <- prometheus.MustNewConstMetric(nodeVerdictDesc, prometheus.GaugeValue, 1, o.Name, string(st.Verdict), st.Reason)
+		}
+		if i := st.Incident; i != nil {
+			ch <- prometheus.MustNewConstMetric(nodeIncidentDesc, prometheus.GaugeValue, float64(i.MemberCount), o.Name, i.Cause, string(i.State))
 		}
 		if vms := st.VMs; vms != nil {
 			for _, v := range [...]struct {
