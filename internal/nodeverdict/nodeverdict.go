@@ -136,10 +136,10 @@ func (r *Result) next(t, now time.Time) {
 
 // kubelet judges the Node's Ready condition (verdict.NodeReadyFinding) and
 // its pressure conditions. The kubelet renews a Lease every 10s and the node
-// lifecycle controller turns Ready Unknown when it stops
-// (kv-independent: k8s pkg/controller/nodelifecycle); vmobs reads that
-// verdict of the Lease rather than the Lease itself, whose renewals would
-// wake the controller six times a minute per node.
+// lifecycle controller turns Ready Unknown when it stops (Kubernetes'
+// pkg/controller/nodelifecycle); vmobs reads that verdict of the Lease
+// rather than the Lease itself, whose renewals would wake the controller
+// six times a minute per node.
 func kubelet(in Input) *layer {
 	n := in.Node
 	l := &layer{}
