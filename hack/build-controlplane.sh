@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Puts the test control plane (kube-apiserver, kubectl, etcd) into
+# Puts the test control plane (kube-apiserver, kubectl, etcd, and
+# kube-controller-manager for the storage tests) into
 # bin/k8s/<version>-<os>-<arch>/, the layout setup-envtest uses, so that
-# KUBEBUILDER_ASSETS can point at it. Two ways, and it says which it took:
+# KUBEBUILDER_ASSETS can point at it. Two ways for the first three, and it
+# says which it took:
 #
 #   download  controller-runtime's setup-envtest (hack/setup-envtest) fetches
 #             the official envtest release of K8S_VERSION: seconds on a
@@ -17,11 +19,18 @@
 # network that drops packets costs seconds, not a hang. ENVTEST_INDEX names
 # another index (setup-envtest --index). Nothing is done when the three
 # binaries exist and are newer than their tool modules' go.mod.
+#
+# kube-controller-manager is always built (hack/controlplane, the same
+# release and linker flags as kube-apiserver): envtest releases do not carry
+# it. On top of kube-apiserver's build most of its packages are in the Go
+# build cache; docs/development.md says what it costs. CONTROLLER_MANAGER=skip
+# leaves it out (this script's own tests, which are about the other three).
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 ENVTEST_SOURCE=${ENVTEST_SOURCE:-auto}
+CONTROLLER_MANAGER=${CONTROLLER_MANAGER:-build}
 ENVTEST_INDEX=${ENVTEST_INDEX:-}
 ENVTEST_INDEX_TIMEOUT=${ENVTEST_INDEX_TIMEOUT:-20}
 ENVTEST_DOWNLOAD_TIMEOUT=${ENVTEST_DOWNLOAD_TIMEOUT:-300}
@@ -143,7 +152,11 @@ else
   build k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_ldflags"
   build go.etcd.io/etcd/server/v3 etcd "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v$ETCD_VERSION"
 fi
+if [[ $CONTROLLER_MANAGER != skip ]]; then
+  build k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$k8s_ldflags"
+fi
 "$out/kube-apiserver" --version
+if [[ $CONTROLLER_MANAGER != skip ]]; then "$out/kube-controller-manager" --version; fi
 # Print the first line of each version banner. Not `| head -1`: under
 # pipefail, head closing the pipe early kills the writer with SIGPIPE (141).
 first_line() { local text; text=$("$@" 2>&1); echo "${text%%$'\n'*}"; }

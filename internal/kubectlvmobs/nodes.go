@@ -25,7 +25,9 @@ func (o *options) nodesCommand(code *int, stdout io.Writer) *cobra.Command {
 		Aliases:           []string{"node", "nodeobs"},
 		Short:             "List NodeObservations: each node's verdict per layer and its VMs by verdict",
 		Args:              cobra.ArbitraryArgs,
-		ValidArgsFunction: cobra.NoFileCompletions,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return o.completeClusterNames(cmd, &v1alpha1.NodeObservationList{}, args, toComplete)
+		},
 		RunE: func(cmd *cobra.Command, names []string) error {
 			failOn, err := parseFailOn(o.failOn)
 			if err != nil {

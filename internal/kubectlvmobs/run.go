@@ -30,7 +30,8 @@ import (
 const long = `kubectl vmobs shows VMObservations: the health of KubeVirt VMs per layer.
 
 With no command, it lists the VMObservations (get); with names, it describes
-them. Its exit status is the health of the VMs it showed: 0 when every one is
+them. drain-check predicts what a drain of a node does to each VM on it.
+Its exit status is the health of the VMs it showed: 0 when every one is
 Healthy or Suspended, 1 Degraded, 2 Failed, 3 Unknown, plus 8 when one is
 Progressing; 128 on an error. --fail-on raises the verdict that fails.`
 
@@ -39,6 +40,7 @@ const examples = `  kubectl vmobs get -A                                 # every
   kubectl vmobs summary -A                             # the fleet by verdict and reason, per namespace and node
   kubectl vmobs history -n finance ledger-01 --since=24h  # what happened to one VM, newest first
   kubectl vmobs nodes                                  # every node that runs VMs: its verdict per layer, its VMs by verdict
+  kubectl vmobs drain-check node-a                     # what a drain of node-a does to each VM, and why
   kubectl vmobs get -A -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.verdict}{"\n"}{end}'
   kubectl vmobs get -l tier=db --sort-by=.status.verdict -o wide
   kubectl vmobs get -A --fail-on=Degraded >/dev/null || echo "some VM is Degraded or Failed"`
@@ -171,7 +173,7 @@ func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		RunE:              runAs(verbHistory),
 	}
 	history.Flags().DurationVar(&o.since, "since", 0, "Show only the entries of the last duration (e.g. 2h); 0 shows them all.")
-	root.AddCommand(history, o.nodesCommand(code, stdout))
+	root.AddCommand(history, o.nodesCommand(code, stdout), o.drainCheckCommand(code, stdout))
 
 	fs := root.PersistentFlags()
 	o.config.AddFlags(fs)
@@ -431,18 +433,28 @@ func (o *options) completeNames(cmd *cobra.Command, args []string, toComplete st
 
 // completeNamespaces offers the namespaces, for -n.
 func (o *options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return o.completeClusterNames(cmd, &corev1.NamespaceList{}, nil, toComplete)
+}
+
+// completeClusterNames offers the names of the cluster-scoped objects list
+// holds that start with toComplete, less those given already.
+func (o *options) completeClusterNames(cmd *cobra.Command, list client.ObjectList, given []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	c, _, err := o.client()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	var list corev1.NamespaceList
-	if err := c.List(cmd.Context(), &list); err != nil {
+	if err := c.List(cmd.Context(), list); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
 	var out []cobra.Completion
-	for _, ns := range list.Items {
-		if strings.HasPrefix(ns.Name, toComplete) {
-			out = append(out, ns.Name)
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if ok && strings.HasPrefix(obj.GetName(), toComplete) && !slices.Contains(given, obj.GetName()) {
+			out = append(out, obj.GetName())
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
@@ -559,7 +571,7 @@ func watchLoop(ctx context.Context, c client.WithWatch, namespace string, names 
 			}
 			return fmt.Errorf("watching VMObservations: %w", err)
 		}
-		if err := drain(ctx, w, want, cur, func() error { return show(snapshot()) }); err != nil {
+		if err := applyEvents(ctx, w, want, cur, func() error { return show(snapshot()) }); err != nil {
 			return err
 		}
 	}
@@ -580,8 +592,8 @@ func sameVersions(a, b map[string]v1alpha1.VMObservation) bool {
 	return true
 }
 
-// drain applies the events of one watch to cur until the watch or ctx ends.
-func drain(ctx context.Context, w watch.Interface, want map[string]bool, cur map[string]v1alpha1.VMObservation, changed func() error) error {
+// applyEvents applies the events of one watch to cur until the watch or ctx ends.
+func applyEvents(ctx context.Context, w watch.Interface, want map[string]bool, cur map[string]v1alpha1.VMObservation, changed func() error) error {
 	defer w.Stop()
 	for {
 		select {

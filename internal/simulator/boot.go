@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -108,7 +110,18 @@ func (s *Simulator) StartLauncherPod(ctx context.Context, ns, name, node string)
 	if err != nil {
 		return err
 	}
-	podIP, hostIP, err := s.placePod(ctx, pod, node, vmi)
+	if err := s.bindPod(ctx, pod, node); err != nil {
+		return err
+	}
+	return s.runLauncher(ctx, vmi, pod, node)
+}
+
+// runLauncher is the launcher pod bound to node starting: Multus wires it,
+// the kubelet runs it, and virt-controller hands the VMI to virt-handler
+// (StartLauncherPod's steps after the binding).
+func (s *Simulator) runLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, node string) error {
+	ns, name := vmi.Namespace, vmi.Name
+	podIP, hostIP, err := s.wirePod(ctx, ns, pod.Name, node, vmi)
 	if err != nil {
 		return err
 	}
@@ -171,9 +184,13 @@ func (s *Simulator) StartDomain(ctx context.Context, ns, name string) error {
 	if pod == nil {
 		return fmt.Errorf("StartDomain: VMI %s/%s has no launcher pod on %s", ns, name, vmi.Status.NodeName)
 	}
+	shared, err := s.sharedClaims(ctx, vmi)
+	if err != nil {
+		return err
+	}
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtHandler, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		domainStarted(vmi, now)
+		domainStarted(vmi, shared, now)
 		vmi.Status.Interfaces = mergeInterfaces(vmi, pod, true, false)
 		return nil
 	}); err != nil {
@@ -186,9 +203,10 @@ func (s *Simulator) StartDomain(ctx context.Context, ns, name string) error {
 // starts, but for the interfaces (mergeInterfaces): phase Running, the
 // LiveMigratable and StorageLiveMigratable conditions, machine type, CPU
 // topology, memory, migration method, SELinux context and volume targets.
-func domainStarted(vmi *kubevirtv1.VirtualMachineInstance, now metav1.Time) {
+// shared holds the claims that are ReadWriteMany.
+func domainStarted(vmi *kubevirtv1.VirtualMachineInstance, shared map[string]bool, now metav1.Time) {
 	setVMIPhase(vmi, kubevirtv1.Running, now)
-	for _, c := range migratableConditions(vmi) {
+	for _, c := range migratableConditions(vmi, shared) {
 		setVMICond(vmi, c, now)
 	}
 	vmi.Status.Machine = &kubevirtv1.Machine{Type: "pc-q35-rhel9.6.0"}
@@ -203,7 +221,42 @@ func domainStarted(vmi *kubevirtv1.VirtualMachineInstance, now metav1.Time) {
 		}
 	}
 	vmi.Status.SelinuxContext = "none"
-	vmi.Status.VolumeStatus = volumeStatus(vmi)
+	vmi.Status.VolumeStatus = volumeStatus(vmi, shared)
+}
+
+// sharedClaims are the VMI's claims (PersistentVolumeClaim and DataVolume
+// volumes) that exist and are ReadWriteMany, which live migration needs
+// (kv:pkg/virt-handler/vm.go); a claim not found counts as not shared.
+func (s *Simulator) sharedClaims(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (map[string]bool, error) {
+	shared := map[string]bool{}
+	for _, v := range vmi.Spec.Volumes {
+		claim := volumeClaim(v)
+		if claim == "" {
+			continue
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := s.Client.Get(ctx, key(vmi.Namespace, claim), pvc)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", vmi.Namespace, claim, err)
+		}
+		shared[claim] = slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany)
+	}
+	return shared, nil
+}
+
+// volumeClaim is the claim a PersistentVolumeClaim or DataVolume volume
+// mounts, else "".
+func volumeClaim(v kubevirtv1.Volume) string {
+	switch {
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName
+	case v.DataVolume != nil:
+		return v.DataVolume.Name
+	}
+	return ""
 }
 
 // ConnectAgent is the guest agent connecting: virt-handler adds
@@ -340,7 +393,7 @@ func joinSources(s []string) string {
 // StorageLiveMigratable for the VMI's spec (kv:pkg/virt-handler/vm.go):
 // LiveMigratable carries the first blocker, StorageLiveMigratable all that
 // apply to it.
-func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.VirtualMachineInstanceCondition {
+func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance, shared map[string]bool) []kubevirtv1.VirtualMachineInstanceCondition {
 	type blocker struct{ reason, msg string }
 	var live, storage []blocker
 	if len(vmi.Spec.Domain.Devices.HostDevices) > 0 || len(vmi.Spec.Domain.Devices.GPUs) > 0 {
@@ -349,9 +402,9 @@ func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.V
 		storage = append(storage, b)
 	}
 	for _, v := range vmi.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
+		if claim := volumeClaim(v); claim != "" && !shared[claim] {
 			live = append(live, blocker{kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable,
-				fmt.Sprintf("cannot migrate VMI: PVC %s is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", v.PersistentVolumeClaim.ClaimName)})
+				fmt.Sprintf("cannot migrate VMI: PVC %s is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)", claim)})
 			break
 		}
 	}
@@ -374,16 +427,17 @@ func migratableConditions(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.V
 }
 
 // volumeStatus is status.volumeStatus once the domain runs: one entry per
-// volume with its disk target; PVCs carry their claim info (ReadWriteOnce).
-func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.VolumeStatus {
+// volume with its disk target; PVCs carry their claim info (ReadWriteMany
+// when shared, else ReadWriteOnce).
+func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance, shared map[string]bool) []kubevirtv1.VolumeStatus {
 	var out []kubevirtv1.VolumeStatus
 	for i, v := range vmi.Spec.Volumes {
 		vs := kubevirtv1.VolumeStatus{Name: v.Name, Target: fmt.Sprintf("vd%c", 'a'+i)}
-		if v.PersistentVolumeClaim != nil {
+		if claim := volumeClaim(v); claim != "" {
 			size := resource.MustParse("30Gi")
 			vs.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{
-				ClaimName:   v.PersistentVolumeClaim.ClaimName,
-				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				ClaimName:   claim,
+				AccessModes: []corev1.PersistentVolumeAccessMode{accessMode(shared[claim])},
 				VolumeMode:  ptr.To(corev1.PersistentVolumeFilesystem),
 				Capacity:    corev1.ResourceList{corev1.ResourceStorage: size},
 				Requests:    corev1.ResourceList{corev1.ResourceStorage: size},
@@ -395,4 +449,11 @@ func volumeStatus(vmi *kubevirtv1.VirtualMachineInstance) []kubevirtv1.VolumeSta
 		out = append(out, vs)
 	}
 	return out
+}
+
+func accessMode(shared bool) corev1.PersistentVolumeAccessMode {
+	if shared {
+		return corev1.ReadWriteMany
+	}
+	return corev1.ReadWriteOnce
 }

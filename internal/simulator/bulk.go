@@ -182,7 +182,7 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 
 	// virt-handler: the domain runs (StartDomain) and, with a guest agent,
 	// the agent connects (ConnectAgent).
-	domainStarted(vmi, now)
+	domainStarted(vmi, nil, now)
 	if sp.GuestAgent {
 		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
 			Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue,

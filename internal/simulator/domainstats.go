@@ -160,6 +160,9 @@ type domainState struct {
 	mu      sync.Mutex
 	history map[types.NamespacedName][]faultChange
 	down    map[string]bool
+	// lists are the nodes' VMI lists the exporter answers from
+	// (virthandler_metrics.go).
+	lists map[string]*nodeVMIList
 }
 
 // SetDomainFault switches fault f on (or off) for the VMI ns/name from the

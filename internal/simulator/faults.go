@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -423,4 +424,38 @@ func (s *Simulator) Evict(ctx context.Context, ns, name string) error {
 		return err
 	}
 	return s.syncVM(ctx, ns, name)
+}
+
+// LauncherEvicted plays what follows a granted eviction of a running VMI's
+// launcher pod (evictionStrategy None, or LiveMigrateIfPossible and not
+// live-migratable, which KubeVirt's eviction admitter lets through,
+// kv:pkg/virt-api/webhooks/validating-webhook/admitters/
+// pod-eviction-admitter.go): virt-launcher shuts the guest down on SIGTERM
+// and virt-handler reports the VMI Succeeded (kubevirt/kubevirt#9823), the
+// kubelet removes the pod and virt-controller drops the VMI's finalizers.
+// Then the VM controller follows the runStrategy
+// (kv:pkg/virt-controller/watch/vm/vm.go): Always deletes the final VMI and
+// creates a new one, Pending (Boot it where the scheduler would); the
+// others leave the VMI Succeeded.
+func (s *Simulator) LauncherEvicted(ctx context.Context, ns, name string) error {
+	if err := s.finishVMIDeletion(ctx, ns, name); err != nil {
+		return err
+	}
+	vm := &kubevirtv1.VirtualMachine{}
+	if err := s.Client.Get(ctx, key(ns, name), vm); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading VM %s/%s: %w", ns, name, err)
+	}
+	if rs, err := vm.RunStrategy(); err != nil || rs != kubevirtv1.RunStrategyAlways {
+		return nil
+	}
+	vmi, err := s.getVMI(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Delete(ctx, vmi); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting VMI %s/%s as %s: %w", ns, name, managerVirtController, err)
+	}
+	return s.createVMIFromVM(ctx, ns, name)
 }

@@ -113,10 +113,7 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 			Hostname:                      hostname(vmi.Name),
 			AutomountServiceAccountToken:  ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](210),
-			NodeSelector: map[string]string{
-				kubevirtv1.NodeSchedulable: "true",
-				"kubernetes.io/arch":       "amd64",
-			},
+			NodeSelector:                  nodeSelector(vmi),
 			// virt-controller sets the gate False (reason Paused) while the VMI is
 			// paused.
 			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: kubevirtv1.VirtualMachineUnpaused}},
@@ -160,9 +157,14 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 				Args:      []string{"--copy-path", "/var/run/kubevirt-ephemeral-disks/container-disk-data/" + string(vmi.UID) + "/disk_0"},
 				Resources: corev1.ResourceRequirements{Requests: small, Limits: small},
 			})
-		case v.PersistentVolumeClaim != nil:
+		case v.PersistentVolumeClaim != nil && !v.PersistentVolumeClaim.Hotpluggable:
 			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.PersistentVolumeClaim.ClaimName},
+			}})
+		case v.DataVolume != nil && !v.DataVolume.Hotpluggable:
+			// A DataVolume's PVC has its name.
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: v.DataVolume.Name},
 			}})
 		}
 	}
@@ -184,6 +186,17 @@ func (s *Simulator) launcherPod(vmi *kubevirtv1.VirtualMachineInstance, target *
 		}}
 	}
 	return pod
+}
+
+// nodeSelector is the launcher pod's: the VMI's, and KubeVirt's own.
+func nodeSelector(vmi *kubevirtv1.VirtualMachineInstance) map[string]string {
+	sel := map[string]string{}
+	for k, v := range vmi.Spec.NodeSelector {
+		sel[k] = v
+	}
+	sel[kubevirtv1.NodeSchedulable] = "true"
+	sel["kubernetes.io/arch"] = "amd64"
+	return sel
 }
 
 // multusRequest is the k8s.v1.cni.cncf.io/networks annotation for the

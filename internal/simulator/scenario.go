@@ -46,8 +46,14 @@ type Scenario struct {
 	// guest agent through virt-api's subresources: playing the scenario
 	// needs VirtAPI served (ServeVirtAPI) and the manager's probes on.
 	GuestProbe bool
+	// Storage says the scenario is a storage play (StorageScenarios):
+	// playing it needs the real kube-controller-manager
+	// (testenv.Options.ControllerManager) and CDI's CRD
+	// (testenv.Options.CDI), and it waits for their writes (StorageWait).
+	Storage bool
 	// Play drives VM vm in namespace ns (which it creates if missing) to
-	// the scenario's end state, without sleeping.
+	// the scenario's end state, without sleeping (a storage play waits
+	// for kube-controller-manager).
 	Play func(ctx context.Context, s *Simulator, ns, vm string) error
 }
 

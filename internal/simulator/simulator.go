@@ -5,7 +5,9 @@
 //
 // It is built for end-to-end controller tests, `vmobs demo` and the scale
 // harness, so it is explicit and deterministic: no goroutines, no sleeps, no
-// watches. Every method does one named step (or a documented sequence of
+// watches. The storage plays are the one exception: the PV binder and the
+// attach-detach controller are the real kube-controller-manager's, and a
+// play polls for their writes (storage.go, StorageWait). Every method does one named step (or a documented sequence of
 // steps) and returns when the API server has accepted its writes. What
 // KubeVirt serves rather than writes is served from the API server's objects
 // and the simulator's knobs: virt-handler's metrics (VirtHandlerMetrics, a
@@ -92,6 +94,12 @@ type Simulator struct {
 	domains domainState
 	// guests holds the guest agents' knobs (guestagent.go).
 	guests guestState
+	// attachErrors are the external-attacher's failures by claim
+	// (SetAttachError, storage.go).
+	attachErrors map[types.NamespacedName]string
+	// provisionerID is the external-provisioner's identity, drawn once
+	// (storage.go).
+	provisionerID string
 }
 
 // Option configures a Simulator.

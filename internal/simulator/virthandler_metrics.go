@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,7 +98,13 @@ func virtHandlerPod(node string) string {
 //
 // Each request lists the node's VMIs from the API server with the
 // kubevirt.io/nodeName label selector, as virt-handler's VMI informer
-// filters them, and computes their values at the simulator's clock.
+// filters them, and computes their values at the simulator's clock. When
+// that list is slow (a loaded API server or test machine) and an earlier
+// one for the node is at hand, the request answers from the earlier one
+// after vmiListPatience, as virt-handler answers from its informer's
+// cache, rather than running past Prometheus' scrape timeout: a scrape
+// that times out drops every series of the node, which the engine reads
+// as domain stats gone missing.
 func (s *Simulator) VirtHandlerMetrics() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /nodes/{node}/metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -140,14 +147,14 @@ func newSampleRegistry(samples []sample) *prometheus.Registry {
 // nodeSamples are the series of every domain virt-handler on node exports,
 // at the clock's now.
 func (s *Simulator) nodeSamples(ctx context.Context, node string) ([]sample, error) {
-	var vmis kubevirtv1.VirtualMachineInstanceList
-	if err := s.Client.List(ctx, &vmis, client.MatchingLabels{kubevirtv1.NodeNameLabel: node}); err != nil {
-		return nil, fmt.Errorf("listing the VMIs on node %s: %w", node, err)
+	vmis, err := s.domains.nodeVMIs(ctx, s.Client, node)
+	if err != nil {
+		return nil, err
 	}
 	now := s.Clock()
 	var out []sample
-	for i := range vmis.Items {
-		vmi := &vmis.Items[i]
+	for i := range vmis {
+		vmi := &vmis[i]
 		if vmi.Status.Phase != kubevirtv1.Running || vmi.Status.NodeName != node {
 			continue
 		}
@@ -186,4 +193,84 @@ func (c sampleCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- m
 	}
+}
+
+// vmiListPatience is how long a scrape waits for a node's VMI list before
+// it answers from the node's previous list.
+const vmiListPatience = 300 * time.Millisecond
+
+// vmiListTimeout bounds a node's VMI list, which goes on after the scrape
+// that started it has answered, to refresh the node's previous list.
+const vmiListTimeout = 30 * time.Second
+
+// nodeVMIList is a node's VMI list: the newest one that completed, and
+// the one in flight.
+type nodeVMIList struct {
+	last     []kubevirtv1.VirtualMachineInstance
+	haveLast bool
+	// inflight closes when the list in flight completes; nil when none is.
+	inflight chan struct{}
+	err      error
+}
+
+// nodeVMIs lists the VMIs on node, joining a list in flight for it if
+// there is one; after vmiListPatience it answers with the node's previous
+// list, if any, and lets the list in flight refresh it.
+func (d *domainState) nodeVMIs(ctx context.Context, c client.Reader, node string) ([]kubevirtv1.VirtualMachineInstance, error) {
+	d.mu.Lock()
+	if d.lists == nil {
+		d.lists = map[string]*nodeVMIList{}
+	}
+	l := d.lists[node]
+	if l == nil {
+		l = &nodeVMIList{}
+		d.lists[node] = l
+	}
+	done := l.inflight
+	if done == nil {
+		done = make(chan struct{})
+		l.inflight = done
+		// Not the request's context: the list outlives a scrape that
+		// stopped waiting for it.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vmiListTimeout)
+		go func() {
+			defer cancel()
+			var vmis kubevirtv1.VirtualMachineInstanceList
+			err := c.List(lctx, &vmis, client.MatchingLabels{kubevirtv1.NodeNameLabel: node})
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			l.inflight, l.err = nil, err
+			if err == nil {
+				l.last, l.haveLast = vmis.Items, true
+			}
+			close(done)
+		}()
+	}
+	d.mu.Unlock()
+
+	patience := time.NewTimer(vmiListPatience)
+	defer patience.Stop()
+	select {
+	case <-done:
+	case <-patience.C:
+		d.mu.Lock()
+		last, ok := l.last, l.haveLast
+		d.mu.Unlock()
+		if ok {
+			return last, nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("listing the VMIs on node %s: %w", node, ctx.Err())
+		}
+	case <-ctx.Done():
+		return nil, fmt.Errorf("listing the VMIs on node %s: %w", node, ctx.Err())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l.err != nil {
+		return nil, fmt.Errorf("listing the VMIs on node %s: %w", node, l.err)
+	}
+	return l.last, nil
 }

@@ -1,11 +1,13 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -43,6 +45,31 @@ type VMSpec struct {
 	// NonSharedDisk puts the root disk on a ReadWriteOnce PVC, which makes
 	// the VMI not live-migratable (DisksNotLiveMigratable).
 	NonSharedDisk bool
+	// RootClaim puts the root disk on the existing PVC of that name
+	// (CreateClaim) instead of a containerDisk; like NonSharedDisk, the
+	// VMI is then not live-migratable.
+	RootClaim string
+	// DataVolume puts the root disk on the DataVolume <name>-rootdisk of
+	// the VM's dataVolumeTemplates, imported over HTTP by CDI into a PVC
+	// of StorageClass (cdi.go). CreateVM has virt-controller create the
+	// DataVolume and, as KubeVirt waits for it, no VMI: the VM says
+	// Provisioning until the import succeeds (CompleteImport), then
+	// virt-controller creates the VMI. Needs CDI's CRD
+	// (testenv.Options.CDI).
+	DataVolume bool
+	// StorageClass is the class of the DataVolume's PVC; empty is
+	// StorageClassImmediate.
+	StorageClass string
+	// SharedDisk puts the root disk on the PersistentVolumeClaim
+	// <name>-rootdisk, as NonSharedDisk does; the caller creates that claim
+	// ReadWriteMany (shared storage), and the VMI stays live-migratable.
+	SharedDisk bool
+	// EvictionStrategy of the VMI; empty is LiveMigrate.
+	EvictionStrategy kubevirtv1.EvictionStrategy
+	// NodeSelector is the VMI's spec.nodeSelector, which virt-controller
+	// copies into the launcher pod's: it pins the VMI to the nodes it
+	// selects.
+	NodeSelector map[string]string
 	// Standalone creates a bare VMI with no VM (CreateVM then writes no
 	// VM object).
 	Standalone bool
@@ -100,8 +127,9 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 			},
 		},
 		Networks:                      []kubevirtv1.Network{{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}}},
-		EvictionStrategy:              ptr.To(kubevirtv1.EvictionStrategyLiveMigrate),
+		EvictionStrategy:              ptr.To(cmp.Or(sp.EvictionStrategy, kubevirtv1.EvictionStrategyLiveMigrate)),
 		TerminationGracePeriodSeconds: ptr.To[int64](180),
+		NodeSelector:                  maps.Clone(sp.NodeSelector),
 	}
 	if sp.Interfaces >= 2 {
 		spec.Domain.Devices.Interfaces = append(spec.Domain.Devices.Interfaces, kubevirtv1.Interface{
@@ -115,9 +143,12 @@ func (s *Simulator) vmiSpec(sp VMSpec) kubevirtv1.VirtualMachineInstanceSpec {
 		spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "gpu1", DeviceName: hostDeviceResource}}
 	}
 	root := kubevirtv1.Volume{Name: "rootdisk", VolumeSource: kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: ContainerDiskImage}}}
-	if sp.NonSharedDisk {
+	switch {
+	case sp.DataVolume:
+		root.VolumeSource = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: RootDataVolume(sp.Name)}}
+	case sp.NonSharedDisk || sp.SharedDisk || sp.RootClaim != "":
 		root.VolumeSource = kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
-			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: sp.Name + "-rootdisk"},
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: cmpOr(sp.RootClaim, sp.Name+"-rootdisk")},
 		}}
 	}
 	userData := "#cloud-config\nuser: fedora\npassword: fedora\nchpasswd: { expire: False }\n"
@@ -171,6 +202,9 @@ func (s *Simulator) CreateVM(ctx context.Context, spec VMSpec) error {
 			},
 		},
 	}
+	if spec.DataVolume {
+		vm.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dataVolumeTemplate(spec)}
+	}
 	if err := s.Client.Create(ctx, vm, client.FieldOwner(managerUser)); err != nil {
 		return fmt.Errorf("creating VM %s/%s: %w", spec.Namespace, spec.Name, err)
 	}
@@ -181,6 +215,18 @@ func (s *Simulator) CreateVM(ctx context.Context, spec VMSpec) error {
 		return nil
 	}); err != nil {
 		return err
+	}
+	if spec.DataVolume {
+		// virt-controller creates the DataVolumes first and the VMI only
+		// once they are ready (CompleteImport).
+		created := &kubevirtv1.VirtualMachine{}
+		if err := s.Client.Get(ctx, key(spec.Namespace, spec.Name), created); err != nil {
+			return fmt.Errorf("reading VM %s/%s: %w", spec.Namespace, spec.Name, err)
+		}
+		if err := s.createDataVolumes(ctx, created); err != nil {
+			return err
+		}
+		return s.syncVM(ctx, spec.Namespace, spec.Name)
 	}
 	switch spec.runStrategy() {
 	case kubevirtv1.RunStrategyAlways, kubevirtv1.RunStrategyRerunOnFailure, kubevirtv1.RunStrategyOnce:
@@ -335,6 +381,15 @@ func (s *Simulator) syncVM(ctx context.Context, ns, name string) error {
 		st.Created = vmi != nil
 		st.Ready = false
 		st.PrintableStatus = printableStatus(vm, vmi, rs)
+		if vmi == nil && vm.DeletionTimestamp == nil && len(vm.Spec.DataVolumeTemplates) > 0 && rs != kubevirtv1.RunStrategyHalted {
+			dvs, err := s.dataVolumesStatus(ctx, vm)
+			if err != nil {
+				return err
+			}
+			if dvs != "" {
+				st.PrintableStatus = dvs
+			}
+		}
 
 		ready := kubevirtv1.VirtualMachineCondition{
 			Type: kubevirtv1.VirtualMachineReady, Status: corev1.ConditionFalse,

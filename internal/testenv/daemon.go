@@ -1,11 +1,13 @@
 package testenv
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -38,8 +40,19 @@ func (d *daemon) start() error {
 // waitReady polls url's /-/ready until it answers 200, the process exits or
 // timeout passes; the errors carry the process's log.
 func (d *daemon) waitReady(url string, timeout time.Duration) error {
+	return d.waitHealthy(url+"/-/ready", timeout)
+}
+
+// waitHealthy polls url (a readiness endpoint: Prometheus' /-/ready,
+// kube-controller-manager's /healthz) until it answers 200, the process
+// exits or timeout passes; the errors carry the process's log. An https
+// URL is a server on loopback with a certificate it made itself, which is
+// not verified.
+func (d *daemon) waitHealthy(url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	c := &http.Client{Timeout: 2 * time.Second}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: strings.HasPrefix(url, "https://")}, //nolint:gosec // a self-signed server on loopback
+	}}
 	var last string
 	for {
 		select {
@@ -47,7 +60,7 @@ func (d *daemon) waitReady(url string, timeout time.Duration) error {
 			return fmt.Errorf("%s exited before it was ready (%w):\n%s", d.name, d.waitErr, d.Log())
 		default:
 		}
-		resp, err := c.Get(url + "/-/ready")
+		resp, err := c.Get(url)
 		if err != nil {
 			last = err.Error()
 		} else {

@@ -66,6 +66,10 @@ type PrometheusOptions struct {
 	// sidecar in front of it requires and attaches to every series it
 	// serves.
 	ExternalLabels map[string]string
+	// Alertmanagers are the host:port of the Alertmanagers the server
+	// sends its firing alerts to (Alertmanager.Address), at once and then
+	// again every scrape interval while they fire.
+	Alertmanagers []string
 }
 
 // Prometheus is a real Prometheus server started by StartPrometheus, with
@@ -79,6 +83,7 @@ type Prometheus struct {
 	interval time.Duration
 	rules    []string
 	external map[string]string
+	alerting []string
 	mu       sync.Mutex // serializes SetJobs
 }
 
@@ -95,7 +100,7 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Prometheus{daemon: daemon{name: "prometheus", dir: dir}, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels}
+	p := &Prometheus{daemon: daemon{name: "prometheus", dir: dir}, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels, alerting: opts.Alertmanagers}
 	if p.interval <= 0 {
 		p.interval = time.Second
 	}
@@ -119,6 +124,10 @@ func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
 		// reload) on a 5 s tick by default: a test would wait that long
 		// for its first sample. The flag is hidden but supported.
 		"--scrape.discovery-reload-interval=100ms",
+		// A firing alert is sent again every minute by default; the
+		// scrape interval keeps Alertmanager's view as fresh as the
+		// rules'.
+		"--rules.alert.resend-delay="+p.interval.String(),
 	)
 	if err := p.start(); err != nil {
 		_ = os.RemoveAll(dir)
@@ -154,6 +163,15 @@ type promConfig struct {
 	Global        promGlobal         `json:"global"`
 	RuleFiles     []string           `json:"rule_files,omitempty"`
 	ScrapeConfigs []promScrapeConfig `json:"scrape_configs"`
+	Alerting      *promAlerting      `json:"alerting,omitempty"`
+}
+
+type promAlerting struct {
+	Alertmanagers []promAlertmanagerConfig `json:"alertmanagers"`
+}
+
+type promAlertmanagerConfig struct {
+	StaticConfigs []promStaticConfig `json:"static_configs"`
 }
 
 type promGlobal struct {
@@ -180,6 +198,9 @@ type promStaticConfig struct {
 func (p *Prometheus) writeConfig(jobs []ScrapeJob) error {
 	iv := p.interval.String()
 	cfg := promConfig{Global: promGlobal{ScrapeInterval: iv, ScrapeTimeout: iv, EvaluationInterval: iv, ExternalLabels: p.external}, RuleFiles: p.rules}
+	if len(p.alerting) > 0 {
+		cfg.Alerting = &promAlerting{Alertmanagers: []promAlertmanagerConfig{{StaticConfigs: []promStaticConfig{{Targets: p.alerting}}}}}
+	}
 	for _, j := range jobs {
 		sc := promScrapeConfig{JobName: j.Name, HonorLabels: j.HonorLabels, StaticConfigs: []promStaticConfig{}}
 		for _, t := range j.Targets {

@@ -18,7 +18,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -110,6 +109,10 @@ func MonitoringCRDDirs() []string {
 	}
 }
 
+// CDICRDDir holds CDI's DataVolume CRD, generated for tests from
+// kubevirt.io/containerized-data-importer-api by hack/cdi-crds.sh.
+func CDICRDDir() string { return filepath.Join(RepoRoot(), "test", "crds", "cdi") }
+
 // Options tune the control plane.
 type Options struct {
 	// KubeVirt is the release whose CRDs are installed (one of
@@ -129,6 +132,14 @@ type Options struct {
 	// StopTimeout is how long kube-apiserver and etcd get to stop on
 	// SIGTERM before they are killed; zero is a minute.
 	StopTimeout time.Duration
+	// ControllerManager starts kube-controller-manager (built by `make
+	// envtest-bin` beside kube-apiserver) with only StorageControllers,
+	// so that PVCs bind and VolumeAttachments are created by Kubernetes'
+	// own code. Off, nothing binds a PVC or attaches a volume.
+	ControllerManager bool
+	// CDI installs CDI's DataVolume CRD (CDICRDDir). Off, the cluster has
+	// no CDI, as many KubeVirt clusters do not.
+	CDI bool
 	// Aggregation gives kube-apiserver what API aggregation needs: a
 	// front-proxy CA and client certificate, the request-header flags,
 	// aggregator routing to endpoints, and an egress proxy that reaches
@@ -142,7 +153,8 @@ type Env struct {
 	*envtest.Environment
 	Config *rest.Config
 
-	agg *aggregation // nil without Options.Aggregation
+	agg *aggregation       // nil without Options.Aggregation
+	kcm *controllerManager // nil without Options.ControllerManager
 }
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
@@ -154,9 +166,13 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds = append(crds, opts.ExtraCRDDirs...)
+	if opts.CDI {
+		crds = append(crds, CDICRDDir())
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    AssetsDir(),
-		CRDDirectoryPaths:        append(crds, opts.ExtraCRDDirs...),
+		CRDDirectoryPaths:        crds,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  cmp.Or(opts.StopTimeout, time.Minute),
@@ -195,13 +211,22 @@ func Start(opts Options) (*Env, error) {
 			return nil, errors.Join(err, e.Stop())
 		}
 	}
+	if opts.ControllerManager {
+		if e.kcm, err = startControllerManager(e); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
 	return e, nil
 }
 
-// Stop stops kube-apiserver and etcd, then what Options.Aggregation
-// started.
+// Stop stops kube-controller-manager, kube-apiserver and etcd, then what
+// Options.Aggregation started.
 func (e *Env) Stop() error {
-	err := e.Environment.Stop()
+	var err error
+	if e.kcm != nil {
+		err = e.kcm.Stop()
+	}
+	err = errors.Join(err, e.Environment.Stop())
 	if e.agg != nil {
 		err = errors.Join(err, e.agg.stop())
 	}
@@ -232,18 +257,7 @@ func (e *Env) Client() (client.WithWatch, error) {
 
 // Kubeconfig writes a kubeconfig for an admin user into path.
 func (e *Env) Kubeconfig(path string) error {
-	user, err := e.ControlPlane.AddUser(envtest.User{Name: "vmobs-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if _, err := clientcmd.Load(kc); err != nil {
-		return err
-	}
-	return os.WriteFile(path, kc, 0o600)
+	return e.userKubeconfig(envtest.User{Name: "vmobs-admin", Groups: []string{"system:masters"}}, path)
 }
 
 // Kubectl runs the real kubectl built by `make envtest-bin` against the

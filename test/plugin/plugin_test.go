@@ -360,9 +360,20 @@ func TestPluginAgainstAPIServer(t *testing.T) {
 			t.Errorf("kubectl vmobs --version: exit %d, %q", code, out)
 		}
 
+		// drain-check runs through kubectl too; no VMI runs on node-z here
+		// (test/drain scores the prediction on a fleet).
+		code, out, errOut = kubectl("vmobs", "drain-check", "node-z")
+		if code != kubectlvmobs.ExitOK || !strings.HasPrefix(out, "Node node-z: 0 VMs\n") || !strings.Contains(out, "note NodeNotFound") {
+			t.Errorf("kubectl vmobs drain-check node-z: exit %d, stdout %q, stderr %q; want exit 0, no VM, the node not found", code, out, errOut)
+		}
+
 		code, out, errOut = kubectl("__complete", "vmobs", "describe", "-n", "finance", "")
 		if want := "ledger-01\nwin2k22-app\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
 			t.Errorf("kubectl __complete vmobs describe -n finance '': exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+		}
+		code, out, errOut = kubectl("__complete", "vmobs", "get", "-n", "fin")
+		if want := "finance\n:4\n"; code != kubectlvmobs.ExitOK || out != want {
+			t.Errorf("kubectl __complete vmobs get -n fin: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 		}
 	})
 }
