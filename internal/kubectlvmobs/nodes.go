@@ -21,10 +21,10 @@ import (
 // verdict; the exit status is the nodes' health, as get's is the VMs'.
 func (o *options) nodesCommand(code *int, stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
-		Use:               "nodes [NODE...]",
-		Aliases:           []string{"node", "nodeobs"},
-		Short:             "List NodeObservations: each node's verdict per layer and its VMs by verdict",
-		Args:              cobra.ArbitraryArgs,
+		Use:     "nodes [NODE...]",
+		Aliases: []string{"node", "nodeobs"},
+		Short:   "List NodeObservations: each node's verdict per layer and its VMs by verdict",
+		Args:    cobra.ArbitraryArgs,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return o.completeClusterNames(cmd, &v1alpha1.NodeObservationList{}, args, toComplete)
 		},
