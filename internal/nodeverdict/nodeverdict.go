@@ -114,6 +114,12 @@ func Evaluate(in Input) Result {
 	st.Message = verdict.Bound(worstName+": "+worst.Message, maxMessage)
 	st.VMs = count(in.VMs)
 	st.Incident = incident(in, layers, now, &res)
+	if in.Previous != nil {
+		// The drain section is the drain check's, not this function's:
+		// carried as stored, so that the controller neither writes nor
+		// erases it.
+		st.Drain = in.Previous.Drain.DeepCopy()
+	}
 	var at time.Time
 	st.Conditions, at = verdict.KStatus(make([]metav1.Condition, 0, 3), prevConditions(in.Previous), now,
 		st.Verdict, st.Reason, st.Message, worst.LastTransitionTime, in.StalledAfter)
