@@ -10,9 +10,18 @@ import (
 
 // TestEveryFieldIsDescribed: every field of the CRD's schema carries a
 // description (the Go comment controller-gen turns into one), so that
-// `kubectl explain vmobservation.status` documents the whole status.
+// `kubectl explain vmobservation.status` (and nodeobservation.status)
+// documents the whole status.
 func TestEveryFieldIsDescribed(t *testing.T) {
-	raw, err := os.ReadFile("../../config/crd/bases/observability.vmobs.io_vmobservations.yaml")
+	for _, name := range []string{"vmobservations", "nodeobservations"} {
+		t.Run(name, func(t *testing.T) {
+			everyFieldIsDescribed(t, "../../config/crd/bases/observability.vmobs.io_"+name+".yaml")
+		})
+	}
+}
+
+func everyFieldIsDescribed(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

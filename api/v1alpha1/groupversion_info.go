@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the VMObservation API: one derived object per
-// KubeVirt VM that says how alive the VM is, layer by layer, and why.
+// KubeVirt VM that says how alive the VM is, layer by layer, and why; and
+// NodeObservation, one per node that runs VMs, for what the node gives them.
 //
 // +kubebuilder:object:generate=true
 // +groupName=observability.vmobs.io
@@ -20,7 +21,7 @@ var (
 	// controller-runtime's pkg/scheme is deprecated, and an API package
 	// should not need controller-runtime to be imported.
 	SchemeBuilder = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
-		s.AddKnownTypes(GroupVersion, &VMObservation{}, &VMObservationList{})
+		s.AddKnownTypes(GroupVersion, &VMObservation{}, &VMObservationList{}, &NodeObservation{}, &NodeObservationList{})
 		metav1.AddToGroupVersion(s, GroupVersion)
 		return nil
 	})

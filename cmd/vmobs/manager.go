@@ -75,6 +75,8 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.Var(&f.namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
 	fs.StringVar(&f.selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (docs/sharding.md).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
+	fs.BoolVar(&opts.NodeObservations, "node-observations", opts.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone. An instance limited by --namespace or --vm-selector never runs it.")
+	fs.IntVar(&opts.NodeIncidentThreshold, "node-incident-threshold", opts.NodeIncidentThreshold, "A node's NodeObservation names an incident once this many of its VMs are Unknown, Degraded or Failed under a cause of the node's own (its kubelet or virt-handler layer), docs/nodeobservation.md.")
 	opts.WriteOptions.BindFlags(fs)
 	f.policy = opts.Policy.BindFlags(fs)
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")
@@ -96,6 +98,9 @@ func (f *managerFlags) validate() error {
 	opts := &f.opts
 	if f.qps < 0 || opts.KubeAPIBurst < 0 || opts.StartupGCPercent < 0 {
 		return errors.New("--kube-api-qps, --kube-api-burst and --startup-gc-percent must not be negative")
+	}
+	if opts.NodeIncidentThreshold < 1 {
+		return errors.New("--node-incident-threshold must be at least 1")
 	}
 	for _, check := range []func() error{opts.WriteOptions.Validate, opts.GuestProbe.Validate, f.policy.Validate} {
 		if err := check(); err != nil {
@@ -144,7 +149,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
+	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "nodeObservations", opts.NodeObservations, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -37,6 +37,7 @@ import (
 	"github.com/vmobs/vmobs/internal/guestprobe"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
+	"github.com/vmobs/vmobs/internal/nodeverdict"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -124,11 +125,26 @@ type Options struct {
 	// subresources (interval, rate, workers, timeout); Interval 0 turns
 	// them off.
 	GuestProbe guestprobe.Config
+	// NodeObservations runs the NodeObservation controller: one
+	// NodeObservation per node that runs VMs or virt-handler
+	// (docs/nodeobservation.md).
+	NodeObservations bool
+	// NodeIncidentThreshold is how many of a node's VMs must turn
+	// non-Healthy under a node cause for its NodeObservation to name an
+	// incident.
+	NodeIncidentThreshold int
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
 	// collector as GOGC sets it, and an explicit GOGC wins.
 	StartupGCPercent int
+}
+
+// observesEveryVM says whether the instance watches every VM of the
+// cluster: no namespace limit and no shard selector. Only then does it
+// keep the NodeObservations, which count every VM of a node.
+func (o Options) observesEveryVM() bool {
+	return len(o.Namespaces) == 0 && (o.VMSelector == nil || o.VMSelector.Empty())
 }
 
 // MaxStartup ends the start-up when the initial lists take longer to
@@ -183,6 +199,8 @@ func Defaults() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
+		NodeObservations:        true,
+		NodeIncidentThreshold:   nodeverdict.DefaultIncidentThreshold,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -280,6 +298,29 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
+	var nodeMetrics *metrics.NodeObservations
+	if opts.NodeObservations && !opts.observesEveryVM() {
+		// Two instances that each see part of the VMs would each count
+		// their part and overwrite each other's NodeObservations.
+		ctrl.Log.WithName("setup").Info("Not running the NodeObservation controller: this instance does not observe every VM (--namespace or --vm-selector)")
+	}
+	if opts.NodeObservations && opts.observesEveryVM() {
+		nodeMetrics = metrics.NewNodeObservations(func() ([]v1alpha1.NodeObservation, error) {
+			var l v1alpha1.NodeObservationList
+			err := mgr.GetCache().List(context.Background(), &l)
+			return l.Items, err
+		})
+		nr := &controllers.NodeReconciler{
+			Client: mgr.GetClient(), Store: r.Store, Now: opts.Now, Policy: policy,
+			DomainStats: copts.DomainStats != nil, GuestProbe: copts.GuestProbe != nil, Metrics: nodeMetrics,
+			IncidentThreshold: opts.NodeIncidentThreshold,
+		}
+		// One worker: a node's events are few (a heartbeat a minute) and
+		// a fleet has tens of nodes, not thousands.
+		if err := nr.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return nil, fmt.Errorf("setting up the node controller: %w", err)
+		}
+	}
 
 	reg := opts.Registry
 	if reg == nil {
@@ -293,6 +334,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if guestMetrics != nil {
 		collectors = append(collectors, guestMetrics.Collectors()...)
+	}
+	if nodeMetrics != nil {
+		collectors = append(collectors, nodeMetrics.Collectors()...)
 	}
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {

@@ -3,6 +3,8 @@ package app
 import (
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // TestEnginePolicy checks the one derivation of the engine's policy: what
@@ -39,5 +41,28 @@ func TestEnginePolicy(t *testing.T) {
 	opts.DomainStats.Interval = 0
 	if got, want := enginePolicy(opts).DomainStatsInterval, opts.DomainStats.WithDefaults().Interval; got != want {
 		t.Errorf("DomainStatsInterval = %v, want the source's default %v", got, want)
+	}
+}
+
+// TestObservesEveryVM: only an instance that sees every VM keeps the
+// NodeObservations, which count every VM of a node.
+func TestObservesEveryVM(t *testing.T) {
+	sel, err := labels.Parse("shard=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want bool
+	}{
+		{"the defaults", Defaults(), true},
+		{"an empty selector", Options{VMSelector: labels.Everything()}, true},
+		{"a namespace", Options{Namespaces: []string{"vms"}}, false},
+		{"a shard", Options{VMSelector: sel}, false},
+	} {
+		if got := c.opts.observesEveryVM(); got != c.want {
+			t.Errorf("%s: observesEveryVM = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

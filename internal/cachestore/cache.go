@@ -12,11 +12,16 @@ import (
 )
 
 const (
-	// LauncherLabel selects virt-launcher pods, the only pods vmobs caches.
-	LauncherLabel = kubevirtv1.AppLabel + "=virt-launcher"
+	// HandlerApp is the kubevirt.io label of virt-handler's pods.
+	HandlerApp = "virt-handler"
+	// PodLabel selects the only pods vmobs caches: virt-launcher pods, and
+	// virt-handler's, one per node, whose readiness the NodeObservation
+	// reads.
+	PodLabel = kubevirtv1.AppLabel + " in (virt-handler,virt-launcher)"
 )
 
-// Options bounds what the manager caches: launcher pods only, and of
+// Options bounds what the manager caches: launcher and virt-handler pods
+// only, and of
 // every object only its projection (internal/projection): what the
 // engine, the write decision, the indexes and the predicates read, in
 // compact form. The informers' stores hold the projections; the controller
@@ -27,7 +32,7 @@ const (
 // makes: pass the same to Open (the reconciler's Informers), which needs it
 // when namespaces is not empty.
 func Options(namespaces []string, vmSelector labels.Selector, informers *Informers) cache.Options {
-	launchers, err := labels.Parse(LauncherLabel)
+	launchers, err := labels.Parse(PodLabel)
 	if err != nil {
 		panic(err) // a constant
 	}
@@ -41,6 +46,7 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		vm   = &kubevirtv1.VirtualMachine{}
 		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
 		obs  = &v1alpha1.VMObservation{}
+		nobs = &v1alpha1.NodeObservation{}
 	)
 	// Sharded, VMs, VMIs and VMObservations keep the labels the selector
 	// names, and VMIs their owners (controllers/shard.go).
@@ -56,6 +62,9 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		vm:   {Transform: project},
 		vmim: {Transform: project},
 		obs:  {Transform: project},
+		// One per node, whole: the controller compares its status with
+		// the one it computes. Only the managed fields are dropped.
+		nobs: {Transform: cache.TransformStripManagedFields()},
 	}
 	// The selector decides a VM's shard from the VM's own labels (a
 	// standalone VMI's from the VMI's), which KubeVirt does not copy to

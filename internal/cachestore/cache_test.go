@@ -24,7 +24,7 @@ func TestCacheSelectorOnVMsAndObservationsOnly(t *testing.T) {
 		case "*v1.VirtualMachine", "*v1alpha1.VMObservation":
 			want = sel.String()
 		case "*v1.Pod":
-			want = LauncherLabel
+			want = PodLabel
 		}
 		if got != want {
 			t.Errorf("%s: cache selector %q, want %q", kind, got, want)
@@ -45,13 +45,14 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 		}
 		seen[kind] = bo
 	}
-	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != LauncherLabel {
-		t.Fatalf("pod selector %v, want %s", pod.Label, LauncherLabel)
+	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != PodLabel {
+		t.Fatalf("pod selector %v, want %s", pod.Label, PodLabel)
 	}
 	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
-	// the controller reads is cached as its projection.
-	if len(seen) != 6 {
-		t.Fatalf("%d kinds configured, want 6", len(seen))
+	// the controller reads is cached as its projection; NodeObservations
+	// (one per node) whole, without managed fields.
+	if len(seen) != 7 {
+		t.Fatalf("%d kinds configured, want 7", len(seen))
 	}
 	for kind, bo := range seen {
 		if bo.Transform == nil {

@@ -179,6 +179,10 @@ const (
 	// IndexVMINode indexes VMIs by every node their status names (the node
 	// they run on, the migration's source and target, activePods' nodes).
 	IndexVMINode = "vmobs.status.nodes"
+	// IndexHandlerNode indexes virt-handler pods by their node.
+	IndexHandlerNode = "vmobs.handler.node"
+	// IndexObservationNode indexes VMObservations by status.vmi.nodeName.
+	IndexObservationNode = "vmobs.status.vmi.nodeName"
 )
 
 // AddIndexes registers the controller's indexes; before the informers
@@ -197,7 +201,31 @@ func (s *Store) AddIndexes() error {
 			return err
 		}
 	}
-	return s.VMIs.AddIndexers(toolscache.Indexers{IndexVMINode: vmiNodeIndex})
+	if err := s.VMIs.AddIndexers(toolscache.Indexers{IndexVMINode: vmiNodeIndex}); err != nil {
+		return err
+	}
+	// The NodeObservation controller's: virt-handler's pods and the
+	// VMObservations by their node (one value per object, as above).
+	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexHandlerNode: handlerNodeIndex}); err != nil {
+		return err
+	}
+	return s.Observations.AddIndexers(toolscache.Indexers{IndexObservationNode: observationNodeIndex})
+}
+
+func handlerNodeIndex(o any) ([]string, error) {
+	p, ok := o.(*projection.Pod)
+	if !ok || p.App.String() != HandlerApp || p.NodeName.String() == "" {
+		return nil, nil
+	}
+	return []string{p.NodeName.String()}, nil
+}
+
+func observationNodeIndex(o any) ([]string, error) {
+	ob, ok := o.(*projection.Observation)
+	if !ok || ob.NodeName.String() == "" {
+		return nil, nil
+	}
+	return []string{ob.NodeName.String()}, nil
 }
 
 // NamespacePolicies are the VMObservationPolicies of a namespace.

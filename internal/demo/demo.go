@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/factsource"
@@ -746,6 +747,7 @@ func (s *session) result(stop stopInfo, mgrErr error) *Result {
 	res.StopReason = stop.reason
 	res.Seed = s.opts.Seed
 	res.Nodes = s.countNodes()
+	res.NodeObservations = s.nodeVerdicts()
 	res.Prometheus = s.promErr == nil
 	if s.promErr != nil && s.opts.Scenario == "" {
 		res.Skipped = domainStatsScenarios()
@@ -766,6 +768,23 @@ func (s *session) countNodes() int {
 		return 0
 	}
 	return len(nodes.Items)
+}
+
+// nodeVerdicts are the NodeObservations' verdicts and reasons by node,
+// nil when they cannot be listed; like countNodes, with a context of its
+// own.
+func (s *session) nodeVerdicts() map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var l v1alpha1.NodeObservationList
+	if err := s.k8s.List(ctx, &l); err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(l.Items))
+	for _, o := range l.Items {
+		out[o.Name] = string(o.Status.Verdict) + "/" + o.Status.Reason
+	}
+	return out
 }
 
 // syncWriter serialises writes, and calls onErr once when one fails.
@@ -828,7 +847,10 @@ type hint struct{ what, cmd string }
 // real kubectl (and the kubectl-vmobs plugin when one is built).
 func kubectlHints(kubeconfig string) []hint {
 	kubectl := displayPath(filepath.Join(testenv.AssetsDir(), "kubectl"))
-	hints := []hint{{"kubectl", fmt.Sprintf("%s --kubeconfig %s get vmobs -A -o wide", kubectl, kubeconfig)}}
+	hints := []hint{
+		{"kubectl", fmt.Sprintf("%s --kubeconfig %s get vmobs -A -o wide", kubectl, kubeconfig)},
+		{"kubectl", fmt.Sprintf("%s --kubeconfig %s get nodeobservations", kubectl, kubeconfig)},
+	}
 	plugin := filepath.Join(testenv.RepoRoot(), "bin", "kubectl-vmobs")
 	if fi, err := os.Stat(plugin); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 		hints = append(hints, hint{"kubectl vmobs", fmt.Sprintf("PATH=%s:\"$PATH\" %s vmobs get -A --kubeconfig %s", filepath.Dir(plugin), kubectl, kubeconfig)})

@@ -181,6 +181,9 @@ type Result struct {
 	// for want of them.
 	Prometheus bool
 	Skipped    []string
+	// NodeObservations are the nodes' verdicts at the end, by node name:
+	// "Verdict/Reason", as `kubectl get nodeobservations` shows them.
+	NodeObservations map[string]string
 }
 
 // Diagnosed counts the scenarios vmobs diagnosed as built.

@@ -317,6 +317,7 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		})
 		p("  %-16s %4d  %s", v, r.Verdicts[v], strings.Join(reasons, ", "))
 	}
+	writeNodes(p, r.NodeObservations)
 	ok, total := r.Diagnosed()
 	p("")
 	p("Scripted scenarios: %d of %d diagnosed with the layer, verdict and reason they are built to produce", ok, total)
@@ -378,4 +379,27 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// writeNodes says how many nodes are Healthy and names the others, with
+// their NodeObservation's verdict and reason (kubectl get nodeobservations).
+func writeNodes(p func(string, ...any), nodes map[string]string) {
+	if len(nodes) == 0 {
+		return
+	}
+	var others []string
+	healthy := 0
+	for n, v := range nodes {
+		if strings.HasPrefix(v, string(v1alpha1.VerdictHealthy)+"/") {
+			healthy++
+			continue
+		}
+		others = append(others, n+" "+strings.Replace(v, "/", " ", 1))
+	}
+	sort.Strings(others)
+	p("")
+	p("  NodeObservations: %d Healthy of %d", healthy, len(nodes))
+	for _, o := range others {
+		p("    %s", o)
+	}
 }

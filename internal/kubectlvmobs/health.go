@@ -72,13 +72,19 @@ func effectiveVerdict(v v1alpha1.Verdict) v1alpha1.Verdict {
 // order of Verdict.Severity (Failed, then Degraded, then Unknown), plus
 // ExitProgressing when a failing VM is Progressing.
 func healthCode(objs []v1alpha1.VMObservation, failOn v1alpha1.Verdict) int {
+	return verdictsCode(len(objs), func(i int) v1alpha1.Verdict { return objs[i].Status.Verdict }, failOn)
+}
+
+// verdictsCode is the exit status of n verdicts, the i-th verdict(i): the
+// VMs' (healthCode) or the nodes' (kubectl vmobs nodes).
+func verdictsCode(n int, verdict func(int) v1alpha1.Verdict, failOn v1alpha1.Verdict) int {
 	if failOn == "" {
 		return ExitOK
 	}
 	var worst v1alpha1.Verdict
 	progressing := false
-	for i := range objs {
-		v := effectiveVerdict(objs[i].Status.Verdict)
+	for i := range n {
+		v := effectiveVerdict(verdict(i))
 		if v.Severity() < failOn.Severity() {
 			continue
 		}

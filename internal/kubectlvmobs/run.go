@@ -40,6 +40,7 @@ const examples = `  kubectl vmobs get -A                                 # every
   kubectl vmobs describe -n finance ledger-01 --watch  # one VM's tree, redrawn on every change
   kubectl vmobs summary -A                             # the fleet by verdict and reason, per namespace and node
   kubectl vmobs history -n finance ledger-01 --since=24h  # what happened to one VM, newest first
+  kubectl vmobs nodes                                  # every node that runs VMs: its verdict per layer, its VMs by verdict
   kubectl vmobs drain-check node-a                     # what a drain of node-a does to each VM, and why
   kubectl vmobs gen -f vms/ > vmobservations.yaml      # a VMObservation per VirtualMachine manifest, for Git
   kubectl vmobs get -A -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.verdict}{"\n"}{end}'
@@ -180,7 +181,7 @@ func newCommand(code *int, stdout, stderr io.Writer) *cobra.Command {
 		RunE:              runAs(verbHistory),
 	}
 	history.Flags().DurationVar(&o.since, "since", 0, "Show only the entries of the last duration (e.g. 2h); 0 shows them all.")
-	root.AddCommand(history, o.drainCheckCommand(code, stdout), newGenCommand(o, stdout))
+	root.AddCommand(history, o.nodesCommand(code, stdout), o.drainCheckCommand(code, stdout), newGenCommand(o, stdout))
 
 	fs := root.PersistentFlags()
 	o.config.AddFlags(fs)

@@ -34,6 +34,9 @@ const (
 	// SourceGuestProbe is internal/guestprobe: registered only with a
 	// --guest-probe-interval above 0.
 	SourceGuestProbe Source = "guest probe"
+	// SourceNodes is the NodeObservation controller: registered unless
+	// --node-observations=false.
+	SourceNodes Source = "node observations"
 )
 
 var (
@@ -103,6 +106,17 @@ var Catalogue = []Family{
 		Help: "Running VMIs whose guest agent is connected: the VMs probed once per --guest-probe-interval."},
 	{Name: "vmobs_guest_probe_entries_skipped_total", Type: counter, Labels: []string{"subresource"}, Source: SourceGuestProbe,
 		Help: "Entries of a guest's answer dropped for not making sense (sizes negative, past int64, used over total, total 0; no name or mount point), per subresource."},
+
+	{Name: "vmobs_node_verdict", Type: gauge, Labels: []string{"node", "verdict", "reason"}, Source: SourceNodes,
+		Help: "Overall verdict of a node that runs VMs or virt-handler (its NodeObservation's) and its reason; always 1, one series per node."},
+	{Name: "vmobs_node_vms", Type: gauge, Labels: []string{"node", "verdict"}, Source: SourceNodes,
+		Help: "VMs on a node by their VMObservation's verdict (Unobserved: no VMObservation or no verdict yet), as its NodeObservation counts them (status.vms)."},
+	{Name: "vmobs_node_incident_members", Type: gauge, Labels: []string{"node", "cause", "state"}, Source: SourceNodes,
+		Help: "VMs of a node's incident (status.incident.memberCount), labelled with its cause and state (Open, Resolved); only while the NodeObservation holds one."},
+	{Name: "vmobs_node_collector_errors", Type: gauge, Source: SourceNodes,
+		Help: "1 when the last scrape could not read the NodeObservations in the cache."},
+	{Name: "vmobs_node_observation_writes_total", Type: counter, Labels: []string{"op"}, Source: SourceNodes,
+		Help: "Writes of NodeObservations, per op (create, status, delete); none while no node changes."},
 }
 
 // family is the catalogue's entry of name. A name that is not there is a

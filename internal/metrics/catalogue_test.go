@@ -67,7 +67,15 @@ func registered(t *testing.T) []prometheus.Collector {
 	cs = append(cs, BuildInfo(version.Get()), &Collector{Observations: store})
 	cs = append(cs, NewFactSources().Collectors()...)
 	cs = append(cs, domainstats.NewMetrics().Collectors()...)
-	return append(cs, guestprobe.NewMetrics().Collectors()...)
+	cs = append(cs, guestprobe.NewMetrics().Collectors()...)
+	return append(cs, NewNodeObservations(func() ([]v1alpha1.NodeObservation, error) {
+		return []v1alpha1.NodeObservation{{
+			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+			Status: v1alpha1.NodeObservationStatus{Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonKubeletReady,
+				VMs:      &v1alpha1.VMCounts{Total: 1, Healthy: 1},
+				Incident: &v1alpha1.NodeIncident{State: v1alpha1.IncidentOpen, Cause: v1alpha1.ReasonNodeNotReady, MemberCount: 3}},
+		}}, nil
+	}).Collectors()...)
 }
 
 var fqNameRe = regexp.MustCompile(`fqName: "([^"]+)"`)
@@ -113,7 +121,9 @@ func TestCatalogueIsWhatIsRegistered(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	for _, c := range registered(t) {
 		reg.MustRegister(c)
-		if _, ok := c.(*Collector); ok {
+		switch c.(type) {
+		case *Collector, nodeCollector:
+			// Scrape-time collectors: their series come from the list.
 			continue
 		}
 		if err := withSeries(c); err != nil {
@@ -209,6 +219,7 @@ var sections = []section{
 	{SourceFactSources, "Fact sources", "Always registered, shared by every source of facts outside the cluster's objects (internal/factsource), with one series per source that runs: `source` is `domain_stats` ([domain-stats.md](domain-stats.md)) or `guest_probe` ([guest-probe.md](guest-probe.md))."},
 	{SourceDomainStats, "Domain stats", "Registered with `--prometheus-url` only ([domain-stats.md](domain-stats.md)). None has a per-VM label."},
 	{SourceGuestProbe, "Guest probe", "Registered with a `--guest-probe-interval` above 0 only ([guest-probe.md](guest-probe.md)). None has a per-VM label."},
+	{SourceNodes, "Node observations", "Registered unless `--node-observations=false` ([nodeobservation.md](nodeobservation.md)). The per-node series are computed at scrape time from the cache, so a deleted node leaves none behind."},
 }
 
 func reference() []byte {

@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -13,21 +15,41 @@ var (
 )
 
 // Node is a Node as the engine reads it: KubeVirt's schedulable label,
-// virt-handler's heartbeat and the Ready condition.
+// virt-handler's heartbeat and the Ready condition; and, for the
+// NodeObservation, the kubelet's pressure conditions that are not False.
 type Node struct {
 	Meta
 	Ready *Cond
+	// Pressure holds the MemoryPressure, DiskPressure and PIDPressure
+	// conditions whose status is not False, in the Node's order: nil for a
+	// node under no pressure, as most are.
+	Pressure []Cond
+}
+
+// pressureTypes are the kubelet's pressure conditions.
+var pressureTypes = map[corev1.NodeConditionType]bool{
+	corev1.NodeMemoryPressure: true, corev1.NodeDiskPressure: true, corev1.NodePIDPressure: true,
 }
 
 // FromNode projects a Node.
 func FromNode(n *corev1.Node) *Node {
 	out := &Node{Meta: metaOf(&n.ObjectMeta, nodeLabels, nodeAnnotations, nodeVocab)}
+	conv := func(c *corev1.NodeCondition) Cond {
+		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
+			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
+	}
 	for i := range n.Status.Conditions {
-		if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
-			out.Ready = &Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
-			break
+		c := &n.Status.Conditions[i]
+		switch {
+		case c.Type == corev1.NodeReady && out.Ready == nil:
+			r := conv(c)
+			out.Ready = &r
+		case pressureTypes[c.Type] && c.Status != corev1.ConditionFalse:
+			out.Pressure = append(out.Pressure, conv(c))
 		}
+	}
+	if out.Pressure != nil {
+		out.Pressure = slices.Clip(out.Pressure)
 	}
 	return out
 }
@@ -42,6 +64,12 @@ func (n *Node) ToNode() *corev1.Node {
 			LastTransitionTime: c.LastTransition.Meta(),
 		}}
 	}
+	for _, c := range n.Pressure {
+		out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{
+			Type: corev1.NodeConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
+			Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
+		})
+	}
 	return out
 }
 
@@ -53,5 +81,6 @@ func (n *Node) DeepCopyObject() runtime.Object {
 		r := *n.Ready
 		c.Ready = &r
 	}
+	c.Pressure = slices.Clone(n.Pressure)
 	return &c
 }

@@ -1,17 +1,16 @@
 package verdict
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 )
 
 // conditions maps the verdicts onto kstatus (Ready, Reconciling, Stalled)
-// and one condition per layer, always in that order. A condition keeps its
-// previous lastTransitionTime while its status is unchanged, like
-// meta.SetStatusCondition but with the engine's truncated now, so that an
-// unchanged world gives a byte-identical status. observedGeneration is left
-// to the caller.
+// and one condition per layer, always in that order. observedGeneration is
+// left to the caller.
 func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.LayerStatus) []metav1.Condition {
 	f := &e.f
 	// Apart from the arena, which this keeps within a smaller size class.
@@ -20,45 +19,8 @@ func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.La
 	if f.in.Previous != nil {
 		prev = f.in.Previous.Conditions
 	}
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Time{Time: f.now}}
-		for i := range prev {
-			if prev[i].Type == typ && prev[i].Status == status && !prev[i].LastTransitionTime.IsZero() {
-				if t := mt(prev[i].LastTransitionTime); !t.After(f.now) {
-					c.LastTransitionTime = metav1.Time{Time: t}
-				}
-				break
-			}
-		}
-		out = append(out, c)
-	}
-
-	v := st.Verdict
-	set(v1alpha1.ConditionReady, readyStatus(v), st.Reason, st.Message)
-
-	if v == v1alpha1.VerdictProgressing {
-		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, st.Reason, st.Message)
-	} else {
-		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonNotProgressing, "")
-	}
-
-	switch {
-	case v == v1alpha1.VerdictFailed:
-		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, st.Reason, st.Message)
-	case v == v1alpha1.VerdictDegraded && worst.LastTransitionTime != nil:
-		at := ceilSec(worst.LastTransitionTime.Add(f.pol.StalledAfter))
-		if crossed(f.now, at) {
-			set(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonDegradedPastThreshold,
-				bound("Degraded ("+st.Reason+") since "+rfc(worst.LastTransitionTime.Time)+", longer than "+
-					f.pol.StalledAfter.String()+": "+st.Message, maxMessage))
-			break
-		}
-		e.deadline(at)
-		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "")
-	default:
-		set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "")
-	}
-
+	out, at := KStatus(out, prev, f.now, st.Verdict, st.Reason, st.Message, worst.LastTransitionTime, f.pol.StalledAfter)
+	e.deadline(at)
 	for _, l := range [...]struct {
 		typ string
 		ls  *v1alpha1.LayerStatus
@@ -67,9 +29,59 @@ func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.La
 		{v1alpha1.ConditionNodeHealthy, &st.Layers.Node},
 		{v1alpha1.ConditionGuestHealthy, &st.Layers.Guest},
 	} {
-		set(l.typ, readyStatus(l.ls.Verdict), l.ls.Reason, l.ls.Message)
+		out = SetCondition(out, prev, f.now, l.typ, readyStatus(l.ls.Verdict), l.ls.Reason, l.ls.Message)
 	}
 	return out
+}
+
+// KStatus appends to out the kstatus conditions of an overall verdict v
+// (with its reason and message): Ready, Reconciling and Stalled, in that
+// order. Stalled turns True at once for Failed, and for Degraded once the
+// worst layer has been so (since degradedSince) for stalledAfter; until
+// then, at is that instant, when the conditions change by themselves. The
+// VMObservation and the NodeObservation both map their verdicts here.
+func KStatus(out, prev []metav1.Condition, now time.Time, v v1alpha1.Verdict, reason, msg string, degradedSince *metav1.Time, stalledAfter time.Duration) (_ []metav1.Condition, at time.Time) {
+	now = trunc(now)
+	out = SetCondition(out, prev, now, v1alpha1.ConditionReady, readyStatus(v), reason, msg)
+	if v == v1alpha1.VerdictProgressing {
+		out = SetCondition(out, prev, now, v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+	} else {
+		out = SetCondition(out, prev, now, v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonNotProgressing, "")
+	}
+	switch {
+	case v == v1alpha1.VerdictFailed:
+		out = SetCondition(out, prev, now, v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+	case v == v1alpha1.VerdictDegraded && degradedSince != nil:
+		stall := ceilSec(degradedSince.Add(stalledAfter))
+		if crossed(now, stall) {
+			out = SetCondition(out, prev, now, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonDegradedPastThreshold,
+				bound("Degraded ("+reason+") since "+rfc(degradedSince.Time)+", longer than "+
+					stalledAfter.String()+": "+msg, maxMessage))
+			break
+		}
+		at = stall
+		out = SetCondition(out, prev, now, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "")
+	default:
+		out = SetCondition(out, prev, now, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "")
+	}
+	return out, at
+}
+
+// SetCondition appends a condition to out. It keeps its previous
+// lastTransitionTime (in prev) while its status is unchanged, like
+// meta.SetStatusCondition but with a truncated now, so that an unchanged
+// world gives a byte-identical status.
+func SetCondition(out, prev []metav1.Condition, now time.Time, typ string, status metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+	c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Time{Time: now}}
+	for i := range prev {
+		if prev[i].Type == typ && prev[i].Status == status && !prev[i].LastTransitionTime.IsZero() {
+			if t := mt(prev[i].LastTransitionTime); !t.After(now) {
+				c.LastTransitionTime = metav1.Time{Time: t}
+			}
+			break
+		}
+	}
+	return append(out, c)
 }
 
 // readyStatus: Healthy and Suspended are what the user asked for; Unknown

@@ -341,6 +341,10 @@ func withDetail(msg, detail string) string {
 	return msg + ": " + detail
 }
 
+// Bound cuts s to at most n bytes on a rune boundary, marking the cut: how
+// a status keeps its messages within the CRD's bounds.
+func Bound(s string, n int) string { return bound(s, n) }
+
 // bound cuts s to at most n bytes on a rune boundary, marking the cut.
 func bound(s string, n int) string {
 	if len(s) <= n {

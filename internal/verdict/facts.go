@@ -100,6 +100,8 @@ type heartbeat struct {
 	// deadline is t + HeartbeatTimeout: when the node's reports stop being
 	// trustworthy.
 	deadline time.Time
+	// read is the heartbeat as the rules on a Node read it (noderules.go).
+	read Heartbeat
 }
 
 func (f *facts) init(in *Input) {
@@ -571,20 +573,19 @@ func (f *facts) readHeartbeat() {
 	if f.node == nil {
 		return
 	}
-	raw, ok := f.node.Annotations[kubevirtv1.VirtHandlerHeartbeat]
-	if !ok {
+	hb := ReadHeartbeat(f.node, f.pol.HeartbeatTimeout, f.now)
+	if hb.State == HeartbeatAbsent {
 		return
 	}
-	f.hb.present, f.hb.raw = true, raw
-	f.hb.t, f.hb.err = ParseHeartbeat(raw)
-	if f.hb.err == nil {
-		f.hb.deadline = ceilSec(f.hb.t.Add(f.pol.HeartbeatTimeout))
+	f.hb = heartbeat{present: true, raw: hb.Raw, t: hb.T, deadline: hb.Deadline, read: hb}
+	if hb.State == HeartbeatMalformed {
+		f.hb.err = errHeartbeatTime
 	}
 }
 
 // hbStale says whether the node's heartbeat is known and past its timeout.
 func (f *facts) hbStale() bool {
-	return f.hb.err == nil && !f.hb.deadline.IsZero() && !f.now.Before(f.hb.deadline) && !f.future(f.hb.t)
+	return f.hb.read.State == HeartbeatStale
 }
 
 // future says whether t lies beyond the tolerated clock skew.

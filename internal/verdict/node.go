@@ -256,56 +256,19 @@ func (e *engine) judgeNode(l *layer) {
 		l.cite(kindNode, f.nodeName, "metadata.name", "not found", time.Time{})
 		return
 	}
-	switch c := nodeCond(n, corev1.NodeReady); {
-	case c == nil:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, "Node "+n.Name+" has no Ready condition", time.Time{})
-		l.cite(kindNode, n.Name, "status.conditions[Ready]", "absent", time.Time{})
-	case c.Status == corev1.ConditionFalse:
-		msg := withDetail("Node "+n.Name+" is not Ready", c.Message)
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonNodeNotReady, msg, mt(c.LastTransitionTime))
-		l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
-	case c.Status != corev1.ConditionTrue:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady,
-			"Node "+n.Name+" readiness is "+string(c.Status)+": the kubelet stopped reporting", mt(c.LastTransitionTime))
-		l.cite(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
-	default:
-		l.context(kindNode, n.Name, "status.conditions[Ready].status", string(c.Status), mt(c.LastTransitionTime))
-	}
-	hb := &f.hb
-	switch {
-	case !hb.present:
-		// virt-controller counts a node without the annotation as
-		// responsive (kv:pkg/virt-controller/watch/node/node.go
-		// isNodeUnresponsive): a note, the kubelet's Ready stands.
-		l.note(v1alpha1.ReasonHeartbeatMissing,
-			"Node "+n.Name+" has no kubevirt.io/heartbeat annotation: virt-handler's liveness is not known", time.Time{})
-		l.cite(kindNode, n.Name, hbField, "absent", time.Time{})
-	case hb.err != nil:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonMalformedHeartbeat,
-			"Node "+n.Name+" has a kubevirt.io/heartbeat that is not an RFC 3339 time: "+quote(bound(hb.raw, 64)), time.Time{})
-		l.cite(kindNode, n.Name, hbField, hb.raw, time.Time{})
-	case f.future(hb.t):
-		e.futureEnds(hb.t)
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonFutureTimestamp,
-			"virt-handler's heartbeat on "+n.Name+" lies in the future ("+rfc(hb.t)+"): the node's clock is off", time.Time{})
-		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
-	case crossed(f.now, hb.deadline):
-		// The beat stopped: its value and time no longer move.
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale,
-			"virt-handler on "+n.Name+" last beat at "+rfc(hb.t)+", more than "+f.pol.HeartbeatTimeout.String()+
-				" ago: nothing on the node reports", hb.deadline)
-		l.cite(kindNode, n.Name, hbField, hb.raw, hb.t)
-	default:
+	l.apply(NodeReadyFinding(n), n.Name)
+	switch hb := &f.hb.read; hb.State {
+	case HeartbeatFuture:
+		e.futureEnds(hb.T)
+		l.apply(hb.Finding(n.Name, f.pol.HeartbeatTimeout), n.Name)
+	case HeartbeatFresh:
 		e.freshHeartbeat(l, n.Name)
+	default:
+		l.apply(hb.Finding(n.Name, f.pol.HeartbeatTimeout), n.Name)
 	}
-	// virt-handler marks its node unschedulable for new VMs while device
-	// plugins start or it shuts down, and virt-controller does when the
-	// heartbeat is stale (then NodeAgentStale says more). VMs already
-	// running are not affected, so this is a note.
-	if v, ok := n.Labels[kubevirtv1.NodeSchedulable]; ok && v == "false" {
-		l.note(v1alpha1.ReasonNodeNotSchedulable,
-			"Node "+n.Name+" takes no new VMs (kubevirt.io/schedulable=false); this VM keeps running", time.Time{})
-		l.cite(kindNode, n.Name, "metadata.labels[kubevirt.io/schedulable]", v, time.Time{})
+	if s, ok := NodeSchedulableFinding(n); ok {
+		s.Message += "; this VM keeps running"
+		l.apply(s, n.Name)
 	}
 }
 

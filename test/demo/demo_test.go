@@ -81,6 +81,25 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the output has no %q", want)
 		}
 	}
+	// The node-lost scenario's node is in `kubectl get nodeobservations`,
+	// Unknown for the node it is, and the summary names it.
+	lost := ""
+	for n, v := range res.NodeObservations {
+		if strings.Contains(n, "-node-lost-") {
+			lost = n
+			if v != "Unknown/NodeNotReady" {
+				t.Errorf("the NodeObservation of the lost node %s says %s, want Unknown/NodeNotReady", n, v)
+			}
+		}
+	}
+	if lost == "" {
+		t.Errorf("no NodeObservation of the node-lost scenario's node among %v", res.NodeObservations)
+	} else if !strings.Contains(text, lost+" Unknown NodeNotReady") {
+		t.Errorf("the summary does not name the lost node %s", lost)
+	}
+	if !strings.Contains(text, " get nodeobservations") {
+		t.Errorf("the output does not say how to list the NodeObservations")
+	}
 	if _, err := os.Stat(res.TempDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the temporary directory %s is still there (%v)", res.TempDir, err)
 	}

@@ -94,7 +94,7 @@ func pagerConfig(t *testing.T, url string) []byte {
 			"repeat_interval": "1h",
 		},
 		"receivers": []any{map[string]any{
-			"name":           "pager",
+			"name":            "pager",
 			"webhook_configs": []any{map[string]any{"url": url, "send_resolved": false}},
 		}},
 		"inhibit_rules": doc["inhibit_rules"],

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
@@ -427,6 +428,22 @@ func (r *run) idle(ctx context.Context, t *testing.T, m *app.InProcess, mc *mana
 	writes := func(a, b metricSet) int { return int(b.writesTo("vmobservations") - a.writesTo("vmobservations")) }
 	res.IdleWrites, res.ResyncWrites, res.RestartWrites = writes(atStart, atEnd), writes(atResync, atRestart), writes(atRestart, atEnd)
 	res.IdleWatchEvents = tr.eventCount() - events
+	res.IdleNodeObservationWrites = int(atEnd.writesTo("nodeobservations") - atStart.writesTo("nodeobservations"))
+	var nobs v1alpha1.NodeObservationList
+	if err := r.c.List(ctx, &nobs); err != nil {
+		t.Fatal(err)
+	}
+	// Every node runs VMs: a zero above says something only if they
+	// have their NodeObservations.
+	if len(nobs.Items) == 0 {
+		t.Errorf("no NodeObservation after the idle period")
+	}
+	t.Logf("idle %.0fs: the API server counted %d writes of the %d NodeObservations", res.IdleSeconds, res.IdleNodeObservationWrites, len(nobs.Items))
+	if res.IdleNodeObservationWrites != 0 {
+		// A node's status rests on no renewing evidence: no refresh
+		// policy allows its writes.
+		t.Errorf("the API server counted %d NodeObservation writes at idle, where no node changed", res.IdleNodeObservationWrites)
+	}
 	var unexplained []string
 	res.IdleWritesManagerTransport, res.IdleRefreshWrites, unexplained = mc.wl.policyCheck(idleStart, idleEnd, r.refresh)
 	res.IdleUnexplained = len(unexplained)

@@ -77,6 +77,10 @@ type results struct {
 	ResyncUnexplained          int     `json:"resync_writes_beyond_policy"`
 	RestartWrites              int     `json:"restart_writes"`
 	RestartUnexplained         int     `json:"restart_writes_beyond_policy"`
+	// IdleNodeObservationWrites are the NodeObservation writes the API
+	// server counted over the whole idle period, resync and restart
+	// included: 0, whatever the refresh policy.
+	IdleNodeObservationWrites int `json:"idle_nodeobservation_writes"`
 
 	LatencyChanges  int     `json:"latency_changes"`
 	LatencyRate     float64 `json:"latency_rate_per_second"`

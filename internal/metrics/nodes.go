@@ -1,0 +1,91 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+)
+
+// NodeObservations are the NodeObservation controller's families: its
+// writes, and, at scrape time from the cache, each node's verdict and its
+// VMs by verdict, so that a deleted node leaves no series behind.
+type NodeObservations struct {
+	// List returns the cached NodeObservations; an error makes the scrape
+	// say so (vmobs_node_collector_errors).
+	List   func() ([]v1alpha1.NodeObservation, error)
+	writes *prometheus.CounterVec
+}
+
+var (
+	nodeVerdictDesc = prometheus.NewDesc("vmobs_node_verdict",
+		family("vmobs_node_verdict").Help, family("vmobs_node_verdict").Labels, nil)
+	nodeVMsDesc = prometheus.NewDesc("vmobs_node_vms",
+		family("vmobs_node_vms").Help, family("vmobs_node_vms").Labels, nil)
+	nodeIncidentDesc = prometheus.NewDesc("vmobs_node_incident_members",
+		family("vmobs_node_incident_members").Help, family("vmobs_node_incident_members").Labels, nil)
+	nodeErrorsDesc = prometheus.NewDesc("vmobs_node_collector_errors",
+		family("vmobs_node_collector_errors").Help, nil, nil)
+)
+
+// NewNodeObservations makes the families; list reads the cache at scrape.
+func NewNodeObservations(list func() ([]v1alpha1.NodeObservation, error)) *NodeObservations {
+	f := family("vmobs_node_observation_writes_total")
+	return &NodeObservations{List: list, writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "vmobs_node_observation_writes_total", Help: f.Help}, f.Labels)}
+}
+
+// Wrote counts a write of op (create, status, delete).
+func (n *NodeObservations) Wrote(op string) {
+	if n != nil {
+		n.writes.WithLabelValues(op).Inc()
+	}
+}
+
+// Collectors returns what to register.
+func (n *NodeObservations) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{n.writes, nodeCollector{n}}
+}
+
+type nodeCollector struct{ n *NodeObservations }
+
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- nodeVerdictDesc
+	ch <- nodeVMsDesc
+	ch <- nodeIncidentDesc
+	ch <- nodeErrorsDesc
+}
+
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	var items []v1alpha1.NodeObservation
+	err := error(nil)
+	if c.n.List != nil {
+		items, err = c.n.List()
+	}
+	failed := 0.0
+	if err != nil || c.n.List == nil {
+		failed = 1
+	}
+	ch <- prometheus.MustNewConstMetric(nodeErrorsDesc, prometheus.GaugeValue, failed)
+	for i := range items {
+		o := &items[i]
+		st := &o.Status
+		if st.Verdict != "" {
+			ch <- prometheus.MustNewConstMetric(nodeVerdictDesc, prometheus.GaugeValue, 1, o.Name, string(st.Verdict), st.Reason)
+		}
+		if i := st.Incident; i != nil {
+			ch <- prometheus.MustNewConstMetric(nodeIncidentDesc, prometheus.GaugeValue, float64(i.MemberCount), o.Name, i.Cause, string(i.State))
+		}
+		if vms := st.VMs; vms != nil {
+			for _, v := range [...]struct {
+				verdict v1alpha1.Verdict
+				n       int32
+			}{
+				{v1alpha1.VerdictHealthy, vms.Healthy}, {v1alpha1.VerdictProgressing, vms.Progressing},
+				{v1alpha1.VerdictSuspended, vms.Suspended}, {v1alpha1.VerdictDegraded, vms.Degraded},
+				{v1alpha1.VerdictFailed, vms.Failed}, {v1alpha1.VerdictUnknown, vms.Unknown}, {"Unobserved", vms.Unobserved},
+			} {
+				ch <- prometheus.MustNewConstMetric(nodeVMsDesc, prometheus.GaugeValue, float64(v.n), o.Name, string(v.verdict))
+			}
+		}
+	}
+}
