@@ -75,6 +75,7 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.Var(&f.namespaces, "namespace", "Watch only this namespace; repeat or comma-separate for several. Empty watches all.")
 	fs.StringVar(&f.selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (docs/sharding.md).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
+	fs.BoolVar(&opts.Storage, "storage", opts.Storage, "Read the VMs' PersistentVolumeClaims, StorageClasses, VolumeAttachments, CDI DataVolumes (when CDI's CRD is served) and Warning Events for the storage layer; false judges storage only from what the VM and VMI say.")
 	opts.WriteOptions.BindFlags(fs)
 	f.policy = opts.Policy.BindFlags(fs)
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")
@@ -144,7 +145,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
+	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "storage", opts.Storage, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

@@ -82,6 +82,9 @@ type Options struct {
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
+	// Storage reads claims, StorageClasses, VolumeAttachments, CDI
+	// DataVolumes and Warning Events for the storage layer.
+	Storage bool
 	// WriteOptions are the write policy's settings: the periodic evidence
 	// refresh (EvidenceRefreshInterval, 0 by default: a status is written
 	// only when its evidence changes), its rate across the fleet
@@ -183,6 +186,7 @@ func Defaults() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        DefaultLeaderElectionID,
 		AutoCreate:              true,
+		Storage:                 true,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -248,6 +252,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	copts := controllers.Options{
 		Policy:            policy,
 		AutoCreate:        opts.AutoCreate,
+		Storage:           opts.Storage,
 		Write:             opts.WriteOptions,
 		Shard:             opts.VMSelector,
 		FactSourceMetrics: sources,

@@ -57,6 +57,7 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		vmim: {Transform: project},
 		obs:  {Transform: project},
 	}
+	storageByObject(byObject, project)
 	// The selector decides a VM's shard from the VM's own labels (a
 	// standalone VMI's from the VMI's), which KubeVirt does not copy to
 	// the VMI: VMIs are cached whole, like pods and nodes (controllers/shard.go).

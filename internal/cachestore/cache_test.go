@@ -48,10 +48,15 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != LauncherLabel {
 		t.Fatalf("pod selector %v, want %s", pod.Label, LauncherLabel)
 	}
-	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
-	// the controller reads is cached as its projection.
-	if len(seen) != 6 {
-		t.Fatalf("%d kinds configured, want 6", len(seen))
+	// Pods, nodes, VMIs, VMs, migrations and VMObservations, and the
+	// storage layer's claims, StorageClasses, VolumeAttachments, Warning
+	// Events and DataVolumes: every kind the controller reads is cached as
+	// its projection.
+	if len(seen) != 11 {
+		t.Fatalf("%d kinds configured, want 11", len(seen))
+	}
+	if ev := seen["*v1.Event"]; ev.Field == nil || ev.Field.String() != "type=Warning" {
+		t.Errorf("events are cached with field selector %v, want type=Warning", ev.Field)
 	}
 	for kind, bo := range seen {
 		if bo.Transform == nil {

@@ -84,37 +84,33 @@ func VolumesOf(vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInst
 	return out
 }
 
-// Objects are the objects a caller gathered for one VM, in its namespace.
+// Objects are what a caller gathered for one VM, in its namespace, each
+// folded already (FromPVC, FromStorageClass, FromDataVolume,
+// FromAttachment, FromEvent): the controller's cache holds them folded, and
+// Fold folds the objects of a must-gather.
 type Objects struct {
 	// PVCs by name.
-	PVCs map[string]*corev1.PersistentVolumeClaim
+	PVCs map[string]PVC
 	// Classes by name: the StorageClasses the claims name. A missing entry
 	// is a class that does not exist.
-	Classes map[string]*storagev1.StorageClass
+	Classes map[string]StorageClass
 	// DataVolumesRead says DataVolumes were read (CDI's CRD is served);
-	// DataVolumes holds them by name, folded (FromDataVolume).
+	// DataVolumes holds them by name.
 	DataVolumesRead bool
-	DataVolumes     map[string]*DataVolume
-	// Attachments are the VolumeAttachments of the claims'
-	// PersistentVolumes, in any order.
-	Attachments []*storagev1.VolumeAttachment
-	// Nodes by name: those the attachments name. A missing entry is a Node
-	// that does not exist.
-	Nodes map[string]*corev1.Node
+	DataVolumes     map[string]DataVolume
+	// Attachments are the VolumeAttachments by the PersistentVolume they
+	// attach, with the state of the Node they name.
+	Attachments map[string][]Attachment
 	// Events are the Warning Events of the VM's objects (the VM, its VMI,
 	// its launcher pods, its claims and DataVolumes), in any order.
-	Events []*corev1.Event
+	Events []Event
 }
 
 // Assemble builds the facts of the volumes from the gathered objects.
 func Assemble(vols []VolumeRef, o Objects) *Facts {
 	f := &Facts{DataVolumesRead: o.DataVolumesRead}
 	byObject := map[string][]Event{}
-	for _, ev := range o.Events {
-		if ev == nil || ev.Type != corev1.EventTypeWarning {
-			continue
-		}
-		e := FromEvent(ev)
+	for _, e := range o.Events {
 		switch e.Kind {
 		case KindPVC, KindDataVolume:
 			byObject[e.Kind+"/"+e.Name] = append(byObject[e.Kind+"/"+e.Name], e)
@@ -125,31 +121,91 @@ func Assemble(vols []VolumeRef, o Objects) *Facts {
 	f.Events = Newest(f.Events)
 	for _, r := range vols {
 		v := Volume{Name: r.Name, ClaimName: r.ClaimName, DataVolume: r.DataVolume, Hotplug: r.Hotplug}
-		if pvc := o.PVCs[r.ClaimName]; pvc != nil {
-			p := FromPVC(pvc)
+		if p, ok := o.PVCs[r.ClaimName]; ok {
 			if p.StorageClassName != "" {
-				p.Class = FromStorageClass(p.StorageClassName, o.Classes[p.StorageClassName])
+				c, ok := o.Classes[p.StorageClassName]
+				if !ok {
+					c = StorageClass{Name: p.StorageClassName}
+				}
+				p.Class = &c
 			}
 			p.Events = Newest(byObject[KindPVC+"/"+p.Name])
 			v.PVC = &p
-			for _, va := range o.Attachments {
-				if va == nil || va.Spec.Source.PersistentVolumeName == nil || *va.Spec.Source.PersistentVolumeName != p.VolumeName || p.VolumeName == "" {
-					continue
-				}
-				v.Attachments = append(v.Attachments, FromAttachment(va, o.Nodes))
+			if p.VolumeName != "" {
+				v.Attachments = slices.Clone(o.Attachments[p.VolumeName])
+				slices.SortFunc(v.Attachments, func(a, b Attachment) int { return strings.Compare(a.Name, b.Name) })
 			}
-			slices.SortFunc(v.Attachments, func(a, b Attachment) int { return strings.Compare(a.Name, b.Name) })
 		}
 		if r.DataVolume != "" && o.DataVolumesRead {
-			if dv := o.DataVolumes[r.DataVolume]; dv != nil {
-				d := *dv
-				d.Events = Newest(append([]Event(nil), byObject[KindDataVolume+"/"+d.Name]...))
+			if d, ok := o.DataVolumes[r.DataVolume]; ok {
+				d.Events = Newest(byObject[KindDataVolume+"/"+d.Name])
 				v.DV = &d
 			}
 		}
 		f.Volumes = append(f.Volumes, v)
 	}
 	return f
+}
+
+// Fold folds the typed objects of one namespace (a must-gather's) into
+// Objects: the claims, the StorageClasses, DataVolumes as unstructured
+// content (dataVolumesRead says the dump holds DataVolumes at all), the
+// VolumeAttachments with the Nodes they name (a nil nodes map: the dump
+// holds no Nodes, and their state is not judged) and the Warning Events.
+func Fold(pvcs []*corev1.PersistentVolumeClaim, classes []*storagev1.StorageClass, dataVolumesRead bool, dvs []map[string]any,
+	vas []*storagev1.VolumeAttachment, nodes map[string]*corev1.Node, events []*corev1.Event) Objects {
+	o := Objects{
+		PVCs: map[string]PVC{}, Classes: map[string]StorageClass{}, DataVolumesRead: dataVolumesRead,
+		DataVolumes: map[string]DataVolume{}, Attachments: map[string][]Attachment{},
+	}
+	for _, p := range pvcs {
+		if p != nil {
+			o.PVCs[p.Name] = FromPVC(p)
+		}
+	}
+	for _, c := range classes {
+		if c != nil {
+			o.Classes[c.Name] = *FromStorageClass(c.Name, c)
+		}
+	}
+	for _, d := range dvs {
+		if dv := FromDataVolume(d); dv.Name != "" {
+			o.DataVolumes[dv.Name] = dv
+		}
+	}
+	for _, va := range vas {
+		if va == nil || va.Spec.Source.PersistentVolumeName == nil {
+			continue
+		}
+		a := FromAttachment(va)
+		a.NodeMissing, a.NodeNotReady = NodeState(a.Node, nodes)
+		pv := *va.Spec.Source.PersistentVolumeName
+		o.Attachments[pv] = append(o.Attachments[pv], a)
+	}
+	for _, ev := range events {
+		if ev != nil && ev.Type == corev1.EventTypeWarning {
+			o.Events = append(o.Events, FromEvent(ev))
+		}
+	}
+	return o
+}
+
+// NodeState says whether the node is missing or not Ready, as far as the
+// nodes tell; a nil map tells nothing.
+func NodeState(name string, nodes map[string]*corev1.Node) (missing, notReady bool) {
+	if name == "" || nodes == nil {
+		return false, false
+	}
+	n := nodes[name]
+	if n == nil {
+		return true, false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return false, c.Status != corev1.ConditionTrue
+		}
+	}
+	return false, true
 }
 
 // FromPVC keeps what the rules read of a claim.
@@ -191,9 +247,9 @@ func FromStorageClass(name string, sc *storagev1.StorageClass) *StorageClass {
 	return c
 }
 
-// FromAttachment keeps what the rules read of a VolumeAttachment and of
-// the Node it names.
-func FromAttachment(va *storagev1.VolumeAttachment, nodes map[string]*corev1.Node) Attachment {
+// FromAttachment keeps what the rules read of a VolumeAttachment (the
+// state of its Node is the caller's, NodeState).
+func FromAttachment(va *storagev1.VolumeAttachment) Attachment {
 	a := Attachment{Name: va.Name, Node: va.Spec.NodeName, Attached: va.Status.Attached}
 	conv := func(e *storagev1.VolumeError) *VolumeError {
 		if e == nil {
@@ -202,19 +258,6 @@ func FromAttachment(va *storagev1.VolumeAttachment, nodes map[string]*corev1.Nod
 		return &VolumeError{Message: Cut(e.Message, MaxMessage), Time: e.Time.Time}
 	}
 	a.AttachError, a.DetachError = conv(va.Status.AttachError), conv(va.Status.DetachError)
-	if a.Node != "" && nodes != nil {
-		n := nodes[a.Node]
-		a.NodeMissing = n == nil
-		if n != nil {
-			ready := false
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					ready = c.Status == corev1.ConditionTrue
-				}
-			}
-			a.NodeNotReady = !ready
-		}
-	}
 	return a
 }
 
