@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,7 +39,7 @@ func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl
 	if !r.opts.Storage {
 		return b, nil
 	}
-	cdi := cdiServed(mgr.GetRESTMapper())
+	cdi := r.opts.DataVolumes
 	st, err := r.Store.OpenStorage(context.Background(), mgr.GetCache(), r.Informers, cdi)
 	if err != nil {
 		return nil, err
@@ -59,12 +58,6 @@ func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl
 	}
 	mgr.GetLogger().WithName("storage").Info("Reading storage", "dataVolumes", cdi)
 	return b, nil
-}
-
-// cdiServed says the API server serves CDI's DataVolumes.
-func cdiServed(m meta.RESTMapper) bool {
-	_, err := m.RESTMapping(projection.DataVolumeGVK.GroupKind(), projection.DataVolumeGVK.Version)
-	return err == nil
 }
 
 // storageFacts gathers the storage facts of the VM; nil when the storage

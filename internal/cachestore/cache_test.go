@@ -64,3 +64,19 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 		}
 	}
 }
+
+// Without CDI's CRD the cache must not name DataVolumes: controller-runtime
+// maps every entry's kind when it builds the cache, and fails on one the
+// API server does not serve.
+func TestWithoutDataVolumes(t *testing.T) {
+	opts := Options(nil, nil, nil)
+	without := WithoutDataVolumes(opts)
+	if len(without.ByObject) != len(opts.ByObject)-1 {
+		t.Fatalf("%d entries without DataVolumes, %d with", len(without.ByObject), len(opts.ByObject))
+	}
+	for obj := range without.ByObject {
+		if k := fmt.Sprintf("%T", obj); k == "*unstructured.Unstructured" {
+			t.Errorf("%s left in", k)
+		}
+	}
+}

@@ -60,6 +60,21 @@ func storageByObject(byObject map[client.Object]cache.ByObject, project toolscac
 	byObject[dv] = cache.ByObject{Transform: project}
 }
 
+// WithoutDataVolumes drops the DataVolume entry from the cache's options:
+// controller-runtime maps every entry's kind when it builds the cache, and
+// a cluster without CDI's CRD has no mapping for DataVolumes.
+func WithoutDataVolumes(o cache.Options) cache.Options {
+	byObject := make(map[client.Object]cache.ByObject, len(o.ByObject))
+	for obj, bo := range o.ByObject {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == projection.DataVolumeGVK {
+			continue
+		}
+		byObject[obj] = bo
+	}
+	o.ByObject = byObject
+	return o
+}
+
 // OpenStorage opens the storage stores; dataVolumes says CDI's CRD is
 // served (the caller asks the REST mapper). Their indexes are registered
 // here, before the informers start, as are those of the VMs and VMIs that

@@ -189,8 +189,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "paused-io-error",
-		Description: "libvirt pauses the domain on an I/O error (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
-		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonPausedIOError,
+		Description: "QEMU pauses the domain on a disk's I/O error and libvirt says so (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
+		Layer:       v1alpha1.LayerStorage, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonPausedIOError,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err
