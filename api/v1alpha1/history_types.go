@@ -50,7 +50,7 @@ const (
 )
 
 // LayerOverall names the overall verdict in a history entry, beside the
-// three layers.
+// layers.
 const LayerOverall = "overall"
 
 // HistoryEntry is one entry of status.history.

@@ -61,7 +61,7 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
-		Description: "A VM with a guest agent and a Multus interface runs on node-a; all three layers are Healthy.",
+		Description: "A VM with a guest agent and a Multus interface runs on node-a; all four layers are Healthy.",
 		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonRunning,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, Interfaces: 2}, ScenarioNodes[0])
