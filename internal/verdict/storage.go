@@ -125,10 +125,8 @@ func (e *engine) storageLayer() {
 // attachedSuffix says the volumes are attached and mounted when the
 // launcher pod is Ready.
 func (e *engine) attachedSuffix() string {
-	if p := e.f.active; p != nil {
-		if ready, _, _, _ := podReadiness(p); ready {
-			return ", attached and mounted in launcher pod " + p.Name
-		}
+	if e.launcherReady() {
+		return ", attached and mounted in launcher pod " + e.f.active.Name
 	}
 	return ""
 }
@@ -400,7 +398,7 @@ func (e *engine) judgeAttachments(l *layer, v *storagefacts.Volume) {
 			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed,
 				"volume "+v.Name+" (PersistentVolume "+v.PVC.VolumeName+") cannot be attached to node "+orUnknown(a.Node)+": "+a.AttachError.Message, a.AttachError.Time)
 			l.cite(kindVA, a.Name, "status.attachError.message", a.AttachError.Message, a.AttachError.Time)
-		case (a.NodeMissing || a.NodeNotReady) && a.Node != f.nodeName:
+		case (a.NodeMissing || a.NodeNotReady) && a.Node != f.nodeName && exclusive(v.PVC) && !e.launcherReady():
 			state := "NotReady"
 			if a.NodeMissing {
 				state = "gone"
@@ -412,6 +410,27 @@ func (e *engine) judgeAttachments(l *layer, v *storagefacts.Volume) {
 			l.cite(kindNode, a.Node, "status.conditions[Ready].status", state, time.Time{})
 		}
 	}
+}
+
+// exclusive says the claim's volume attaches to one node at a time: no
+// ReadWriteMany or ReadOnlyMany access mode.
+func exclusive(p *storagefacts.PVC) bool {
+	for _, m := range p.AccessModes {
+		if m == string(corev1.ReadWriteMany) || m == string(corev1.ReadOnlyMany) {
+			return false
+		}
+	}
+	return true
+}
+
+// launcherReady says the VMI's active launcher pod is Ready: its volumes
+// are attached and mounted, whatever other attachments say.
+func (e *engine) launcherReady() bool {
+	if p := e.f.active; p != nil {
+		ready, _, _, _ := podReadiness(p)
+		return ready
+	}
+	return false
 }
 
 // launcherVolumeEvents reads the Warning Events of the VMI's launcher pods

@@ -1,6 +1,7 @@
 package verdict
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -306,6 +307,17 @@ func storageSituations() []situation {
 			check:   all(storageMessage("still attached for node "+nodeB+", which is NotReady"), evidenceIs(layerStorage, "spec.nodeName", nodeB)),
 		},
 		{
+			name: "a ReadWriteMany volume's attachment on a NotReady node keeps nothing from attaching",
+			in: input(creating(3*time.Minute), withStorage([]storagefacts.Volume{boundVolume(attachment(nodeB, func(a *storagefacts.Attachment) { a.NodeNotReady = true }),
+				func(v *storagefacts.Volume) { v.PVC.AccessModes = []string{"ReadWriteMany"} })})),
+			storage: "Healthy/VolumesReady",
+		},
+		{
+			name:    "a VM running Ready elsewhere: an old attachment on a gone node is no fault of its storage",
+			in:      input(withStorage([]storagefacts.Volume{boundVolume(attachment(nodeA), attachment(nodeB, func(a *storagefacts.Attachment) { a.Name, a.Attached, a.NodeMissing = "csi-old", false, true }))})),
+			storage: "Healthy/VolumesReady",
+		},
+		{
 			name:    "an attachment on the VMI's own NotReady node is the node layer's",
 			in:      input(withStorage([]storagefacts.Volume{boundVolume(attachment(nodeA, func(a *storagefacts.Attachment) { a.NodeNotReady = true }))})),
 			storage: "Healthy/VolumesReady",
@@ -337,4 +349,30 @@ func TestStorageEventsDoNotLeak(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzStorage feeds the engine storage facts of any shape (JSON-decoded:
+// missing claims, classes, DataVolumes, events of any time and kind) with
+// a running VM, one starting on a scheduled launcher and one with no VMI
+// yet: no panic, and the invariants of every status hold.
+func FuzzStorage(f *testing.F) {
+	for _, c := range storageSituations() {
+		if c.in.Storage != nil {
+			b, err := json.Marshal(c.in.Storage)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s storagefacts.Facts
+		if json.Unmarshal(b, &s) != nil {
+			return
+		}
+		for _, in := range []Input{input(), input(creating(3 * time.Minute)), input(waitingVM)} {
+			in.Storage = &s
+			checkInvariants(t, in, Evaluate(in))
+		}
+	})
 }
