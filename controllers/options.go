@@ -39,6 +39,15 @@ type Options struct {
 	// GuestProbe, when set, probes the guest agents through virt-api's
 	// subresources (guestprobe.go).
 	GuestProbe *GuestProbe
+	// Storage reads the VMs' claims, StorageClasses, VolumeAttachments,
+	// CDI DataVolumes (when served) and Warning Events for the storage
+	// layer (storage.go); off, the storage layer judges only what the VM
+	// and VMI say.
+	Storage bool
+	// DataVolumes reads CDI's DataVolumes too; the caller sets it when the
+	// API server serves them (and the cache's options keep their entry,
+	// cachestore.WithoutDataVolumes).
+	DataVolumes bool
 	// FactSourceMetrics holds the families every source of facts shares;
 	// nil sets none.
 	FactSourceMetrics *metrics.FactSources

@@ -68,6 +68,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 	if err != nil {
 		return err
 	}
+	if b, err = r.watchStorage(mgr, b); err != nil {
+		return err
+	}
 	if opts.LogConstructor == nil {
 		opts.LogConstructor = reconcileLog(mgr.GetLogger())
 	}

@@ -87,6 +87,8 @@ type Reconciler struct {
 	domain *domainstats.Source
 	// guest holds the folded guest probes; nil without opts.GuestProbe.
 	guest *guestprobe.Source
+	// storage holds the storage layer's stores; nil without opts.Storage.
+	storage *cachestore.StorageStores
 	// beats holds the VMs whose next look is their node's heartbeat
 	// deadline (runtimekit.Heartbeats).
 	beats *runtimekit.Heartbeats
@@ -243,6 +245,11 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 		return in, nil, fmt.Errorf("getting VMObservation: %w", err)
 	}
 	if in.VMI == nil {
+		if in.VM != nil {
+			if in.Storage, err = r.storageFacts(&in); err != nil {
+				return in, nil, fmt.Errorf("gathering storage: %w", err)
+			}
+		}
 		return in, obs, nil
 	}
 	if r.domain != nil {
@@ -270,6 +277,10 @@ func (r *Reconciler) gather(key types.NamespacedName) (verdict.Input, *projectio
 		if pod := p.ToPod(); membership.IsLauncherOf(pod, in.VMI) {
 			in.Pods = append(in.Pods, pod)
 		}
+	}
+
+	if in.Storage, err = r.storageFacts(&in); err != nil {
+		return in, nil, fmt.Errorf("gathering storage: %w", err)
 	}
 
 	in.Nodes = map[string]*corev1.Node{}

@@ -30,6 +30,10 @@ const (
 	// ConditionGuestHealthy is True when the guest layer is Healthy or
 	// Suspended.
 	ConditionGuestHealthy = "GuestHealthy"
+
+	// ConditionStorageHealthy is True when the storage layer is Healthy or
+	// Suspended.
+	ConditionStorageHealthy = "StorageHealthy"
 )
 
 // Condition reasons that are not verdict reasons. The conditions otherwise

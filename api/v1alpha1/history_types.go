@@ -50,7 +50,7 @@ const (
 )
 
 // LayerOverall names the overall verdict in a history entry, beside the
-// three layers.
+// layers.
 const LayerOverall = "overall"
 
 // HistoryEntry is one entry of status.history.
@@ -60,9 +60,9 @@ type HistoryEntry struct {
 	Time metav1.Time `json:"time"`
 	// Event is what happened.
 	Event HistoryEvent `json:"event"`
-	// Layer is the layer it concerns: controlPlane, node, guest, or
-	// overall for a transition of the overall verdict.
-	// +kubebuilder:validation:Enum=controlPlane;node;guest;overall
+	// Layer is the layer it concerns: controlPlane, node, guest, storage,
+	// or overall for a transition of the overall verdict.
+	// +kubebuilder:validation:Enum=controlPlane;node;guest;storage;overall
 	Layer string `json:"layer"`
 	// From is the verdict before a VerdictChanged.
 	// +optional

@@ -8,11 +8,15 @@ const (
 	LayerControlPlane = "controlPlane"
 	LayerNode         = "node"
 	LayerGuest        = "guest"
+	LayerStorage      = "storage"
 )
 
 // LayerNames are the layers in their fixed order: control plane, node,
-// guest (the order of ties in the overall verdict and of the conditions).
-var LayerNames = [...]string{LayerControlPlane, LayerNode, LayerGuest}
+// guest, storage (the order of ties in the overall verdict and of the
+// conditions). Storage comes last: it was added last, and a VM whose
+// storage fails usually shows it in the control plane first (a VMI that
+// waits for its volumes), which then explains it.
+var LayerNames = [...]string{LayerControlPlane, LayerNode, LayerGuest, LayerStorage}
 
 // All yields each layer with its name, in the order of LayerNames. A nil
 // Layers yields nothing.
@@ -41,6 +45,8 @@ func (l *Layers) Get(name string) *LayerStatus {
 		return &l.Node
 	case LayerGuest:
 		return &l.Guest
+	case LayerStorage:
+		return &l.Storage
 	}
 	return nil
 }

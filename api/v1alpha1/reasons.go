@@ -462,6 +462,60 @@ const (
 	// guest agents through virt-api (the subresource API is down, refuses
 	// or throttles it); the verdict rests on the other sources.
 	ReasonGuestProbeUnavailable = "GuestProbeUnavailable"
+
+	// ReasonNoPersistentVolumes: the VM has no volume a claim backs
+	// (container disks, cloud-init and the like live and die with the
+	// launcher pod): the storage layer has nothing that can fail apart
+	// from the VM.
+	ReasonNoPersistentVolumes = "NoPersistentVolumes"
+
+	// ReasonVolumesReady: the VM's claims are bound (and, with the launcher
+	// pod Ready, attached and mounted), no DataVolume is on its way or
+	// failing and the domain reports no I/O error.
+	ReasonVolumesReady = "VolumesReady"
+
+	// ReasonVolumeNotBound: a claim of the VM is Pending (or does not
+	// exist), with its cause: a StorageClass that does not exist, one
+	// without a provisioner, the provisioner's ProvisioningFailed events,
+	// or a WaitForFirstConsumer class waiting, as designed, for the
+	// launcher pod to be scheduled. Progressing within
+	// VolumeBindingTimeout, Degraded after.
+	ReasonVolumeNotBound = "VolumeNotBound"
+
+	// ReasonDataVolumeImporting: a CDI DataVolume of the VM is on its way
+	// (importing, cloning, uploading, waiting for its first consumer), with
+	// its progress. No timeout: an import lasts as long as its data does.
+	ReasonDataVolumeImporting = "DataVolumeImporting"
+
+	// ReasonDataVolumeFailed: a CDI DataVolume of the VM is Failed, or its
+	// importer, cloner or uploader pod restarted more than three times
+	// (CDI's CDIDataVolumeUnusualRestartCount alert).
+	ReasonDataVolumeFailed = "DataVolumeFailed"
+
+	// ReasonVolumeAttachFailed: a volume of the VM cannot be attached to
+	// the launcher's node: the CSI driver's attach error on the
+	// VolumeAttachment, or the attach-detach controller's
+	// FailedAttachVolume event on a launcher pod that is not Ready.
+	ReasonVolumeAttachFailed = "VolumeAttachFailed"
+
+	// ReasonVolumeMultiAttach: a ReadWriteOnce volume of the VM is still
+	// attached to another node (the attach-detach controller's
+	// Multi-Attach error on a launcher pod that is not Ready).
+	ReasonVolumeMultiAttach = "VolumeMultiAttach"
+
+	// ReasonVolumeMountFailed: the kubelet cannot mount or map a volume of
+	// the VM into a launcher pod that is not Ready (FailedMount,
+	// FailedMapVolume events).
+	ReasonVolumeMountFailed = "VolumeMountFailed"
+
+	// ReasonVolumeAttachmentStale: a VolumeAttachment of a volume of the VM
+	// is held for a node that is gone or NotReady while the VM is not
+	// there: the volume cannot attach anywhere else until it is released.
+	ReasonVolumeAttachmentStale = "VolumeAttachmentStale"
+
+	// ReasonPVCLost: a claim of the VM is Lost: its PersistentVolume is
+	// gone.
+	ReasonPVCLost = "PVCLost"
 )
 
 // AllReasons lists every verdict reason, in declaration order. Tests use it
@@ -574,4 +628,14 @@ var AllReasons = []string{
 	ReasonFilesystemNearlyFull,
 	ReasonGuestInfoUnreachable,
 	ReasonGuestProbeUnavailable,
+	ReasonNoPersistentVolumes,
+	ReasonVolumesReady,
+	ReasonVolumeNotBound,
+	ReasonDataVolumeImporting,
+	ReasonDataVolumeFailed,
+	ReasonVolumeAttachFailed,
+	ReasonVolumeMultiAttach,
+	ReasonVolumeMountFailed,
+	ReasonVolumeAttachmentStale,
+	ReasonPVCLost,
 }

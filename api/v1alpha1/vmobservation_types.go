@@ -211,6 +211,17 @@ type PolicyOverrides struct {
 	// +optional
 	GuestMemoryPressureAfter *metav1.Duration `json:"guestMemoryPressureAfter,omitempty"`
 
+	// VolumeBindingTimeout is how long a claim of the VM's may stay Pending
+	// (a WaitForFirstConsumer one once its node is chosen) before the
+	// storage layer turns Degraded (VolumeNotBound).
+	// +optional
+	VolumeBindingTimeout *metav1.Duration `json:"volumeBindingTimeout,omitempty"`
+
+	// HotplugVolumeTimeout is how long a hotplugged volume may stay not
+	// Ready before it counts as stuck (HotplugVolumeStuck).
+	// +optional
+	HotplugVolumeTimeout *metav1.Duration `json:"hotplugVolumeTimeout,omitempty"`
+
 	// HistoryLimit is how many entries status.history keeps, newest first
 	// (older ones are dropped and counted; the history also stays within
 	// 4 KiB).
@@ -281,6 +292,15 @@ type Layers struct {
 	Node LayerStatus `json:"node"`
 	// Guest reads what the guest agent reports.
 	Guest LayerStatus `json:"guest"`
+	// Storage reads the VM's volumes: the PersistentVolumeClaims and CDI
+	// DataVolumes behind them, their StorageClasses, the VolumeAttachments
+	// of their PersistentVolumes and the Warning Events of all of these and
+	// of the launcher pod (what CDI, the external provisioner, the PV
+	// binder, the external attacher and the kubelet write), and the I/O
+	// errors and latency QEMU reports. Absent in a status written before
+	// the layer existed.
+	// +optional
+	Storage LayerStatus `json:"storage,omitempty,omitzero"`
 }
 
 // VMISummary is what the VirtualMachineInstance says about itself.
@@ -708,7 +728,7 @@ type VMObservationStatus struct {
 }
 
 // VMObservation is the derived health of one KubeVirt VM: a verdict per
-// layer (control plane, node, guest), the reason and evidence behind it, and
+// layer (control plane, node, guest, storage), the reason and evidence behind it, and
 // how fresh that evidence is.
 //
 // +kubebuilder:object:root=true
@@ -719,6 +739,7 @@ type VMObservationStatus struct {
 // +kubebuilder:printcolumn:name="Control-Plane",type=string,JSONPath=`.status.layers.controlPlane.verdict`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.layers.node.verdict`
 // +kubebuilder:printcolumn:name="Guest",type=string,JSONPath=`.status.layers.guest.verdict`
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.status.layers.storage.verdict`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.vmi.phase`,priority=1

@@ -77,6 +77,7 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
 	fs.BoolVar(&opts.NodeObservations, "node-observations", opts.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone. An instance limited by --namespace or --vm-selector never runs it.")
 	fs.IntVar(&opts.NodeIncidentThreshold, "node-incident-threshold", opts.NodeIncidentThreshold, "A node's NodeObservation names an incident once this many of its VMs are Unknown, Degraded or Failed under a cause of the node's own (its kubelet or virt-handler layer), docs/nodeobservation.md.")
+	fs.BoolVar(&opts.Storage, "storage", opts.Storage, "Read the VMs' PersistentVolumeClaims, StorageClasses, VolumeAttachments, CDI DataVolumes (when CDI's CRD is served) and Warning Events for the storage layer; false judges storage only from what the VM and VMI say.")
 	opts.WriteOptions.BindFlags(fs)
 	f.policy = opts.Policy.BindFlags(fs)
 	fs.StringVar(&opts.PrometheusURL, "prometheus-url", "", "Read virt-handler's domain stats from the Prometheus (or Thanos Querier) at this URL, e.g. http://prometheus-operated.monitoring:9090 or https://thanos-querier.openshift-monitoring.svc:9091; empty leaves them out (docs/domain-stats.md).")
@@ -149,7 +150,7 @@ func runManager(ctx context.Context, args []string) int {
 		log.Error(err, "Creating the manager failed")
 		return 1
 	}
-	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "nodeObservations", opts.NodeObservations, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
+	log.Info("Starting manager", "version", version.Get().Version, "commit", version.Get().Commit, "namespaces", opts.Namespaces, "vmSelector", selector, "autoCreate", opts.AutoCreate, "nodeObservations", opts.NodeObservations, "storage", opts.Storage, "leaderElection", opts.LeaderElection, "lease", opts.LeaseName(), "domainStats", opts.PrometheusURL != "", "guestProbeInterval", opts.GuestProbe.Interval)
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Manager stopped with an error")
 		return 1

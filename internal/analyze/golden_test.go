@@ -85,9 +85,13 @@ var goldenCases = []goldenCase{
 			if rep.NotObjects != 1 {
 				t.Errorf("not objects = %d, want 1", rep.NotObjects)
 			}
-			want := map[string]int{"Event": 1, "KubeVirt.kubevirt.io": 1, "Namespace": 1}
+			want := map[string]int{"KubeVirt.kubevirt.io": 1, "Namespace": 1}
 			if !reflect.DeepEqual(rep.Ignored, want) {
 				t.Errorf("ignored = %v, want %v", rep.Ignored, want)
+			}
+			// core/events.yaml is read for the storage layer.
+			if len(objs.Events) == 0 {
+				t.Errorf("no events read from core/events.yaml")
 			}
 			if len(objs.Pods) != 3 { // two launchers and postgres-exporter
 				t.Errorf("pods = %d, want 3", len(objs.Pods))

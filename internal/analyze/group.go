@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -116,8 +117,10 @@ func GroupVMs(objs Objects) ([]VMGroup, []Note) {
 	for _, n := range objs.Nodes {
 		nodes[n.Name] = n
 	}
+	storage := storageOf(objs, nodes)
 	out := make([]VMGroup, 0, len(groups))
 	for _, g := range groups {
+		g.Storage = storage(g.Namespace, g.VM, g.VMI)
 		sort.SliceStable(g.Migrations, func(i, j int) bool {
 			a, b := g.Migrations[i], g.Migrations[j]
 			if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
@@ -180,4 +183,48 @@ func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID
 		return nil, fmt.Sprintf("no controller ownerReference, and the VirtualMachineInstance with uid %s (label %s) is not in the input; pod not analysed", ref.UID, kubevirtv1.CreatedByLabel)
 	}
 	return nil, ""
+}
+
+// storageOf returns, for a dump that holds storage objects (claims,
+// StorageClasses, VolumeAttachments or DataVolumes), the storage facts of
+// a VM from the objects of its namespace; for one that holds none, nil
+// facts: the storage layer then judges only what the VM and VMI say, as
+// for a paste.
+func storageOf(objs Objects, nodes map[string]*corev1.Node) func(ns string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) *storagefacts.Facts {
+	if len(objs.PVCs) == 0 && len(objs.StorageClasses) == 0 && len(objs.VolumeAttachments) == 0 && len(objs.DataVolumes) == 0 {
+		return func(string, *kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineInstance) *storagefacts.Facts {
+			return nil
+		}
+	}
+	if len(objs.Nodes) == 0 {
+		// The dump holds no Nodes: an attachment's node is not judged.
+		nodes = nil
+	}
+	folded := map[string]storagefacts.Objects{}
+	return func(ns string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) *storagefacts.Facts {
+		o, ok := folded[ns]
+		if !ok {
+			var pvcs []*corev1.PersistentVolumeClaim
+			for _, p := range objs.PVCs {
+				if p.Namespace == ns {
+					pvcs = append(pvcs, p)
+				}
+			}
+			var dvs []map[string]any
+			for _, d := range objs.DataVolumes {
+				if d.GetNamespace() == ns {
+					dvs = append(dvs, d.Object)
+				}
+			}
+			var evs []*corev1.Event
+			for _, e := range objs.Events {
+				if e.Namespace == ns || e.InvolvedObject.Namespace == ns {
+					evs = append(evs, e)
+				}
+			}
+			o = storagefacts.Fold(pvcs, objs.StorageClasses, len(objs.DataVolumes) > 0, dvs, objs.VolumeAttachments, nodes, evs)
+			folded[ns] = o
+		}
+		return storagefacts.Assemble(storagefacts.VolumesOf(vm, vmi), o)
+	}
 }

@@ -16,7 +16,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -54,6 +56,14 @@ type Objects struct {
 	Nodes        []*corev1.Node
 	Observations []*v1alpha1.VMObservation
 	Policies     []*v1alpha1.VMObservationPolicy
+	// The storage layer's objects: claims, StorageClasses,
+	// VolumeAttachments, CDI DataVolumes (as unstructured content) and
+	// Events (core/v1, as a must-gather's events.yaml holds them).
+	PVCs              []*corev1.PersistentVolumeClaim
+	StorageClasses    []*storagev1.StorageClass
+	VolumeAttachments []*storagev1.VolumeAttachment
+	DataVolumes       []*unstructured.Unstructured
+	Events            []*corev1.Event
 }
 
 // FileError says why (part of) a file could not be used.
@@ -547,7 +557,22 @@ func newKnown(gv schema.GroupVersion, kind string) (metav1.Object, bool) {
 			return &corev1.Pod{}, true
 		case "Node":
 			return &corev1.Node{}, true
+		case "PersistentVolumeClaim":
+			return &corev1.PersistentVolumeClaim{}, true
+		case "Event":
+			return &corev1.Event{}, true
 		}
+	case gv.Group == "storage.k8s.io" && gv.Version == "v1":
+		switch kind {
+		case "StorageClass":
+			return &storagev1.StorageClass{}, true
+		case "VolumeAttachment":
+			return &storagev1.VolumeAttachment{}, true
+		}
+	case gv.Group == "cdi.kubevirt.io" && kind == "DataVolume":
+		// Read as unstructured content: storagefacts.FromDataVolume reads
+		// the fields the rules need by their JSON names.
+		return &unstructured.Unstructured{}, true
 	case gv == v1alpha1.GroupVersion && kind == "VMObservation":
 		return &v1alpha1.VMObservation{}, true
 	case gv == v1alpha1.GroupVersion && kind == "VMObservationPolicy":
@@ -569,11 +594,13 @@ func (l *loader) convert(path string, m map[string]any, obj metav1.Object, gv sc
 	if ns != "" {
 		id = ns + "/" + name
 	}
-	if err := fromUnstructured(m, obj); err != nil {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.Object = m
+	} else if err := fromUnstructured(m, obj); err != nil {
 		l.failDoc(path, "%s %s: cannot convert: %s", kind, id, err)
 		return
 	}
-	if _, isNode := obj.(*corev1.Node); isNode {
+	if !isNamespaced(obj) {
 		obj.SetNamespace("")
 	} else if obj.GetNamespace() == "" {
 		obj.SetNamespace(namespaceFromPath(path))
@@ -683,5 +710,24 @@ func (o *Objects) Add(obj any) {
 		o.Observations = append(o.Observations, t)
 	case *v1alpha1.VMObservationPolicy:
 		o.Policies = append(o.Policies, t)
+	case *corev1.PersistentVolumeClaim:
+		o.PVCs = append(o.PVCs, t)
+	case *storagev1.StorageClass:
+		o.StorageClasses = append(o.StorageClasses, t)
+	case *storagev1.VolumeAttachment:
+		o.VolumeAttachments = append(o.VolumeAttachments, t)
+	case *unstructured.Unstructured:
+		o.DataVolumes = append(o.DataVolumes, t)
+	case *corev1.Event:
+		o.Events = append(o.Events, t)
 	}
+}
+
+// isNamespaced says whether objects of obj's kind live in a namespace.
+func isNamespaced(obj metav1.Object) bool {
+	switch obj.(type) {
+	case *corev1.Node, *storagev1.StorageClass, *storagev1.VolumeAttachment:
+		return false
+	}
+	return true
 }

@@ -17,9 +17,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +40,7 @@ import (
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
 	"github.com/vmobs/vmobs/internal/nodeverdict"
+	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/startupgc"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -83,6 +86,9 @@ type Options struct {
 	VMSelector labels.Selector
 	// AutoCreate creates a VMObservation for every VM and VMI in scope.
 	AutoCreate bool
+	// Storage reads claims, StorageClasses, VolumeAttachments, CDI
+	// DataVolumes and Warning Events for the storage layer.
+	Storage bool
 	// WriteOptions are the write policy's settings: the periodic evidence
 	// refresh (EvidenceRefreshInterval, 0 by default: a status is written
 	// only when its evidence changes), its rate across the fleet
@@ -201,6 +207,7 @@ func Defaults() Options {
 		AutoCreate:              true,
 		NodeObservations:        true,
 		NodeIncidentThreshold:   nodeverdict.DefaultIncidentThreshold,
+		Storage:                 true,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
 		MaxConcurrentReconciles: 4,
@@ -211,6 +218,31 @@ func Defaults() Options {
 	}
 }
 
+// DataVolumesServed says whether the API server serves CDI's DataVolumes
+// (cdi.kubevirt.io/v1beta1): CDI is optional, as KubeVirt treats it, and
+// without its CRD the storage layer reads no DataVolume. A CRD installed
+// later is read after a restart.
+func DataVolumesServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	gv := projection.DataVolumeGVK.GroupVersion().String()
+	list, err := dc.ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == projection.DataVolumeGVK.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // NewManager builds a manager running the VMObservation reconciler.
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	cfg = withRateLimit(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)
@@ -219,6 +251,16 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	informers := &cachestore.Informers{}
+	cacheOpts := cachestore.Options(opts.Namespaces, opts.VMSelector, informers)
+	dataVolumes := false
+	if opts.Storage {
+		if dataVolumes, err = DataVolumesServed(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if !dataVolumes {
+		cacheOpts = cachestore.WithoutDataVolumes(cacheOpts)
+	}
 	startup := startupgc.Begin(opts.StartupGCPercent, MaxStartup, ctrl.Log.WithName("startup"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
@@ -231,7 +273,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
 		RenewDeadline:                 nonZero(opts.RenewDeadline),
 		RetryPeriod:                   nonZero(opts.RetryPeriod),
-		Cache:                         cachestore.Options(opts.Namespaces, opts.VMSelector, informers),
+		Cache:                         cacheOpts,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// vmobs never reads Secrets or ConfigMaps; should a future
 			// change do so, it must not pull every one into memory.
@@ -266,6 +308,8 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	copts := controllers.Options{
 		Policy:            policy,
 		AutoCreate:        opts.AutoCreate,
+		Storage:           opts.Storage,
+		DataVolumes:       dataVolumes,
 		Write:             opts.WriteOptions,
 		Shard:             opts.VMSelector,
 		FactSourceMetrics: sources,

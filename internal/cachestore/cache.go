@@ -66,6 +66,7 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		// the one it computes. Only the managed fields are dropped.
 		nobs: {Transform: cache.TransformStripManagedFields()},
 	}
+	storageByObject(byObject, project)
 	// The selector decides a VM's shard from the VM's own labels (a
 	// standalone VMI's from the VMI's), which KubeVirt does not copy to
 	// the VMI: VMIs are cached whole, like pods and nodes (controllers/shard.go).

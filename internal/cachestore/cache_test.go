@@ -48,15 +48,36 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 	if pod := seen["*v1.Pod"]; pod.Label == nil || pod.Label.String() != PodLabel {
 		t.Fatalf("pod selector %v, want %s", pod.Label, PodLabel)
 	}
-	// Pods, nodes, VMIs, VMs, migrations and VMObservations: every kind
-	// the controller reads is cached as its projection; NodeObservations
-	// (one per node) whole, without managed fields.
-	if len(seen) != 7 {
-		t.Fatalf("%d kinds configured, want 7", len(seen))
+	// Pods, nodes, VMIs, VMs, migrations and VMObservations, and the
+	// storage layer's claims, StorageClasses, VolumeAttachments, Warning
+	// Events and DataVolumes: every kind the controller reads is cached as
+	// its projection; NodeObservations (one per node) whole, without
+	// managed fields.
+	if len(seen) != 12 {
+		t.Fatalf("%d kinds configured, want 12", len(seen))
+	}
+	if ev := seen["*v1.Event"]; ev.Field == nil || ev.Field.String() != "type=Warning" {
+		t.Errorf("events are cached with field selector %v, want type=Warning", ev.Field)
 	}
 	for kind, bo := range seen {
 		if bo.Transform == nil {
 			t.Errorf("%s is cached without its projection", kind)
+		}
+	}
+}
+
+// Without CDI's CRD the cache must not name DataVolumes: controller-runtime
+// maps every entry's kind when it builds the cache, and fails on one the
+// API server does not serve.
+func TestWithoutDataVolumes(t *testing.T) {
+	opts := Options(nil, nil, nil)
+	without := WithoutDataVolumes(opts)
+	if len(without.ByObject) != len(opts.ByObject)-1 {
+		t.Fatalf("%d entries without DataVolumes, %d with", len(without.ByObject), len(opts.ByObject))
+	}
+	for obj := range without.ByObject {
+		if k := fmt.Sprintf("%T", obj); k == "*unstructured.Unstructured" {
+			t.Errorf("%s left in", k)
 		}
 	}
 }

@@ -163,7 +163,7 @@ func Fleet() (dashboard.Dashboard, error) {
 		Height(8).Span(12).Unit("short").Min(0).FillOpacity(20).
 		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).Overrides(verdictOverrides()))
 	b.WithPanel(bargauge.NewPanelBuilder().Title("Layers by verdict").
-		Description("For each layer (controlPlane, node, guest), how many VMs have it at each verdict.").
+		Description("For each layer (controlPlane, node, guest, storage), how many VMs have it at each verdict.").
 		Datasource(ds()).WithTarget(instant(vmsBy("layer, verdict", "vmobs_layer_verdict", ""), "{{layer}} {{verdict}}")).
 		Height(8).Span(12).Orientation(common.VizOrientationHorizontal).DisplayMode(common.BarGaugeDisplayModeBasic).
 		Min(0).Thresholds(dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{{Color: "blue"}})))

@@ -53,7 +53,7 @@ func TestRenderViewFits(t *testing.T) {
 	var s snapshot
 	for i := range 120 {
 		v := vmState{Namespace: "prod", Name: fmt.Sprintf("web-%d", i), HasStatus: true,
-			Overall: state{"Healthy", "Running"}, Layers: [3]state{{"Healthy", "Running"}, {"Healthy", "LauncherRunning"}, {"Healthy", "GuestAgentConnected"}}}
+			Overall: state{"Healthy", "Running"}, Layers: [4]state{{"Healthy", "Running"}, {"Healthy", "LauncherRunning"}, {"Healthy", "GuestAgentConnected"}, {"Healthy", "NoPersistentVolumes"}}}
 		if i%10 == 0 {
 			v.Overall = state{"Degraded", "MigrationFailed"}
 			v.Layers[0] = v.Overall

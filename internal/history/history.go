@@ -252,6 +252,11 @@ func transitions(prev, next *v1alpha1.VMObservationStatus, now metav1.Time) []v1
 	}
 	var out []v1alpha1.HistoryEntry
 	for name, l := range next.Layers.All() {
+		if l.Verdict == "" {
+			// A status without this layer (one written before the
+			// storage layer existed) says nothing of it.
+			continue
+		}
 		from := v1alpha1.VerdictUnknown
 		if p := prev.Layers.Get(name); p != nil && p.Verdict != "" {
 			from = p.Verdict

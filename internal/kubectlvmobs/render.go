@@ -259,7 +259,7 @@ func describeOne(o *v1alpha1.VMObservation, opts RenderOptions) string {
 	return strings.Join(t.lines, "\n") + "\n"
 }
 
-// layerNodes renders the three layers with their names, verdicts and
+// layerNodes renders the four layers with their names, verdicts and
 // reasons aligned.
 func layerNodes(p painter, l *v1alpha1.Layers, now time.Time) []node {
 	layers := []struct {
@@ -269,6 +269,11 @@ func layerNodes(p painter, l *v1alpha1.Layers, now time.Time) []node {
 		{"control plane", &l.ControlPlane},
 		{"node", &l.Node},
 		{"guest", &l.Guest},
+		{"storage", &l.Storage},
+	}
+	if l.Storage.Verdict == "" {
+		// A status written before the storage layer existed.
+		layers = layers[:3]
 	}
 	rows := make([][]cell, 0, len(layers))
 	for _, ly := range layers {

@@ -142,8 +142,8 @@ func TestRenderEdgeCases(t *testing.T) {
 		Spec:       v1alpha1.VMObservationSpec{VMName: "fresh"},
 	}
 	if got, want := renderTable(t, []v1alpha1.VMObservation{empty}, RenderOptions{Now: plugintest.FixtureNow}),
-		"NAME    VERDICT   CONTROL-PLANE   NODE     GUEST    REASON   AGE\n"+
-			"fresh   <none>    <none>          <none>   <none>   <none>   5s\n"; got != want {
+		"NAME    VERDICT   CONTROL-PLANE   NODE     GUEST    STORAGE   REASON   AGE\n"+
+			"fresh   <none>    <none>          <none>   <none>   <none>    <none>   5s\n"; got != want {
 		t.Errorf("table of an empty status:\n%s\nwant\n%s", got, want)
 	}
 	if got, want := RenderDescribe([]v1alpha1.VMObservation{empty}, RenderOptions{Now: plugintest.FixtureNow}),

@@ -22,6 +22,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Control-Plane", Type: "string"},
 	{Name: "Node", Type: "string"},
 	{Name: "Guest", Type: "string"},
+	{Name: "Storage", Type: "string"},
 	{Name: "Reason", Type: "string"},
 	{Name: "Age", Type: "date"},
 	{Name: "Phase", Type: "string", Priority: 1},
@@ -30,7 +31,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Agent", Type: "boolean", Priority: 1},
 }
 
-// firstVerdictColumn is the index of Verdict in tableColumns; the three
+// firstVerdictColumn is the index of Verdict in tableColumns; the four
 // layer verdicts follow it.
 const firstVerdictColumn = 1
 
@@ -44,9 +45,9 @@ func Table(objs []v1alpha1.VMObservation, now time.Time) *metav1.Table {
 	for i := range objs {
 		o := &objs[i]
 		st := &o.Status
-		var cp, node, guest v1alpha1.Verdict
+		var cp, node, guest, storage v1alpha1.Verdict
 		if l := st.Layers; l != nil {
-			cp, node, guest = l.ControlPlane.Verdict, l.Node.Verdict, l.Guest.Verdict
+			cp, node, guest, storage = l.ControlPlane.Verdict, l.Node.Verdict, l.Guest.Verdict, l.Storage.Verdict
 		}
 		a := none
 		if !o.CreationTimestamp.IsZero() {
@@ -66,7 +67,7 @@ func Table(objs []v1alpha1.VMObservation, now time.Time) *metav1.Table {
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{
 				o.Name, orNone(string(st.Verdict)), orNone(string(cp)), orNone(string(node)), orNone(string(guest)),
-				orNone(st.Reason), a, phase, nodeName, migration, agent,
+				orNone(string(storage)), orNone(st.Reason), a, phase, nodeName, migration, agent,
 			},
 			// The printer reads the namespace and labels from the object.
 			Object: runtime.RawExtension{Object: o},
@@ -97,7 +98,7 @@ func printTable(w io.Writer, objs []v1alpha1.VMObservation, opts RenderOptions) 
 	if opts.AllNamespaces {
 		first++
 	}
-	_, err := io.WriteString(w, paintVerdicts(b.String(), first, first+3))
+	_, err := io.WriteString(w, paintVerdicts(b.String(), first, first+4))
 	return err
 }
 

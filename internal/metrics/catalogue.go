@@ -68,7 +68,7 @@ var Catalogue = []Family{
 	{Name: "vmobs_collector_errors", Type: gauge, Source: SourceController,
 		Help: "1 when the last scrape could not read the VMObservations in the cache."},
 	{Name: "vmobs_verdict_transitions_total", Type: counter, Labels: []string{"layer", "from", "to"}, Source: SourceController,
-		Help: "Verdict transitions written, per layer (controlPlane, node, guest, overall) and from/to verdict. From is None for a new VMObservation."},
+		Help: "Verdict transitions written, per layer (controlPlane, node, guest, storage, overall) and from/to verdict. From is None for a new VMObservation."},
 	{Name: "vmobs_last_reconcile_timestamp_seconds", Type: gauge, Source: SourceController,
 		Help: "Unix time of the last reconcile the controller finished, its own liveness tick (every 30s) included. It stops moving when the controller stops working; 0 on a replica that is not the leader."},
 	{Name: "vmobs_build_info", Type: gauge, Labels: []string{"version", "commit", "goversion"}, Source: SourceController,

@@ -130,7 +130,7 @@ type Transitions struct {
 func NewTransitions() *Transitions {
 	return &Transitions{counter: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vmobs_verdict_transitions_total",
-		Help: "Verdict transitions written, per layer (controlPlane, node, guest, overall) and from/to verdict. From is None for a new VMObservation.",
+		Help: "Verdict transitions written, per layer (controlPlane, node, guest, storage, overall) and from/to verdict. From is None for a new VMObservation.",
 	}, []string{"layer", "from", "to"})}
 }
 

@@ -60,7 +60,7 @@ type Observation struct {
 	CondStatus      [len(conditionTypes)]condStatus
 	CondTime        [len(conditionTypes)]Time
 	OtherConditions *[]Condition
-	Layers          [3]Layer // in v1alpha1.LayerNames order
+	Layers          [len(v1alpha1.LayerNames)]Layer // in v1alpha1.LayerNames order
 
 	// Since holds status.vmi's first sightings, which the engine carries
 	// from one status to the next (fsFrozenSince, hotplugSince,
@@ -100,6 +100,7 @@ type Condition struct {
 var conditionTypes = [...]string{
 	v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled,
 	v1alpha1.ConditionControlPlaneHealthy, v1alpha1.ConditionNodeHealthy, v1alpha1.ConditionGuestHealthy,
+	v1alpha1.ConditionStorageHealthy,
 }
 
 // condStatus is a condition's status: 0 none, else 1 + its index in
@@ -292,7 +293,7 @@ func WithoutTimestamps(s *v1alpha1.VMObservationStatus) *v1alpha1.VMObservationS
 	if c.Layers == nil {
 		return c
 	}
-	for _, l := range []*v1alpha1.LayerStatus{&c.Layers.ControlPlane, &c.Layers.Node, &c.Layers.Guest} {
+	for _, l := range c.Layers.All() {
 		l.EvidenceTime, l.StaleAt = nil, nil
 		for i := range l.Evidence {
 			l.Evidence[i].Time = nil

@@ -19,6 +19,8 @@ package projection
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,6 +73,26 @@ func project(o any, s Sharding) (any, error) {
 		if x != nil {
 			return fromObservation(x, s), nil
 		}
+	case *corev1.PersistentVolumeClaim:
+		if x != nil {
+			return fromClaim(x), nil
+		}
+	case *storagev1.StorageClass:
+		if x != nil {
+			return fromClass(x), nil
+		}
+	case *storagev1.VolumeAttachment:
+		if x != nil {
+			return fromAttachment(x), nil
+		}
+	case *corev1.Event:
+		if x != nil {
+			return fromEvent(x), nil
+		}
+	case *unstructured.Unstructured:
+		if x != nil && x.GroupVersionKind() == DataVolumeGVK {
+			return fromDataVolume(x), nil
+		}
 	}
 	return o, nil
 }
@@ -82,4 +104,9 @@ var (
 	_ client.Object = &VM{}
 	_ client.Object = &Migration{}
 	_ client.Object = &Observation{}
+	_ client.Object = &Claim{}
+	_ client.Object = &Class{}
+	_ client.Object = &Attachment{}
+	_ client.Object = &DataVolume{}
+	_ client.Object = &Event{}
 )

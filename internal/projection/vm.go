@@ -28,6 +28,9 @@ type VM struct {
 	// have them, and the engine notes them.
 	MemoryDumpRequest *kubevirtv1.VirtualMachineMemoryDumpRequest
 	VolumeUpdateState *kubevirtv1.VolumeUpdateState
+	// Volumes are the claim-backed volumes of spec.template (the storage
+	// layer's); nil for most VMs' container disks.
+	Volumes []ClaimVolume
 }
 
 // FromVM projects a VM.
@@ -47,6 +50,9 @@ func FromVM(v *kubevirtv1.VirtualMachine) *VM {
 		StartFailure:      st.StartFailure.DeepCopy(),
 		MemoryDumpRequest: st.MemoryDumpRequest.DeepCopy(),
 		VolumeUpdateState: volumeUpdateStateOf(st.VolumeUpdateState),
+	}
+	if v.Spec.Template != nil {
+		out.Volumes = claimVolumes(v.Spec.Template.Spec.Volumes)
 	}
 	if len(st.StateChangeRequests) > 0 {
 		out.StateChangeRequests = make([]kubevirtv1.VirtualMachineStateChangeRequest, len(st.StateChangeRequests))
@@ -77,6 +83,10 @@ func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
 	st.StartFailure = v.StartFailure
 	st.StateChangeRequests = v.StateChangeRequests
 	st.MemoryDumpRequest, st.VolumeUpdateState = v.MemoryDumpRequest, v.VolumeUpdateState
+	if len(v.Volumes) > 0 {
+		out.Spec.Template = &kubevirtv1.VirtualMachineInstanceTemplateSpec{}
+		out.Spec.Template.Spec.Volumes = toVolumes(v.Volumes)
+	}
 	return out
 }
 
@@ -89,6 +99,7 @@ func (v *VM) DeepCopyObject() runtime.Object {
 	c.StateChangeRequests = clone(v.StateChangeRequests)
 	c.MemoryDumpRequest = v.MemoryDumpRequest.DeepCopy()
 	c.VolumeUpdateState = v.VolumeUpdateState.DeepCopy()
+	c.Volumes = clone(v.Volumes)
 	return &c
 }
 

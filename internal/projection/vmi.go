@@ -41,6 +41,8 @@ type VMI struct {
 	// empty.
 	GuestOSInfo  *kubevirtv1.VirtualMachineInstanceGuestOSInfo
 	VolumeStatus []kubevirtv1.VolumeStatus
+	// Volumes are spec.volumes backed by a claim (the storage layer's).
+	Volumes []ClaimVolume
 
 	// QOSClass and FSFreezeStatus take a few values fleet-wide.
 	QOSClass, FSFreezeStatus Sym
@@ -423,6 +425,7 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 		Conditions:     vmiConds(st.Conditions),
 		Status:         interfaces(st.Interfaces),
 		VolumeStatus:   volumes(st.VolumeStatus),
+		Volumes:        claimVolumes(spec.Volumes),
 		FSFreezeStatus: Intern(st.FSFreezeStatus),
 		SELinuxContext: st.SelinuxContext,
 		Resources:      resourcesOf(spec, st),
@@ -543,6 +546,7 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 	}
 	st.MigrationState = rare.MigrationState
 	st.VolumeStatus = v.VolumeStatus
+	out.Spec.Volumes = toVolumes(v.Volumes)
 	st.MigratedVolumes = rare.MigratedVolumes
 	if rare.Backup != nil {
 		st.ChangedBlockTracking = &kubevirtv1.ChangedBlockTrackingStatus{BackupStatus: rare.Backup}
@@ -572,6 +576,7 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 	c.Interfaces = clone(v.Interfaces)
 	c.Networks = clone(v.Networks)
 	c.Conditions = clone(v.Conditions)
+	c.Volumes = clone(v.Volumes)
 	c.PhaseTransitions = clone(v.PhaseTransitions)
 	c.ActivePods = clone(v.ActivePods)
 	c.Status = clone(v.Status)

@@ -67,7 +67,7 @@ type Scenario struct {
 var Scenarios = []Scenario{
 	{
 		Name:        "healthy",
-		Description: "A VM with a guest agent and a Multus interface runs on node-a; all three layers are Healthy.",
+		Description: "A VM with a guest agent and a Multus interface runs on node-a; all four layers are Healthy.",
 		Layer:       v1alpha1.LayerControlPlane, Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonRunning,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			return s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true, Interfaces: 2}, ScenarioNodes[0])
@@ -195,8 +195,8 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "paused-io-error",
-		Description: "libvirt pauses the domain on an I/O error (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
-		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonPausedIOError,
+		Description: "QEMU pauses the domain on a disk's I/O error and libvirt says so (Paused=True, PausedIOError); the pod and VMI turn not Ready.",
+		Layer:       v1alpha1.LayerStorage, Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonPausedIOError,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, ScenarioNodes[0]); err != nil {
 				return err

@@ -14,7 +14,7 @@ import (
 func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.LayerStatus) []metav1.Condition {
 	f := &e.f
 	// Apart from the arena, which this keeps within a smaller size class.
-	out := make([]metav1.Condition, 0, 6)
+	out := make([]metav1.Condition, 0, 7)
 	var prev []metav1.Condition
 	if f.in.Previous != nil {
 		prev = f.in.Previous.Conditions
@@ -28,6 +28,7 @@ func (e *engine) conditions(st *v1alpha1.VMObservationStatus, worst *v1alpha1.La
 		{v1alpha1.ConditionControlPlaneHealthy, &st.Layers.ControlPlane},
 		{v1alpha1.ConditionNodeHealthy, &st.Layers.Node},
 		{v1alpha1.ConditionGuestHealthy, &st.Layers.Guest},
+		{v1alpha1.ConditionStorageHealthy, &st.Layers.Storage},
 	} {
 		out = SetCondition(out, prev, f.now, l.typ, readyStatus(l.ls.Verdict), l.ls.Reason, l.ls.Message)
 	}

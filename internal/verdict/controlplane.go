@@ -213,10 +213,32 @@ func (e *engine) cpStarting(l *layer) {
 	if c := mt(vm.CreationTimestamp); c.After(since) {
 		since = c
 	}
+	// virt-controller creates the VMI once the VM's DataVolumes are ready
+	// (kv:pkg/virt-controller/watch/vm/vm.go handleDataVolumes): while CDI
+	// reports an import on its way the VM waits for it, however long.
+	if f.dvImporting() {
+		l.add(v1alpha1.VerdictProgressing, v1alpha1.ReasonProvisioning,
+			"the VM should run and waits for its DataVolumes before virt-controller creates its VMI (CDI reports the import on its way)", since)
+		l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), since)
+		return
+	}
 	e.timedProgress(l, since, f.pol.SchedulingTimeout,
 		v1alpha1.ReasonStarting, "the VM should run and waits for virt-controller to create its VMI",
 		v1alpha1.ReasonStuckStarting, "the VM should run but has no VMI")
 	l.cite(kindVM, vm.Name, f.runStrategyField(), f.runStrategyValue(), since)
+}
+
+// provisioning times a wait for the VM's volumes with
+// Policy.UnhealthyStateTimeout, unless the storage facts show a DataVolume
+// that CDI reports on its way and none failing: an import lasts as long as
+// its data does, and the storage layer says how far it is
+// (DataVolumeImporting).
+func (e *engine) provisioning(l *layer, since time.Time, okReason, okMsg, stuckReason, stuckMsg string) {
+	if e.f.dvImporting() {
+		l.add(v1alpha1.VerdictProgressing, okReason, okMsg+" (CDI reports the import on its way)", since)
+		return
+	}
+	e.timedProgress(l, since, e.f.pol.UnhealthyStateTimeout, okReason, okMsg, stuckReason, stuckMsg)
 }
 
 // timedProgress adds Progressing until start+timeout, Degraded after; the
@@ -282,7 +304,7 @@ func (e *engine) cpPreRunning(l *layer) {
 	// past Policy.UnhealthyStateTimeout it is StuckProvisioning.
 	if c := f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceProvisioning); c != nil {
 		since := mt(c.LastTransitionTime)
-		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+		e.provisioning(l, since,
 			v1alpha1.ReasonProvisioning, "the VMI waits for its DataVolumes to be provisioned",
 			v1alpha1.ReasonStuckProvisioning, "the VMI has waited for its DataVolumes to be provisioned")
 		l.cite(kindVMI, vmi.Name, "status.conditions[Provisioning].status", string(c.Status), since)
@@ -290,7 +312,7 @@ func (e *engine) cpPreRunning(l *layer) {
 	}
 	if c := f.vmiCond(kubevirtv1.VirtualMachineInstanceDataVolumesReady); c != nil && c.Status == corev1.ConditionFalse {
 		since := mt(c.LastTransitionTime)
-		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+		e.provisioning(l, since,
 			v1alpha1.ReasonProvisioning, withDetail("the VMI waits for its DataVolumes", c.Message),
 			v1alpha1.ReasonStuckProvisioning, withDetail("the VMI has waited for its DataVolumes", c.Message))
 		l.cite(kindVMI, vmi.Name, "status.conditions[DataVolumesReady].reason", c.Reason, since)
@@ -633,9 +655,8 @@ func (f *facts) nodeReadiness(name string) string {
 
 // vmiRuntimeRules reads the VMI's conditions about changes applied to a
 // live VMI: memory and CPU hotplug that failed (written by virt-handler) or
-// is still to be applied (hotplugRules), and hotplug volumes that failed
-// (HotplugVolumeFailed; virt-controller, kv:pkg/virt-controller/watch/vmi/storage.go)
-// or are not Ready (HotplugVolumePending, HotplugVolumeStuck).
+// is still to be applied (hotplugRules). Hotplugged volumes are the storage
+// layer's (hotplugVolumeRules).
 func (e *engine) vmiRuntimeRules(l *layer) {
 	f := &e.f
 	vmi := f.vmi
@@ -655,29 +676,6 @@ func (e *engine) vmiRuntimeRules(l *layer) {
 		}
 		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugFailed, msg, mt(c.LastTransitionTime))
 		l.cite(kindVMI, vmi.Name, "status.conditions["+string(t)+"].reason", c.Reason, mt(c.LastTransitionTime))
-	}
-	for i := range vmi.Status.VolumeStatus {
-		vs := &vmi.Status.VolumeStatus[i]
-		if vs.HotplugVolume == nil || vs.Phase == kubevirtv1.VolumeReady {
-			continue
-		}
-		msg := "hotplug volume " + vs.Name + " is " + orUnknown(string(vs.Phase)) + ": " + vs.Reason
-		if vs.Message != "" {
-			msg += " (" + vs.Message + ")"
-		}
-		if failureWord(vs.Reason + " " + vs.Message) {
-			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonHotplugVolumeFailed, msg, time.Time{})
-		} else {
-			// Any other step (a claim Pending or Lost, KubeVirt's PVCNotReady,
-			// kv:pkg/virt-controller/watch/vmi/storage.go:359-372
-			// getVolumePhaseMessageReason; attaching, mounting) may last
-			// forever: past Policy.HotplugVolumeTimeout from the first
-			// sighting it is stuck.
-			e.timedProgress(l, f.hp.volumeSince, f.pol.HotplugVolumeTimeout,
-				v1alpha1.ReasonHotplugVolumePending, msg,
-				v1alpha1.ReasonHotplugVolumeStuck, msg+"; not Ready")
-		}
-		l.cite(kindVMI, vmi.Name, "status.volumeStatus["+vs.Name+"].reason", vs.Reason, time.Time{})
 	}
 	e.hotplugRules(l)
 }
@@ -780,7 +778,7 @@ func (e *engine) cpVMIUnseen(l *layer) {
 	// or Starting with no VMI for 10 minutes
 	// (kv:pkg/monitoring/rules/alerts/vms.go:136-152).
 	case kubevirtv1.VirtualMachineStatusProvisioning, kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding:
-		e.timedProgress(l, since, f.pol.UnhealthyStateTimeout,
+		e.provisioning(l, since,
 			v1alpha1.ReasonProvisioning, "the VM's volumes are being provisioned (printableStatus "+string(ps)+")",
 			v1alpha1.ReasonStuckProvisioning, "the VM has waited for its volumes (printableStatus "+string(ps)+")")
 	case kubevirtv1.VirtualMachineStatusStarting:

@@ -159,7 +159,7 @@ func TestReasonsDocumented(t *testing.T) {
 			t.Errorf("docs/verdicts.md: %s has verdict %q", row.reason, row.verdict)
 		}
 		for _, l := range strings.Split(row.layer, ",") {
-			if l = strings.TrimSpace(l); !slices.Contains([]string{"controlPlane", "node", "guest", "all"}, l) {
+			if l = strings.TrimSpace(l); !slices.Contains([]string{"controlPlane", "node", "guest", "storage", "all"}, l) {
 				t.Errorf("docs/verdicts.md: %s has layer %q", row.reason, l)
 			}
 		}
@@ -178,7 +178,7 @@ func TestEveryReasonIsTested(t *testing.T) {
 	for _, c := range allSituations() {
 		st := Evaluate(c.in).Status
 		seen[st.Reason] = true
-		for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest} {
+		for _, l := range st.Layers.All() {
 			seen[l.Reason] = true
 			// Notes are never a layer's reason: they show in its message.
 			if _, also, ok := strings.Cut(l.Message, " (also: "); ok {

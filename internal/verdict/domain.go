@@ -91,20 +91,6 @@ func (e *engine) domainNode(l *layer) {
 		return
 	}
 	pol := &f.pol
-	lat, okLat := d.StorageLatency.Valid()
-	base, okBase := d.StorageBaseline.Valid()
-	if okLat && okBase && lat >= float64(pol.StorageSlowFactor)*base && lat >= pol.StorageSlowLatency.Seconds() {
-		msg := "I/O operations take " + secondsText(lat) + " each"
-		if base > 0 {
-			msg += ", " + num(lat/base) + "× the VM's usual " + secondsText(base)
-		} else {
-			msg += "; the VM's usual time is 0 ms"
-		}
-		msg += " (slow from " + strconv.Itoa(int(pol.StorageSlowFactor)) + "× and " + secondsText(pol.StorageSlowLatency.Seconds()) + ")"
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonStorageSlow, msg, d.SampledAt)
-		l.cite(kindSeries, seriesStorageLatency, fieldRate, secondsText(lat), d.SampledAt)
-		l.cite(kindSeries, seriesStorageLatency, fieldBaseline, secondsText(base), d.SampledAt)
-	}
 	// Errors both ways and transmit drops are the host's side of the tap:
 	// libvirt reports a tap's counters swapped into the guest's view, so
 	// the domain's tx_drop is what the host dropped of the guest's

@@ -340,9 +340,9 @@ func domainSituations() []situation {
 			in: input(withDomain(func(d *vmifacts.DomainFacts) {
 				d.StorageLatency, d.StorageBaseline = sample(0.120), sample(0.004)
 			})),
-			overall: "Degraded/StorageSlow", node: "Degraded/StorageSlow", guest: "Healthy/GuestAgentConnected",
+			overall: "Degraded/StorageSlow", node: "Healthy/LauncherRunning", storage: "Degraded/StorageSlow", guest: "Healthy/GuestAgentConnected",
 			check: func(t *testing.T, r Result) {
-				n := r.Status.Layers.Node
+				n := r.Status.Layers.Storage
 				wantMessage(t, n, "I/O operations take 120 ms each, 30× the VM's usual 4 ms (slow from 10× and 50 ms)")
 				wantSeries(t, n, seriesStorageLatency, fieldRate, "120 ms")
 				wantSeries(t, n, seriesStorageLatency, fieldBaseline, "4 ms")

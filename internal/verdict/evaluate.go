@@ -9,12 +9,13 @@ import (
 // engine is one evaluation: the indexed input, the output arena, one
 // builder per layer and the nearest deadline seen.
 type engine struct {
-	f     facts
-	a     *arena
-	cp    layer
-	node  layer
-	guest layer
-	next  time.Time
+	f       facts
+	a       *arena
+	cp      layer
+	node    layer
+	guest   layer
+	storage layer
+	next    time.Time
 	// fixed is the nearest deadline that is not a renewing source's.
 	fixed time.Time
 	// renewsOn is the node whose heartbeat is the renewing source, and
@@ -34,16 +35,18 @@ func Evaluate(in Input) Result {
 	e := &engine{a: new(arena)}
 	e.f.init(&in)
 	// The labels prefix the overall message: words, not the field names.
-	e.cp.label, e.node.label, e.guest.label = "control plane", v1alpha1.LayerNode, v1alpha1.LayerGuest
+	e.cp.label, e.node.label, e.guest.label, e.storage.label = "control plane", v1alpha1.LayerNode, v1alpha1.LayerGuest, v1alpha1.LayerStorage
 	e.lm = e.liveMigratable()
 	if p := in.Previous; p != nil && p.Layers != nil && p.VMI != nil && in.VMI != nil &&
 		in.VMI.UID != "" && p.VMI.UID == in.VMI.UID {
 		e.cp.prev, e.node.prev, e.guest.prev = &p.Layers.ControlPlane, &p.Layers.Node, &p.Layers.Guest
+		e.storage.prev = &p.Layers.Storage
 	}
 
 	e.controlPlane()
 	e.nodeLayer()
 	e.guestLayer()
+	e.storageLayer()
 
 	var res Result
 	st := &res.Status
@@ -52,7 +55,7 @@ func Evaluate(in Input) Result {
 	if in.Previous != nil {
 		prev = in.Previous.Layers
 	}
-	layers := [3]struct {
+	layers := [len(v1alpha1.LayerNames)]struct {
 		b    *layer
 		out  *v1alpha1.LayerStatus
 		prev *v1alpha1.LayerStatus
@@ -60,9 +63,10 @@ func Evaluate(in Input) Result {
 		{&e.cp, &st.Layers.ControlPlane, nil},
 		{&e.node, &st.Layers.Node, nil},
 		{&e.guest, &st.Layers.Guest, nil},
+		{&e.storage, &st.Layers.Storage, nil},
 	}
 	if prev != nil {
-		layers[0].prev, layers[1].prev, layers[2].prev = &prev.ControlPlane, &prev.Node, &prev.Guest
+		layers[0].prev, layers[1].prev, layers[2].prev, layers[3].prev = &prev.ControlPlane, &prev.Node, &prev.Guest, &prev.Storage
 	}
 	worst := -1
 	for i := range layers {
@@ -81,6 +85,13 @@ func Evaluate(in Input) Result {
 	}
 	if worst < 0 {
 		worst = 0
+	}
+	// A control plane that waited too long for the VM to start says only
+	// that it waited; a storage finding as bad says why (a claim that does
+	// not bind, a failed import, a volume that cannot attach): the overall
+	// verdict names the cause.
+	if worst == 0 && stuckWaiting(layers[0].out.Reason) && layers[3].out.Verdict.Severity() == layers[0].out.Verdict.Severity() {
+		worst = 3
 	}
 	w := layers[worst].out
 	st.Verdict, st.Reason = w.Verdict, w.Reason
@@ -114,6 +125,16 @@ func Evaluate(in Input) Result {
 		}
 	}
 	return res
+}
+
+// stuckWaiting says the reason is a control plane's wait for a start past
+// its timeout.
+func stuckWaiting(reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonStuckStarting, v1alpha1.ReasonStuckProvisioning, v1alpha1.ReasonStuckScheduling:
+		return true
+	}
+	return false
 }
 
 // deadline records a future instant at which a verdict would change by

@@ -324,7 +324,7 @@ func FuzzEvaluate(f *testing.F) {
 		if st.Layers == nil {
 			t.Fatal("no layers")
 		}
-		for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest} {
+		for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest, st.Layers.Storage} {
 			if !validVerdict(l.Verdict) || l.Reason == "" || len(l.Message) > maxMessage || len(l.Evidence) > maxEvidence {
 				t.Fatalf("layer %q/%q, %d-byte message, %d evidence", l.Verdict, l.Reason, len(l.Message), len(l.Evidence))
 			}
@@ -332,7 +332,7 @@ func FuzzEvaluate(f *testing.F) {
 				t.Fatalf("layer %s worse than overall %s", l.Verdict, st.Verdict)
 			}
 		}
-		if len(st.Conditions) != 6 || r.NextDeadline < 0 || len(st.LauncherPods) > maxLauncherPods || len(st.Interfaces) > maxInterfaces {
+		if len(st.Conditions) != 7 || r.NextDeadline < 0 || len(st.LauncherPods) > maxLauncherPods || len(st.Interfaces) > maxInterfaces {
 			t.Fatalf("%d conditions, deadline %v, %d pods, %d interfaces", len(st.Conditions), r.NextDeadline, len(st.LauncherPods), len(st.Interfaces))
 		}
 		if st.LiveMigratable != nil && len(st.LiveMigratable.Reasons) > maxMigratableReasons {

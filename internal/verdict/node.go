@@ -13,7 +13,8 @@ import (
 )
 
 // nodeLayer judges the virt-launcher pods, the Node and virt-handler's
-// heartbeat, and what libvirt says through the VMI (PausedIOError).
+// heartbeat. (What libvirt says of the disks through the VMI, PausedIOError,
+// is the storage layer's.)
 func (e *engine) nodeLayer() {
 	f := &e.f
 	l := &e.node
@@ -86,12 +87,6 @@ func (e *engine) nodeLayer() {
 		e.judgeRunningPod(l)
 		e.launcherSidecarExited(l)
 		e.judgeTargetPod(l)
-		if c := f.paused(); c != nil && c.Reason == pausedIOError {
-			since := mt(c.LastTransitionTime)
-			msg := withDetail("libvirt paused the domain on an I/O error", c.Message)
-			l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError, msg, since)
-			l.cite(kindVMI, f.vmi.Name, "status.conditions[Paused].reason", c.Reason, since)
-		}
 		e.domainSync(l)
 		e.domainNode(l)
 		e.probePath(l)

@@ -644,7 +644,7 @@ func newSourceSituations() []situation {
 						Message: "AttachVolume.Attach failed", HotplugVolume: &kubevirtv1.HotplugVolumeStatus{}})
 				})
 			}),
-			cp: "Degraded/HotplugVolumeFailed",
+			storage: "Degraded/HotplugVolumeFailed",
 		},
 		{
 			name: "access credentials could not be propagated",

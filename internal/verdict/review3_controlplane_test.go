@@ -102,14 +102,14 @@ func vmWaitingToStart(mods ...vmMod) inputMod {
 func evidenceIs(layer int, field, value string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		wantEvidence(t, [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer], field, value)
+		wantEvidence(t, layerAt(r, layer), field, value)
 	}
 }
 
 func wantMessageLacks(layer int, part string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		l := layerAt(r, layer)
 		if strings.Contains(l.Message, part) {
 			t.Errorf("layer message %q has %q", l.Message, part)
 		}
@@ -224,9 +224,9 @@ func kubevirtWaitSituations() []situation {
 		{
 			name:    "D6: a hotplugged volume whose claim is Pending, first seen now: Progressing until a fixed deadline",
 			in:      input(func(in *Input) { in.VMI = runningVMI(hotplugVolume("data1", "PVC is in phase ClaimPending")) }),
-			overall: "Progressing/HotplugVolumePending", cp: "Progressing/HotplugVolumePending",
-			check: all(wantStaleAt(layerCP, 10*time.Minute), wantLayerMessage(layerCP, "hotplug volume data1 is Pending: PVCNotReady", "ClaimPending"),
-				evidenceIs(layerCP, "status.volumeStatus[data1].reason", "PVCNotReady"), func(t *testing.T, r Result) {
+			overall: "Progressing/HotplugVolumePending", storage: "Progressing/HotplugVolumePending",
+			check: all(wantStaleAt(layerStorage, 10*time.Minute), wantLayerMessage(layerStorage, "hotplug volume data1 is Pending: PVCNotReady", "ClaimPending"),
+				evidenceIs(layerStorage, "status.volumeStatus[data1].reason", "PVCNotReady"), func(t *testing.T, r Result) {
 					if s := r.Status.VMI.HotplugVolumeSince; s == nil || !s.Time.Equal(now) {
 						t.Errorf("hotplugVolumeSince %v, want now", s)
 					}
@@ -238,8 +238,8 @@ func kubevirtWaitSituations() []situation {
 				in.VMI = runningVMI(hotplugVolume("data1", "PVC is in phase Lost"))
 				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, HotplugVolumeSince: atp(-11 * time.Minute)}}
 			}),
-			overall: "Degraded/HotplugVolumeStuck", cp: "Degraded/HotplugVolumeStuck",
-			check: wantLayerMessage(layerCP, "PVC is in phase Lost", "longer than 10m0s"),
+			overall: "Degraded/HotplugVolumeStuck", storage: "Degraded/HotplugVolumeStuck",
+			check: wantLayerMessage(layerStorage, "PVC is in phase Lost", "longer than 10m0s"),
 		},
 		{
 			name: "D6: an --hotplug-volume-timeout of an hour",
@@ -248,7 +248,7 @@ func kubevirtWaitSituations() []situation {
 				in.Previous = &v1alpha1.VMObservationStatus{VMI: &v1alpha1.VMISummary{Name: vmName, UID: vmiUID, HotplugVolumeSince: atp(-11 * time.Minute)}}
 				in.Policy.HotplugVolumeTimeout = time.Hour
 			}),
-			cp: "Progressing/HotplugVolumePending",
+			storage: "Progressing/HotplugVolumePending",
 		},
 		{
 			name: "D6: all hotplugged volumes Ready: the first sighting is dropped",
@@ -524,7 +524,7 @@ func kubevirtWaitSituations() []situation {
 func wantNoStaleAt(layer int) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		l := layerAt(r, layer)
 		if l.StaleAt != nil {
 			t.Errorf("staleAt %v, want none", l.StaleAt)
 		}

@@ -48,7 +48,7 @@ func wantAgentLost(d *time.Duration) func(*testing.T, Result) {
 func wantNoReason(reason string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		for _, l := range []v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest} {
+		for _, l := range []v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest, r.Status.Layers.Storage} {
 			if l.Reason == reason || strings.Contains(l.Message, reason) {
 				t.Errorf("layer %s/%s names %s: %s", l.Verdict, l.Reason, reason, l.Message)
 			}

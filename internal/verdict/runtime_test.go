@@ -64,7 +64,7 @@ func seen(uid types.UID, hotplug, frozenAt *metav1.Time) *v1alpha1.VMObservation
 func wantStaleAt(layer int, d time.Duration) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		l := layerAt(r, layer)
 		if l.StaleAt == nil || !l.StaleAt.Time.Equal(now.Add(d)) {
 			t.Errorf("staleAt %v, want now+%v", l.StaleAt, d)
 		}
@@ -84,7 +84,7 @@ func wantSince(field string, d time.Duration) func(*testing.T, Result) {
 func wantLayerMessage(layer int, parts ...string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		l := layerAt(r, layer)
 		for _, p := range parts {
 			if !strings.Contains(l.Message, p) {
 				t.Errorf("layer message %q lacks %q", l.Message, p)

@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
@@ -134,6 +135,12 @@ type Policy struct {
 	FilesystemFullFor time.Duration
 	// HistoryLimit: how many entries status.history keeps (internal/history).
 	HistoryLimit int32
+	// VolumeBindingTimeout: a claim Pending longer than this since its
+	// creation (one whose StorageClass binds at once, or a
+	// WaitForFirstConsumer one whose node is chosen) is VolumeNotBound and
+	// Degraded. KubeVirt's VirtualMachineStuckInUnhealthyState alert waits
+	// 10 minutes for a VM WaitingForVolumeBinding.
+	VolumeBindingTimeout time.Duration
 }
 
 // DefaultPolicy returns the documented defaults.
@@ -172,6 +179,7 @@ func DefaultPolicy() Policy {
 		FilesystemCriticalPercent:  95,
 		FilesystemFullFor:          10 * time.Minute,
 		HistoryLimit:               20,
+		VolumeBindingTimeout:       10 * time.Minute,
 	}
 }
 
@@ -198,6 +206,7 @@ func (p Policy) withDefaults() Policy {
 		{&p.UnhealthyStateTimeout, &d.UnhealthyStateTimeout},
 		{&p.HotplugVolumeTimeout, &d.HotplugVolumeTimeout},
 		{&p.FilesystemFullFor, &d.FilesystemFullFor},
+		{&p.VolumeBindingTimeout, &d.VolumeBindingTimeout},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
@@ -270,6 +279,8 @@ func (p Policy) WithOverrides(o *v1alpha1.PolicyOverrides) Policy {
 		{&p.GuestCPUStalledAfter, o.GuestCPUStalledAfter},
 		{&p.StorageSlowLatency, o.StorageSlowLatency},
 		{&p.GuestMemoryPressureAfter, o.GuestMemoryPressureAfter},
+		{&p.VolumeBindingTimeout, o.VolumeBindingTimeout},
+		{&p.HotplugVolumeTimeout, o.HotplugVolumeTimeout},
 	} {
 		if d.src != nil {
 			set(d.dst, d.src.Duration, true)
@@ -339,6 +350,11 @@ type Input struct {
 	// when the controller does not probe (--guest-probe-interval 0) or has
 	// not probed this VMI yet: no rule reads probe results then.
 	Guest *vmifacts.GuestFacts
+	// Storage is what the VM's claims, DataVolumes, VolumeAttachments and
+	// Warning Events say (internal/storagefacts); nil when the caller did
+	// not read them: the storage layer then judges only what the VM and
+	// VMI say.
+	Storage *storagefacts.Facts
 	// Previous is the status stored before, if any; it keeps
 	// lastTransitionTime stable across evaluations.
 	Previous *v1alpha1.VMObservationStatus

@@ -18,8 +18,8 @@ type situation struct {
 	name string
 	in   Input
 	// "Verdict/Reason"; an empty layer is not checked.
-	overall, cp, node, guest string
-	check                    func(t *testing.T, r Result)
+	overall, cp, node, guest, storage string
+	check                             func(t *testing.T, r Result)
 }
 
 func vr(l v1alpha1.LayerStatus) string { return string(l.Verdict) + "/" + l.Reason }
@@ -40,6 +40,7 @@ func run(t *testing.T, cases []situation) {
 				{"controlPlane", c.cp, st.Layers.ControlPlane},
 				{"node", c.node, st.Layers.Node},
 				{"guest", c.guest, st.Layers.Guest},
+				{"storage", c.storage, st.Layers.Storage},
 			} {
 				if l.want != "" && vr(l.got) != l.want {
 					t.Errorf("%s = %s, want %s\nmessage: %s", l.name, vr(l.got), l.want, l.got.Message)
@@ -67,7 +68,9 @@ func checkInvariants(t *testing.T, in Input, r Result) {
 		t.Fatal("no layers")
 	}
 	worst := v1alpha1.VerdictHealthy
-	for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest} {
+	allNoBasis := true
+	for _, l := range st.Layers.All() {
+		allNoBasis = allNoBasis && l.Reason == v1alpha1.ReasonNotInInput
 		if !validVerdict(l.Verdict) || l.Reason == "" {
 			t.Errorf("invalid layer %s/%s", l.Verdict, l.Reason)
 		}
@@ -90,16 +93,15 @@ func checkInvariants(t *testing.T, in Input, r Result) {
 			}
 		}
 	}
-	allNoBasis := st.Layers.ControlPlane.Reason == v1alpha1.ReasonNotInInput &&
-		st.Layers.Node.Reason == v1alpha1.ReasonNotInInput && st.Layers.Guest.Reason == v1alpha1.ReasonNotInInput
 	if st.Verdict != worst && !allNoBasis {
 		t.Errorf("overall %s is not the worst layer %s", st.Verdict, worst)
 	}
-	if len(st.Conditions) != 6 {
+	if len(st.Conditions) != 7 {
 		t.Fatalf("%d conditions", len(st.Conditions))
 	}
 	for i, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled,
-		v1alpha1.ConditionControlPlaneHealthy, v1alpha1.ConditionNodeHealthy, v1alpha1.ConditionGuestHealthy} {
+		v1alpha1.ConditionControlPlaneHealthy, v1alpha1.ConditionNodeHealthy, v1alpha1.ConditionGuestHealthy,
+		v1alpha1.ConditionStorageHealthy} {
 		c := st.Conditions[i]
 		if c.Type != typ || c.Reason == "" || c.ObservedGeneration != 0 {
 			t.Errorf("condition %d = %+v, want type %s", i, c, typ)
@@ -111,7 +113,7 @@ func checkInvariants(t *testing.T, in Input, r Result) {
 	// A stored deadline is one still to come: a status must never look
 	// stale while its verdict is current (docs/verdicts.md, Freshness).
 	if !in.Policy.RenewingEvidence {
-		for _, l := range []v1alpha1.LayerStatus{st.Layers.ControlPlane, st.Layers.Node, st.Layers.Guest} {
+		for _, l := range st.Layers.All() {
 			if l.StaleAt != nil && !l.StaleAt.Time.After(in.Now) {
 				t.Errorf("layer %s: staleAt %v is not after now %v", l.Reason, l.StaleAt, in.Now)
 			}
@@ -166,13 +168,19 @@ const (
 	layerCP = iota
 	layerNode
 	layerGuest
+	layerStorage
 )
+
+// layerAt is the layer of the result in v1alpha1.LayerNames order.
+func layerAt(r Result, layer int) v1alpha1.LayerStatus {
+	return *r.Status.Layers.Get(v1alpha1.LayerNames[layer])
+}
 
 // wantNote checks that a layer's message carries a note's reason.
 func wantNote(layer int, reason string) func(*testing.T, Result) {
 	return func(t *testing.T, r Result) {
 		t.Helper()
-		l := [...]v1alpha1.LayerStatus{r.Status.Layers.ControlPlane, r.Status.Layers.Node, r.Status.Layers.Guest}[layer]
+		l := layerAt(r, layer)
 		if !strings.Contains(l.Message, reason) {
 			t.Errorf("layer message %q lacks the note %s", l.Message, reason)
 		}
@@ -353,10 +361,11 @@ func healthySituations() []situation {
 		{
 			name:    "paused on I/O error",
 			in:      input(func(in *Input) { in.VMI = runningVMI(paused(pausedIOError), agentGone()) }),
-			overall: "Degraded/PausedIOError", cp: "Healthy/Running", node: "Degraded/PausedIOError", guest: "Unknown/GuestPaused",
+			overall: "Degraded/PausedIOError", cp: "Healthy/Running", node: "Healthy/LauncherRunning", guest: "Unknown/GuestPaused", storage: "Degraded/PausedIOError",
 			check: func(t *testing.T, r Result) {
 				wantCond(t, r.Status, v1alpha1.ConditionReady, metav1.ConditionFalse)
-				wantCond(t, r.Status, v1alpha1.ConditionNodeHealthy, metav1.ConditionFalse)
+				wantCond(t, r.Status, v1alpha1.ConditionNodeHealthy, metav1.ConditionTrue)
+				wantCond(t, r.Status, v1alpha1.ConditionStorageHealthy, metav1.ConditionFalse)
 				wantCond(t, r.Status, v1alpha1.ConditionGuestHealthy, metav1.ConditionUnknown)
 			},
 		},
@@ -1337,7 +1346,7 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations, guestReviewSituations} {
+		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations, guestReviewSituations, storageSituations} {
 		all = append(all, f()...)
 	}
 	all = append(all, review3PartialSituations()...)

@@ -254,7 +254,7 @@ var _ = Describe("A VM's life, observed", func() {
 		writesReport(ns, "migration-stuck")
 	})
 
-	It("blames the node for a domain paused on I/O errors, and not for a user pause", func() {
+	It("blames storage for a domain paused on I/O errors, and nothing for a user pause", func() {
 		ns, node := newWorld("pause")
 		bootHealthy(ns, node)
 		Expect(sim.Pause(ctx, ns, vm, simulator.PausedByUser)).To(Succeed())
@@ -262,7 +262,7 @@ var _ = Describe("A VM's life, observed", func() {
 		Expect(sim.Unpause(ctx, ns, vm)).To(Succeed())
 		Eventually(suite.Observation(ns, vm)).Should(overallIs(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning))
 		Expect(sim.Pause(ctx, ns, vm, simulator.PausedIOError)).To(Succeed())
-		Eventually(suite.Observation(ns, vm)).Should(layerIs("node", v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError))
+		Eventually(suite.Observation(ns, vm)).Should(layerIs(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonPausedIOError))
 		writesReport(ns, "paused")
 	})
 

@@ -122,9 +122,10 @@ func layerIs(layer string, verdict v1alpha1.Verdict, reason string) OmegaMatcher
 		if o == nil || o.Status.Layers == nil {
 			return "no status"
 		}
-		l := map[string]v1alpha1.LayerStatus{
-			"controlPlane": o.Status.Layers.ControlPlane, "node": o.Status.Layers.Node, "guest": o.Status.Layers.Guest,
-		}[layer]
+		var l v1alpha1.LayerStatus
+		if p := o.Status.Layers.Get(layer); p != nil {
+			l = *p
+		}
 		return fmt.Sprintf("%s %s/%s", layer, l.Verdict, l.Reason)
 	}, Equal(fmt.Sprintf("%s %s/%s", layer, verdict, reason)))
 }

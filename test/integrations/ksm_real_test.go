@@ -153,7 +153,12 @@ func expectedKSMSeries(o *v1alpha1.VMObservation) map[string]float64 {
 			{"control_plane_verdict", "controlPlane", st.Layers.ControlPlane},
 			{"node_verdict", "node", st.Layers.Node},
 			{"guest_verdict", "guest", st.Layers.Guest},
+			{"storage_verdict", "storage", st.Layers.Storage},
 		} {
+			if l.s.Verdict == "" {
+				// A status written before the storage layer existed.
+				continue
+			}
 			for _, v := range verdictStrings() {
 				want[seriesKey(p+l.metric, map[string]string{"layer": l.key, "verdict": v})] = b(string(l.s.Verdict) == v)
 			}

@@ -1,6 +1,6 @@
 -- Argo CD health check for vmobs' VMObservation
 -- (observability.vmobs.io/v1alpha1). vmobs already folds a KubeVirt VM's
--- control plane, node and guest into one verdict, in Argo CD's own words,
+-- control plane, node, guest and storage into one verdict, in Argo CD's own words,
 -- so this script only checks that the verdict is current and maps it:
 --   Healthy, Progressing, Degraded, Unknown: the same word;
 --   Failed (a terminal state): Degraded;

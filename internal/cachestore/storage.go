@@ -1,0 +1,294 @@
+package cachestore
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/storagefacts"
+)
+
+// StorageStores are the informer stores the storage layer reads: the
+// claims, StorageClasses, VolumeAttachments and Warning Events, and CDI's
+// DataVolumes when the cluster serves them (nil otherwise).
+type StorageStores struct {
+	Claims, Classes, Attachments, Events Index
+	// DataVolumes is nil when CDI's CRD is not served: the storage layer
+	// then reads no DataVolume, as KubeVirt treats CDI as optional.
+	DataVolumes Index
+}
+
+// Index names of the storage stores.
+const (
+	// IndexClaimVolume indexes claims by namespace-less PersistentVolume
+	// name (spec.volumeName): a VolumeAttachment names the PV.
+	IndexClaimVolume = "vmobs.spec.volumeName"
+	// IndexClaimClass indexes claims by StorageClass name.
+	IndexClaimClass = "vmobs.spec.storageClassName"
+	// IndexAttachmentPV indexes VolumeAttachments by PersistentVolume.
+	IndexAttachmentPV = "vmobs.spec.source.persistentVolumeName"
+	// IndexEventObject indexes Warning Events by namespace/kind/name of
+	// their involved object.
+	IndexEventObject = "vmobs.involvedObject"
+	// IndexVMClaim indexes VMs and VMIs by namespace/claim of every volume
+	// a claim backs: a claim's, a DataVolume's or an event's change maps to
+	// the VM through it.
+	IndexVMClaim = "vmobs.spec.volumes.claim"
+)
+
+// warningEvents selects the events the cache holds: Warnings only, which
+// the API server filters (type is a field selector of events).
+var warningEvents = fields.OneTermEqualSelector("type", corev1.EventTypeWarning)
+
+// storageByObject adds the storage kinds to the cache's options; an entry
+// whose informer is never asked for (DataVolumes without CDI) makes none.
+func storageByObject(byObject map[client.Object]cache.ByObject, project toolscache.TransformFunc) {
+	dv := &unstructured.Unstructured{}
+	dv.SetGroupVersionKind(projection.DataVolumeGVK)
+	byObject[&corev1.PersistentVolumeClaim{}] = cache.ByObject{Transform: project}
+	byObject[&storagev1.StorageClass{}] = cache.ByObject{Transform: project}
+	byObject[&storagev1.VolumeAttachment{}] = cache.ByObject{Transform: project}
+	byObject[&corev1.Event{}] = cache.ByObject{Field: warningEvents, Transform: project}
+	byObject[dv] = cache.ByObject{Transform: project}
+}
+
+// WithoutDataVolumes drops the DataVolume entry from the cache's options:
+// controller-runtime maps every entry's kind when it builds the cache, and
+// a cluster without CDI's CRD has no mapping for DataVolumes.
+func WithoutDataVolumes(o cache.Options) cache.Options {
+	byObject := make(map[client.Object]cache.ByObject, len(o.ByObject))
+	for obj, bo := range o.ByObject {
+		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == projection.DataVolumeGVK {
+			continue
+		}
+		byObject[obj] = bo
+	}
+	o.ByObject = byObject
+	return o
+}
+
+// OpenStorage opens the storage stores; dataVolumes says CDI's CRD is
+// served (the caller asks the REST mapper). Their indexes are registered
+// here, before the informers start, as are those of the VMs and VMIs that
+// map a claim to its VMs.
+func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Informers, dataVolumes bool) (*StorageStores, error) {
+	st := &StorageStores{}
+	dv := &unstructured.Unstructured{}
+	dv.SetGroupVersionKind(projection.DataVolumeGVK)
+	kinds := []struct {
+		obj client.Object
+		dst *Index
+	}{
+		{&corev1.PersistentVolumeClaim{}, &st.Claims}, {&storagev1.StorageClass{}, &st.Classes},
+		{&storagev1.VolumeAttachment{}, &st.Attachments}, {&corev1.Event{}, &st.Events},
+	}
+	if dataVolumes {
+		kinds = append(kinds, struct {
+			obj client.Object
+			dst *Index
+		}{dv, &st.DataVolumes})
+	}
+	for _, k := range kinds {
+		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return nil, err
+		}
+		if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+			*k.dst = ix.GetIndexer()
+			continue
+		}
+		made := informers.of(k.obj)
+		if len(made) == 0 {
+			return nil, fmt.Errorf("the informer of %T (%T) has no indexer, and none was seen made", k.obj, inf)
+		}
+		*k.dst = made
+	}
+	for _, ix := range []struct {
+		s Index
+		i toolscache.Indexers
+	}{
+		{st.Claims, toolscache.Indexers{IndexClaimVolume: claimVolumeIndex, IndexClaimClass: claimClassIndex}},
+		{st.Attachments, toolscache.Indexers{IndexAttachmentPV: attachmentPVIndex}},
+		{st.Events, toolscache.Indexers{IndexEventObject: eventObjectIndex}},
+		{s.VMs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
+		{s.VMIs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
+	} {
+		if err := ix.s.AddIndexers(ix.i); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func claimVolumeIndex(o any) ([]string, error) {
+	if c, ok := o.(*projection.Claim); ok && c.F.VolumeName != "" {
+		return []string{c.F.VolumeName}, nil
+	}
+	return nil, nil
+}
+
+func claimClassIndex(o any) ([]string, error) {
+	if c, ok := o.(*projection.Claim); ok && c.F.StorageClassName != "" {
+		return []string{c.F.StorageClassName}, nil
+	}
+	return nil, nil
+}
+
+func attachmentPVIndex(o any) ([]string, error) {
+	if a, ok := o.(*projection.Attachment); ok && a.PV != "" {
+		return []string{a.PV}, nil
+	}
+	return nil, nil
+}
+
+func eventObjectIndex(o any) ([]string, error) {
+	if e, ok := o.(*projection.Event); ok && e.Relevant {
+		return []string{EventObjectKey(e.GetNamespace(), e.F.Kind, e.F.Name)}, nil
+	}
+	return nil, nil
+}
+
+// EventObjectKey is the IndexEventObject value of an involved object.
+func EventObjectKey(namespace, kind, name string) string {
+	return namespace + "/" + kind + "/" + name
+}
+
+func vmClaimIndex(o any) ([]string, error) {
+	var vols []projection.ClaimVolume
+	switch x := o.(type) {
+	case *projection.VM:
+		vols = x.Volumes
+	case *projection.VMI:
+		vols = x.Volumes
+	default:
+		return nil, nil
+	}
+	if len(vols) == 0 {
+		return nil, nil
+	}
+	out := make([]string, 0, len(vols))
+	ns := o.(client.Object).GetNamespace()
+	for _, v := range vols {
+		out = append(out, ns+"/"+v.ClaimName)
+	}
+	return out, nil
+}
+
+// VMsOfClaim are the keys (namespace/name) of the VMs and VMIs whose
+// volumes name the claim (or the DataVolume of that name).
+func (s *Store) VMsOfClaim(namespace, claim string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, ix := range []Index{s.VMs, s.VMIs} {
+		objs, err := ix.ByIndex(IndexVMClaim, namespace+"/"+claim)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			k := o.(client.Object).GetNamespace() + "/" + o.(client.Object).GetName()
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out, nil
+}
+
+// StorageObjects gathers the folded objects of the volumes of one VM in
+// namespace: its claims with their StorageClasses, DataVolumes and
+// attachments (with the state of the Nodes they name, read from nodes),
+// and the Warning Events of the VM, its VMI, the given launcher pods, the
+// claims and the DataVolumes.
+func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vols []storagefacts.VolumeRef, nodes Index) (storagefacts.Objects, error) {
+	o := storagefacts.Objects{
+		PVCs: map[string]storagefacts.PVC{}, Classes: map[string]storagefacts.StorageClass{},
+		DataVolumesRead: st.DataVolumes != nil, DataVolumes: map[string]storagefacts.DataVolume{},
+		Attachments: map[string][]storagefacts.Attachment{},
+	}
+	events := func(kind, name string) error {
+		evs, err := ByIndex[*projection.Event](st.Events, IndexEventObject, EventObjectKey(namespace, kind, name))
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			o.Events = append(o.Events, e.F)
+		}
+		return nil
+	}
+	for _, k := range []string{storagefacts.KindVM, storagefacts.KindVMI} {
+		if err := events(k, vm); err != nil {
+			return o, err
+		}
+	}
+	for _, p := range pods {
+		if err := events(storagefacts.KindPod, p); err != nil {
+			return o, err
+		}
+	}
+	for _, v := range vols {
+		c, ok, err := Get[*projection.Claim](st.Claims, namespace+"/"+v.ClaimName)
+		if err != nil {
+			return o, err
+		}
+		if ok {
+			o.PVCs[v.ClaimName] = c.F
+			if err := events(storagefacts.KindPVC, v.ClaimName); err != nil {
+				return o, err
+			}
+			if sc := c.F.StorageClassName; sc != "" {
+				if cl, ok, err := Get[*projection.Class](st.Classes, sc); err != nil {
+					return o, err
+				} else if ok {
+					o.Classes[sc] = cl.F
+				}
+			}
+			if pv := c.F.VolumeName; pv != "" {
+				as, err := ByIndex[*projection.Attachment](st.Attachments, IndexAttachmentPV, pv)
+				if err != nil {
+					return o, err
+				}
+				for _, a := range as {
+					f := a.F
+					f.NodeMissing, f.NodeNotReady, err = nodeState(nodes, f.Node)
+					if err != nil {
+						return o, err
+					}
+					o.Attachments[pv] = append(o.Attachments[pv], f)
+				}
+			}
+		}
+		if v.DataVolume != "" && st.DataVolumes != nil {
+			d, ok, err := Get[*projection.DataVolume](st.DataVolumes, namespace+"/"+v.DataVolume)
+			if err != nil {
+				return o, err
+			}
+			if ok {
+				o.DataVolumes[v.DataVolume] = d.F
+				if err := events(storagefacts.KindDataVolume, v.DataVolume); err != nil {
+					return o, err
+				}
+			}
+		}
+	}
+	return o, nil
+}
+
+func nodeState(nodes Index, name string) (missing, notReady bool, err error) {
+	if name == "" {
+		return false, false, nil
+	}
+	n, ok, err := Get[*projection.Node](nodes, name)
+	if err != nil || !ok {
+		return !ok && err == nil, false, err
+	}
+	return false, n.Ready == nil || n.Ready.Status.String() != string(corev1.ConditionTrue), nil
+}

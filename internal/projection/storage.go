@@ -1,0 +1,140 @@
+package projection
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/vmobs/vmobs/internal/storagefacts"
+)
+
+// DataVolumeGVK is CDI's DataVolume, cached as unstructured content (no
+// CDI module in go.mod, docs/controller.md, Storage) when the cluster
+// serves it.
+var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
+
+// Claim is a PersistentVolumeClaim as the storage layer reads it: the
+// folded facts (storagefacts.FromPVC), nothing else.
+type Claim struct {
+	Meta
+	F storagefacts.PVC
+}
+
+// Class is a StorageClass as the storage layer reads it.
+type Class struct {
+	Meta
+	F storagefacts.StorageClass
+}
+
+// Attachment is a VolumeAttachment as the storage layer reads it: the
+// PersistentVolume it attaches and the folded status.
+type Attachment struct {
+	Meta
+	PV string
+	F  storagefacts.Attachment
+}
+
+// DataVolume is a CDI DataVolume as the storage layer reads it.
+type DataVolume struct {
+	Meta
+	F storagefacts.DataVolume
+}
+
+// Event is a Warning Event as the storage layer reads it. An event about
+// another kind than the VM's objects keeps its name only (the informer
+// still holds a key for it): Relevant is false.
+type Event struct {
+	Meta
+	Relevant bool
+	F        storagefacts.Event
+}
+
+// RelevantEventKind says whether events about a kind are kept: the VM, its
+// VMI, its launcher pods, its claims and DataVolumes.
+func RelevantEventKind(kind string) bool {
+	switch kind {
+	case storagefacts.KindVM, storagefacts.KindVMI, storagefacts.KindPod, storagefacts.KindPVC, storagefacts.KindDataVolume:
+		return true
+	}
+	return false
+}
+
+var claimAnnotations = []string{storagefacts.SelectedNodeAnnotation}
+
+func fromClaim(p *corev1.PersistentVolumeClaim) *Claim {
+	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, claimAnnotations, nil), F: storagefacts.FromPVC(p)}
+}
+
+func fromClass(c *storagev1.StorageClass) *Class {
+	return &Class{Meta: metaOf(&c.ObjectMeta, nil, nil, nil), F: *storagefacts.FromStorageClass(c.Name, c)}
+}
+
+func fromAttachment(va *storagev1.VolumeAttachment) *Attachment {
+	out := &Attachment{Meta: metaOf(&va.ObjectMeta, nil, nil, nil), F: storagefacts.FromAttachment(va)}
+	if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
+		out.PV = *pv
+	}
+	return out
+}
+
+func fromEvent(e *corev1.Event) *Event {
+	out := &Event{Meta: Meta{Name: e.Name, Namespace: Intern(e.Namespace), ResourceVersion: e.ResourceVersion}}
+	if e.Type == corev1.EventTypeWarning && RelevantEventKind(e.InvolvedObject.Kind) {
+		out.Relevant, out.F = true, storagefacts.FromEvent(e)
+		out.F.Kind, out.F.Reason, out.F.Component = Intern(out.F.Kind).String(), Intern(out.F.Reason).String(), Intern(out.F.Component).String()
+	}
+	return out
+}
+
+func fromDataVolume(u *unstructured.Unstructured) *DataVolume {
+	m := Meta{Name: u.GetName(), Namespace: Intern(u.GetNamespace()), UID: uidOf(u.GetUID()), ResourceVersion: u.GetResourceVersion()}
+	return &DataVolume{Meta: m, F: storagefacts.FromDataVolume(u.Object)}
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *Claim) DeepCopyObject() runtime.Object {
+	o := *c
+	o.Meta = c.Meta.deepCopy()
+	o.F.AccessModes = clone(c.F.AccessModes)
+	o.F.Conditions = clone(c.F.Conditions)
+	return &o
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *Class) DeepCopyObject() runtime.Object {
+	o := *c
+	o.Meta = c.Meta.deepCopy()
+	return &o
+}
+
+// DeepCopyObject implements runtime.Object.
+func (a *Attachment) DeepCopyObject() runtime.Object {
+	o := *a
+	o.Meta = a.Meta.deepCopy()
+	if e := a.F.AttachError; e != nil {
+		c := *e
+		o.F.AttachError = &c
+	}
+	if e := a.F.DetachError; e != nil {
+		c := *e
+		o.F.DetachError = &c
+	}
+	return &o
+}
+
+// DeepCopyObject implements runtime.Object.
+func (d *DataVolume) DeepCopyObject() runtime.Object {
+	o := *d
+	o.Meta = d.Meta.deepCopy()
+	o.F.Conditions = clone(d.F.Conditions)
+	return &o
+}
+
+// DeepCopyObject implements runtime.Object.
+func (e *Event) DeepCopyObject() runtime.Object {
+	o := *e
+	o.Meta = e.Meta.deepCopy()
+	return &o
+}
