@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,8 @@ func DemoPace() Pace {
 	p.HeartbeatTimeout = 15 * time.Second
 	p.AgentGracePeriod = 15 * time.Second
 	p.HotplugTimeout = 20 * time.Second
+	p.VolumeBindingTimeout = 20 * time.Second
+	p.HotplugVolumeTimeout = 20 * time.Second
 	p.FilesystemsFrozenAfter = 20 * time.Second
 	p.StalledAfter = time.Minute
 	p.DomainStatsInterval = 2 * time.Second
@@ -138,6 +141,8 @@ func FastPace() Pace {
 	p.HeartbeatTimeout = 6 * time.Second
 	p.AgentGracePeriod = 5 * time.Second
 	p.HotplugTimeout = 6 * time.Second
+	p.VolumeBindingTimeout = 6 * time.Second
+	p.HotplugVolumeTimeout = 6 * time.Second
 	p.FilesystemsFrozenAfter = 6 * time.Second
 	p.StalledAfter = 30 * time.Second
 	// The end-to-end suite's domain stats: one-second samples over a
@@ -173,6 +178,8 @@ func (p Pace) waitScale() float64 {
 		{p.Policy.HeartbeatTimeout, d.HeartbeatTimeout},
 		{p.Policy.AgentGracePeriod, d.AgentGracePeriod},
 		{p.Policy.HotplugTimeout, d.HotplugTimeout},
+		{p.Policy.VolumeBindingTimeout, d.VolumeBindingTimeout},
+		{p.Policy.HotplugVolumeTimeout, d.HotplugVolumeTimeout},
 		{p.Policy.FilesystemsFrozenAfter, d.FilesystemsFrozenAfter},
 		{p.Policy.DomainStatsInterval, d.DomainStatsInterval},
 		{p.Policy.DomainStatsGrace, d.DomainStatsGrace},
@@ -208,17 +215,61 @@ func (o Options) Validate() error {
 		return fmt.Errorf("--duration must not be negative")
 	}
 	if o.Scenario != "" {
-		if _, ok := simulator.ScenarioByName(o.Scenario); !ok {
+		if _, ok := scenarioByName(o.Scenario); !ok {
 			return fmt.Errorf("--scenario %q is not a scripted scenario; the scenarios are: %s", o.Scenario, strings.Join(ScenarioNames(), ", "))
 		}
 	}
 	return nil
 }
 
+// storageScenarios are the storage plays the demo scripts, with what
+// vmobs is built to say of each (docs/verdicts.md, storage layer) and how
+// long after the play, at vmobs' default thresholds: the binding and the
+// hotplug timeout (10 minutes) and a minute, or two minutes for what the
+// writers' objects and Warning Events say at once.
+func storageScenarios() []simulator.Scenario {
+	type want struct {
+		reason string
+		wait   time.Duration
+	}
+	wants := map[string]want{
+		"volume-not-bound":     {v1alpha1.ReasonVolumeNotBound, 11 * time.Minute},
+		"import-failed":        {v1alpha1.ReasonDataVolumeFailed, 2 * time.Minute},
+		"attach-failed":        {v1alpha1.ReasonVolumeAttachFailed, 2 * time.Minute},
+		"multi-attach":         {v1alpha1.ReasonVolumeMultiAttach, 2 * time.Minute},
+		"mount-failed":         {v1alpha1.ReasonVolumeMountFailed, 2 * time.Minute},
+		"hotplug-volume-stuck": {v1alpha1.ReasonHotplugVolumeStuck, 11 * time.Minute},
+	}
+	var out []simulator.Scenario
+	for _, p := range simulator.StorageScenarios {
+		if w, ok := wants[p.Name]; ok {
+			out = append(out, p.Scenario(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, w.reason, w.wait))
+		}
+	}
+	return out
+}
+
+// Catalogue is the demo's scripted scenarios: the simulator's catalogue,
+// then the storage plays the demo scripts, played on the real PV binder and
+// attach-detach controller.
+func Catalogue() []simulator.Scenario {
+	return append(slices.Clone(simulator.Scenarios), storageScenarios()...)
+}
+
+// scenarioByName finds a scenario of the Catalogue.
+func scenarioByName(name string) (simulator.Scenario, bool) {
+	for _, sc := range Catalogue() {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return simulator.Scenario{}, false
+}
+
 // ScenarioNames lists the scripted scenarios, in catalogue order.
 func ScenarioNames() []string {
 	var out []string
-	for _, sc := range simulator.Scenarios {
+	for _, sc := range Catalogue() {
 		out = append(out, sc.Name)
 	}
 	return out
@@ -258,8 +309,10 @@ func startTestenv(ctx context.Context) (*testenv.Env, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// Aggregation: the simulator's virt-api is an aggregated API.
-		env, err := testenv.Start(testenv.Options{Aggregation: true})
+		// Aggregation: the simulator's virt-api is an aggregated API. The
+		// storage scenarios need the PV binder and the attach-detach
+		// controller, and CDI's DataVolumes.
+		env, err := testenv.Start(testenv.Options{Aggregation: true, ControllerManager: true, CDI: true})
 		ch <- result{env, err}
 	}()
 	select {
@@ -286,7 +339,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	// A domain-stats scenario asked for by name fails before anything
 	// starts; in a full run they are skipped.
 	promErr := prometheusBuilt()
-	if sc, ok := simulator.ScenarioByName(opts.Scenario); ok && sc.DomainStats && promErr != nil {
+	if sc, ok := scenarioByName(opts.Scenario); ok && sc.DomainStats && promErr != nil {
 		return nil, fmt.Errorf("scenario %s reads domain stats through Prometheus: %w", sc.Name, promErr)
 	}
 	if err := ensureControlPlane(opts); err != nil {
@@ -501,6 +554,14 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	}
 	s.say("virt-api: the simulator's %s/%s registered as an APIService; guest agents probed every %s",
 		s.virtAPI.AggregatedAPI().Group, s.virtAPI.AggregatedAPI().Version, s.pace.GuestProbe.Interval)
+	// The storage scenarios' CSI driver and StorageClasses; claims are
+	// bound and volumes attached by kube-controller-manager's own PV
+	// binder and attach-detach controller.
+	if err := s.sim.EnsureStorage(ctx); err != nil {
+		return fmt.Errorf("the simulated CSI driver: %w", err)
+	}
+	s.say("storage: kube-controller-manager's PV binder and attach-detach controller, a simulated CSI driver (%s), CDI's DataVolumes",
+		simulator.CSIDriver)
 	return nil
 }
 
@@ -601,7 +662,7 @@ func (s *session) stopDomainStats() error {
 // domainStatsScenarios names the scenarios that need domain stats.
 func domainStatsScenarios() []string {
 	var out []string
-	for _, sc := range simulator.Scenarios {
+	for _, sc := range Catalogue() {
 		if sc.DomainStats {
 			out = append(out, sc.Name)
 		}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
-	"github.com/vmobs/vmobs/internal/simulator"
 )
 
 // TestPlanSkipsDomainStatsScenarios checks that the director plans the
@@ -15,7 +14,7 @@ import (
 // --scenario.
 func TestPlanSkipsDomainStatsScenarios(t *testing.T) {
 	all, withoutDS := ScenarioNames(), []string{}
-	for _, sc := range simulator.Scenarios {
+	for _, sc := range Catalogue() {
 		if !sc.DomainStats {
 			withoutDS = append(withoutDS, sc.Name)
 		}

@@ -71,7 +71,7 @@ func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options,
 		})
 	}
 	at := pace.ScenarioStart
-	for _, sc := range simulator.Scenarios {
+	for _, sc := range Catalogue() {
 		if (opts.Scenario != "" && sc.Name != opts.Scenario) || (sc.DomainStats && !domainStats) {
 			continue
 		}

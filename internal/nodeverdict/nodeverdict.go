@@ -56,7 +56,7 @@ type VM struct {
 	Verdict v1alpha1.Verdict
 	// Reasons are the VMObservation's layer reasons, in
 	// v1alpha1.LayerNames order.
-	Reasons [3]string
+	Reasons [len(v1alpha1.LayerNames)]string
 	// NodeSince is when the VMObservation's node layer last changed
 	// verdict, zero when not known.
 	NodeSince time.Time

@@ -89,7 +89,7 @@ func handler(ready bool) *corev1.Pod {
 }
 
 func vm(name string, v v1alpha1.Verdict, nodeReason string) VM {
-	return VM{Namespace: "default", Name: name, Running: true, Verdict: v, Reasons: [3]string{"Running", nodeReason, "GuestAgentConnected"}}
+	return VM{Namespace: "default", Name: name, Running: true, Verdict: v, Reasons: [len(v1alpha1.LayerNames)]string{"Running", nodeReason, "GuestAgentConnected", "VolumesReady"}}
 }
 
 func healthyVMs(n int) []VM {

@@ -44,9 +44,9 @@ func TestDemo(t *testing.T) {
 		took.Round(100*time.Millisecond), res.StopReason, res.ControlPlaneUp.Round(100*time.Millisecond), res.FirstHealthy.Round(100*time.Millisecond))
 
 	// Without bin/prometheus the domain-stats scenarios are skipped.
-	want := len(simulator.Scenarios)
+	want := len(demo.Catalogue())
 	if _, err := os.Stat(testenv.PrometheusBinary()); err != nil {
-		for _, sc := range simulator.Scenarios {
+		for _, sc := range demo.Catalogue() {
 			if sc.DomainStats {
 				want--
 			}
@@ -55,7 +55,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the output does not say Prometheus scrapes the virt-handlers")
 	}
 	if len(res.Scenarios) != want {
-		t.Errorf("%d scenarios in the result, want %d of the catalogue's %d", len(res.Scenarios), want, len(simulator.Scenarios))
+		t.Errorf("%d scenarios in the result, want %d of the catalogue's %d", len(res.Scenarios), want, len(demo.Catalogue()))
 	}
 	for _, s := range res.Scenarios {
 		if s.Outcome != demo.OutcomeDiagnosed {
