@@ -187,6 +187,7 @@ func fullObservation(ns, name string) *v1alpha1.VMObservation {
 				ControlPlane: layer(v1alpha1.VerdictDegraded, "MigrationFailed"),
 				Node:         layer(v1alpha1.VerdictHealthy, "LauncherRunning"),
 				Guest:        layer(v1alpha1.VerdictHealthy, "AgentConnected"),
+				Storage:      layer(v1alpha1.VerdictHealthy, "VolumesReady"),
 			},
 			VMI: &v1alpha1.VMISummary{Name: name, UID: "1b2c", Phase: "Running", NodeName: "node-a", PhaseSince: ptr.To(at(time.Minute))},
 			LauncherPods: []v1alpha1.LauncherPod{
@@ -230,13 +231,13 @@ var _ = Describe("VMObservation CRD", func() {
 		Expect(err).NotTo(HaveOccurred())
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		Expect(lines).To(HaveLen(2), out)
-		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "REASON", "AGE"}))
-		Expect(strings.Fields(lines[1])[:6]).To(Equal([]string{"vm1", "Degraded", "Degraded", "Healthy", "Healthy", "MigrationFailed"}))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "STORAGE", "REASON", "AGE"}))
+		Expect(strings.Fields(lines[1])[:7]).To(Equal([]string{"vm1", "Degraded", "Degraded", "Healthy", "Healthy", "Healthy", "MigrationFailed"}))
 
 		out, err = testenv.Kubectl(kubeconfig, "get", "vmobs", "-n", ns, "-o", "wide")
 		Expect(err).NotTo(HaveOccurred())
 		lines = strings.Split(strings.TrimSpace(out), "\n")
-		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "REASON", "AGE", "PHASE", "NODE-NAME", "MIGRATION", "AGENT"}))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "STORAGE", "REASON", "AGE", "PHASE", "NODE-NAME", "MIGRATION", "AGENT"}))
 		fields := strings.Fields(lines[1])
 		Expect(fields[len(fields)-4:]).To(Equal([]string{"Running", "node-a", "Failed", "true"}))
 
