@@ -216,6 +216,14 @@ func (e *engine) judgeVolume(l *layer, v *storagefacts.Volume, live bool) {
 			// CDI creates the claim of a DataVolume; its rules speak.
 			return
 		}
+		if f.lc == lcRunning {
+			// The kubelet started the domain's containers, so the claim
+			// was bound and mounted; one the cache does not hold now is
+			// no binding problem of a running VM.
+			l.note(v1alpha1.ReasonVolumesReady, "claim "+v.ClaimName+" of volume "+v.Name+" is not in the cache; the VMI runs with it", time.Time{})
+			l.cite(kindPVC, v.ClaimName, "metadata.name", "", time.Time{})
+			return
+		}
 		e.timedProgress(l, e.storageStart(time.Time{}), f.pol.VolumeBindingTimeout,
 			v1alpha1.ReasonVolumeNotBound, "claim "+v.ClaimName+" of volume "+v.Name+" does not exist",
 			v1alpha1.ReasonVolumeNotBound, "claim "+v.ClaimName+" of volume "+v.Name+" has not existed")

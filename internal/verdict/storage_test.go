@@ -132,6 +132,14 @@ func storageSituations() []situation {
 		storagefacts.Condition{Type: "Running", Status: "True", Reason: "Pod is running"})
 	return []situation{
 		{
+			// A claim the cache does not hold under a running domain (a
+			// namespace the cache misses, an informer behind): the
+			// kubelet mounted it, so it is no binding problem.
+			name:    "a running VM whose claim is not in the cache: its volumes were mounted",
+			in:      input(withStorage([]storagefacts.Volume{boundVolume(func(v *storagefacts.Volume) { v.PVC = nil })})),
+			overall: "Healthy/Running", storage: "Healthy/VolumesReady",
+		},
+		{
 			name:    "container disk and cloud-init only: nothing persistent, Healthy and said so",
 			in:      input(),
 			overall: "Healthy/Running", storage: "Healthy/NoPersistentVolumes",

@@ -431,8 +431,8 @@ var _ = Describe("Metrics", func() {
 		// and its restarts (0, one series): no other key.
 		Eventually(func() map[string]int { return seriesFor(ns, vm, node) }).Should(And(
 			HaveKeyWithValue("vmobs_verdict", 1),
-			HaveKeyWithValue("vmobs_layer_verdict", 3),
-			HaveKeyWithValue("vmobs_layer_reason", 3),
+			HaveKeyWithValue("vmobs_layer_verdict", 4),
+			HaveKeyWithValue("vmobs_layer_reason", 4),
 			HaveKeyWithValue("vmobs_vm_restarts 0", 1),
 			WithTransform(func(m map[string]int) []string { return slices.Collect(maps.Keys(m)) },
 				HaveEach(BeElementOf("vmobs_verdict", "vmobs_layer_verdict", "vmobs_layer_reason",

@@ -587,6 +587,7 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 		"PodDisruptionBudget/obs-controller-manager",
 		"CustomResourceDefinition/vmobservations.observability.vmobs.io",
 		"CustomResourceDefinition/vmobservationpolicies.observability.vmobs.io",
+		"CustomResourceDefinition/nodeobservations.observability.vmobs.io",
 	}
 	if got := slices.Sorted(maps.Keys(kindNames(objs))); !slices.Equal(got, slices.Sorted(slices.Values(wantNames))) {
 		t.Errorf("objects %v, want %v", got, wantNames)
