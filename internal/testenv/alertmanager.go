@@ -12,10 +12,7 @@ import (
 // bin/alertmanager (hack/build-tool.sh, from the Go module proxy), or the
 // one $ALERTMANAGER names.
 func AlertmanagerBinary() string {
-	if p := os.Getenv("ALERTMANAGER"); p != "" {
-		return p
-	}
-	return filepath.Join(RepoRoot(), "bin", "alertmanager")
+	return toolBinary("ALERTMANAGER", "alertmanager")
 }
 
 // Alertmanager is a real Alertmanager started by StartAlertmanager, alone

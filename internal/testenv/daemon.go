@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -99,4 +100,14 @@ func (d *daemon) Stop() error {
 		<-d.exited
 	}
 	return nil
+}
+
+// toolBinary is the third-party program `make <name>` builds into
+// bin/<name> (hack/build-tool.sh, from the Go module proxy), or the one the
+// environment variable env names.
+func toolBinary(env, name string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	return filepath.Join(RepoRoot(), "bin", name)
 }

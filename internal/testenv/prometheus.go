@@ -21,10 +21,7 @@ import (
 // bin/prometheus (hack/build-tool.sh, from the Go module proxy), or
 // the one $PROMETHEUS names.
 func PrometheusBinary() string {
-	if p := os.Getenv("PROMETHEUS"); p != "" {
-		return p
-	}
-	return filepath.Join(RepoRoot(), "bin", "prometheus")
+	return toolBinary("PROMETHEUS", "prometheus")
 }
 
 // ScrapeTarget is one endpoint Prometheus scrapes.

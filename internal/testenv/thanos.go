@@ -12,10 +12,7 @@ import (
 // (hack/build-tool.sh, from the Go module proxy), or the one $THANOS
 // names.
 func ThanosBinary() string {
-	if p := os.Getenv("THANOS"); p != "" {
-		return p
-	}
-	return filepath.Join(RepoRoot(), "bin", "thanos")
+	return toolBinary("THANOS", "thanos")
 }
 
 // ThanosReplicaLabel is the external label that tells Prometheus replicas
