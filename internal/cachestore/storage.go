@@ -2,7 +2,6 @@ package cachestore
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -97,19 +96,11 @@ func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Infor
 		}{dv, &st.DataVolumes})
 	}
 	for _, k := range kinds {
-		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
+		ix, err := indexOf(ctx, c, informers, k.obj)
 		if err != nil {
 			return nil, err
 		}
-		if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
-			*k.dst = ix.GetIndexer()
-			continue
-		}
-		made := informers.of(k.obj)
-		if len(made) == 0 {
-			return nil, fmt.Errorf("the informer of %T (%T) has no indexer, and none was seen made", k.obj, inf)
-		}
-		*k.dst = made
+		*k.dst = ix
 	}
 	for _, ix := range []struct {
 		s Index

@@ -63,21 +63,31 @@ func Open(ctx context.Context, c cache.Cache, informers *Informers) (*Store, err
 		{&kubevirtv1.VirtualMachineInstanceMigration{}, &s.Migrations}, {&v1alpha1.VMObservation{}, &s.Observations},
 		{&v1alpha1.VMObservationPolicy{}, &s.Policies},
 	} {
-		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
+		ix, err := indexOf(ctx, c, informers, k.obj)
 		if err != nil {
 			return nil, err
 		}
-		if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
-			*k.dst = ix.GetIndexer()
-			continue
-		}
-		made := informers.of(k.obj)
-		if len(made) == 0 {
-			return nil, fmt.Errorf("the informer of %T (%T) has no indexer, and none was seen made", k.obj, inf)
-		}
-		*k.dst = made
+		*k.dst = ix
 	}
 	return s, nil
+}
+
+// indexOf is the store of obj's informer in c: the informer's own, or,
+// where controller-runtime wraps it in one that exposes none (a cache
+// limited to namespaces), those informers recorded as they were made.
+func indexOf(ctx context.Context, c cache.Cache, informers *Informers, obj client.Object) (Index, error) {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+		return ix.GetIndexer(), nil
+	}
+	made := informers.of(obj)
+	if len(made) == 0 {
+		return nil, fmt.Errorf("the informer of %T (%T) has no indexer, and none was seen made", obj, inf)
+	}
+	return made, nil
 }
 
 // Informers records the informers a cache makes (cache.Options.NewInformer),
