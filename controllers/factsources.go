@@ -16,6 +16,30 @@ import (
 	"github.com/vmobs/vmobs/internal/projection"
 )
 
+// DomainStats configures reading virt-handler's domain stats from
+// Prometheus; nil in Options leaves them out (no --prometheus-url). The
+// source's targets are the cache's Running VMIs (runningVMIs).
+type DomainStats struct {
+	Querier domainstats.Querier
+	// Config is the source's, the memory thresholds of the engine's
+	// policy included (internal/app derives both).
+	Config domainstats.Config
+	// Metrics may be nil.
+	Metrics *domainstats.Metrics
+}
+
+// GuestProbe configures probing the guest agents through virt-api's
+// subresources; nil in Options leaves them out (--guest-probe-interval
+// 0). The probes' targets are the cache's Running VMIs whose agent is
+// connected (agentConnectedVMIs); they run on workers of their own, never
+// in a reconcile.
+type GuestProbe struct {
+	API    guestprobe.API
+	Config guestprobe.Config
+	// Metrics may be nil.
+	Metrics *guestprobe.Metrics
+}
+
 // factSource is what the controller needs of every source of facts
 // (factsource.Source, whatever its facts): a runnable and its ready event
 // source. The facts themselves are read in gather.

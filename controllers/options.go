@@ -34,10 +34,10 @@ type Options struct {
 	// VMObservation before taking it over; 0 is DefaultHandoverGrace.
 	HandoverGrace time.Duration
 	// DomainStats, when set, reads virt-handler's domain stats from
-	// Prometheus (domainstats.go).
+	// Prometheus (factsources.go).
 	DomainStats *DomainStats
 	// GuestProbe, when set, probes the guest agents through virt-api's
-	// subresources (guestprobe.go).
+	// subresources (factsources.go).
 	GuestProbe *GuestProbe
 	// Storage reads the VMs' claims, StorageClasses, VolumeAttachments,
 	// CDI DataVolumes (when served) and Warning Events for the storage

@@ -85,6 +85,8 @@ type QueryError struct {
 func (e *QueryError) Error() string { return e.Err.Error() }
 func (e *QueryError) Unwrap() error { return e.Err }
 
+func asQueryError(err error, qe **QueryError) bool { return errors.As(err, qe) }
+
 // Query runs one instant query at t. It returns the samples, the size of
 // the response in bytes, and a *QueryError when Prometheus cannot be
 // reached, refuses, or answers something other than a whole vector. Values

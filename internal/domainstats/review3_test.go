@@ -87,7 +87,7 @@ func TestSourceAnnotatedAnswers(t *testing.T) {
 	if got := testutil.ToFloat64(m.Available); got != 1 {
 		t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 	}
-	if got := testutil.ToFloat64(m.annotations.WithLabelValues("swap")); got != float64(Defaults.UnavailableAfter+1) {
+	if got := testutil.ToFloat64(m.Counter("vmobs_domain_stats_query_annotations_total", "swap")); got != float64(Defaults.UnavailableAfter+1) {
 		t.Errorf("annotations{swap} = %v, want one per round", got)
 	}
 	if len(s.annotated) != 1 {

@@ -152,7 +152,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	if f2 := s.Facts(vm2.Key); f2 == nil || f2.VCPUUsage.OK || f2.MemoryAvailable.OK || !f2.Exported {
 		t.Fatalf("facts of vm2 %+v", f2)
 	}
-	if got := testutil.ToFloat64(m.dropSeries); got != 1 {
+	if got := testutil.ToFloat64(m.Counter("vmobs_domain_stats_series_dropped_total")); got != 1 {
 		t.Errorf("dropped series = %v, want 1", got)
 	}
 	if got := p.queries(); got != int(numSignals) {
@@ -212,7 +212,7 @@ func TestSourceOutage(t *testing.T) {
 				t.Errorf("vmobs_fact_source_available{source=\"domain_stats\"} = %v", got)
 			}
 			if tc.kind != "" {
-				if got := testutil.ToFloat64(m.errors.WithLabelValues("vcpu", tc.kind)); got < 1 {
+				if got := testutil.ToFloat64(m.Counter("vmobs_domain_stats_query_errors_total", "vcpu", tc.kind)); got < 1 {
 					t.Errorf("errors{vcpu,%s} = %v", tc.kind, got)
 				}
 			}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/vmobs/vmobs/internal/factsource"
 )
 
@@ -55,7 +53,7 @@ func TestSourceProbesEachVMOncePerIntervalAtItsSlot(t *testing.T) {
 			}
 		}
 	}
-	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got != n*rounds {
+	if got := h.m.probes("ok"); got != n*rounds {
 		t.Fatalf("%v probes of %d VMs in %d intervals, want one per VM per interval", got, n, rounds)
 	}
 	// 40 slots over 60 steps: a handful per step, never the fleet.
@@ -104,7 +102,7 @@ func TestSourceWorkersAreBounded(t *testing.T) {
 	if got := active(); got != workers {
 		t.Fatalf("%d calls at once with %d workers", got, workers)
 	}
-	if got := testutil.ToFloat64(h.m.inFlight); got != workers {
+	if got := h.m.inFlight(); got != workers {
 		t.Errorf("vmobs_guest_probes_in_flight = %v, want %d", got, workers)
 	}
 	read := make(chan error, 1)
@@ -142,10 +140,10 @@ func TestSourceWorkersAreBounded(t *testing.T) {
 	if peak != workers {
 		t.Errorf("at most %d calls at once, want %d", peak, workers)
 	}
-	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got != 2*n {
+	if got := h.m.probes("ok"); got != 2*n {
 		t.Errorf("%v probes answered, want %d", got, 2*n)
 	}
-	if got := testutil.ToFloat64(h.m.inFlight); got != 0 {
+	if got := h.m.inFlight(); got != 0 {
 		t.Errorf("vmobs_guest_probes_in_flight = %v after the round", got)
 	}
 }
@@ -177,7 +175,7 @@ func TestSourceProbesOncePerIntervalBetweenWholeSeconds(t *testing.T) {
 			}
 		}
 	}
-	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got < n*(rounds-1) || got > n*(rounds+1) {
+	if got := h.m.probes("ok"); got < n*(rounds-1) || got > n*(rounds+1) {
 		t.Fatalf("%v probes of %d VMs in %d intervals, want about one per VM per interval", got, n, rounds)
 	}
 }

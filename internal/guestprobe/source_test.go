@@ -165,6 +165,16 @@ type testMetrics struct {
 	factsourcetest.Gauges
 }
 
+// probes is how many probes ended with result.
+func (m *testMetrics) probes(result string) float64 {
+	return testutil.ToFloat64(m.Counter("vmobs_guest_probes_total", result))
+}
+
+// inFlight is how many probes run now.
+func (m *testMetrics) inFlight() float64 {
+	return testutil.ToFloat64(m.Gauge("vmobs_guest_probes_in_flight"))
+}
+
 // harness runs a Source against a fakeVirtAPI on a clock the test moves.
 type harness struct {
 	t       *testing.T
@@ -290,7 +300,7 @@ func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	if f := h.facts("vm1"); !identical(&first, f) {
 		t.Fatalf("facts moved: %+v → %+v", first, f)
 	}
-	if got := testutil.ToFloat64(h.m.probes.WithLabelValues("ok")); got != 51*3 {
+	if got := h.m.probes("ok"); got != 51*3 {
 		t.Errorf("ok probes %v, want %d", got, 51*3)
 	}
 	h.api.setGuest("vm2", guest{used: 91})
@@ -339,10 +349,10 @@ func TestSourceSlowAndHostileGuests(t *testing.T) {
 	if f := h.facts("nousers"); f == nil || f.Failures != 0 || f.UsersKnown || len(f.Filesystems) != 1 {
 		t.Errorf("an agent without guest-get-users: %+v", f)
 	}
-	if got := testutil.ToFloat64(h.m.inFlight); got != 0 {
+	if got := h.m.inFlight(); got != 0 {
 		t.Errorf("in flight %v after the round", got)
 	}
-	if got := testutil.ToFloat64(h.m.requests.WithLabelValues(SubFilesystemList, string(KindBadAnswer))); got != 1 {
+	if got := testutil.ToFloat64(h.m.Counter("vmobs_guest_probe_requests_total", SubFilesystemList, string(KindBadAnswer))); got != 1 {
 		t.Errorf("bad answers of filesystemlist %v", got)
 	}
 }

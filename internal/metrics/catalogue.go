@@ -15,6 +15,8 @@ type Family struct {
 	Labels []string
 	Help   string
 	Source Source
+	// Buckets are a histogram's upper bounds (nil: Prometheus' default).
+	Buckets []float64
 }
 
 // Source says which part of vmobs registers a family, and so when it is
@@ -79,9 +81,9 @@ var Catalogue = []Family{
 	{Name: "vmobs_fact_source_last_success_timestamp_seconds", Type: gauge, Labels: []string{"source"}, Source: SourceFactSources,
 		Help: "Unix time of a source's last success: the last round of domain stats queries that all succeeded, the last guest agent probe that was answered; 0 before the first."},
 
-	{Name: "vmobs_domain_stats_query_duration_seconds", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
+	{Name: "vmobs_domain_stats_query_duration_seconds", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats, Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		Help: "Time an instant query for domain stats took, per signal, failed ones included."},
-	{Name: "vmobs_domain_stats_response_bytes", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats,
+	{Name: "vmobs_domain_stats_response_bytes", Type: histogram, Labels: []string{"signal"}, Source: SourceDomainStats, Buckets: prometheus.ExponentialBuckets(256, 4, 10),
 		Help: "Size of Prometheus' answer to a domain stats query, per signal."},
 	{Name: "vmobs_domain_stats_query_errors_total", Type: counter, Labels: []string{"signal", "kind"}, Source: SourceDomainStats,
 		Help: "Domain stats queries that failed, per signal and kind (unreachable, timeout, refused, http, bad_response, query, partial)."},
@@ -94,11 +96,11 @@ var Catalogue = []Family{
 
 	{Name: "vmobs_guest_probe_requests_total", Type: counter, Labels: []string{"subresource", "result"}, Source: SourceGuestProbe,
 		Help: "GETs of virt-api's guest agent subresources, per subresource and result (ok, throttled, unavailable, unreachable, refused, not_served, gone, not_supported, no_handler, agent_error, timeout, bad_answer)."},
-	{Name: "vmobs_guest_probe_request_duration_seconds", Type: histogram, Labels: []string{"subresource"}, Source: SourceGuestProbe,
+	{Name: "vmobs_guest_probe_request_duration_seconds", Type: histogram, Labels: []string{"subresource"}, Source: SourceGuestProbe, Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
 		Help: "Time a GET of a guest agent subresource took, failed ones included."},
 	{Name: "vmobs_guest_probes_total", Type: counter, Labels: []string{"result"}, Source: SourceGuestProbe,
 		Help: "Probes of a guest agent (up to three GETs), per result: ok, failed (charged to the agent), gone (VMI not running or agent not connected), unavailable (the API cannot be used), excused (failed alike across the fleet, not charged), canceled."},
-	{Name: "vmobs_guest_probe_duration_seconds", Type: histogram, Source: SourceGuestProbe,
+	{Name: "vmobs_guest_probe_duration_seconds", Type: histogram, Source: SourceGuestProbe, Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		Help: "Time a probe of a guest agent took, its GETs together."},
 	{Name: "vmobs_guest_probes_in_flight", Type: gauge, Source: SourceGuestProbe,
 		Help: "Probes running now (at most --guest-probe-workers)."},
@@ -119,6 +121,23 @@ var Catalogue = []Family{
 		Help: "Writes of NodeObservations, per op (create, status, delete); none while no node changes."},
 }
 
+// Removal is a family an earlier version exported and this one does not,
+// with the query that replaces it.
+type Removal struct {
+	Name, ReplacedBy string
+}
+
+// Removed lists the families that are gone, for the reference page: a
+// rename that dashboards, alerts and queries of an earlier version must
+// follow.
+var Removed = []Removal{
+	// One family labelled by source for every source of facts, with the
+	// same meaning for each: 1 until the source is known unavailable.
+	{Name: "vmobs_domain_stats_available", ReplacedBy: `vmobs_fact_source_available{source="domain_stats"}`},
+	{Name: "vmobs_domain_stats_last_success_timestamp_seconds", ReplacedBy: `vmobs_fact_source_last_success_timestamp_seconds{source="domain_stats"}`},
+	{Name: "vmobs_guest_probe_available", ReplacedBy: `vmobs_fact_source_available{source="guest_probe"}`},
+}
+
 // family is the catalogue's entry of name. A name that is not there is a
 // mistake of the code that registers it, which the catalogue's tests
 // catch; it is made with no help rather than a panic.
@@ -129,10 +148,4 @@ func family(name string) Family {
 		}
 	}
 	return Family{Name: name}
-}
-
-// gaugeVec makes the catalogue's gauge family name.
-func gaugeVec(name string) *prometheus.GaugeVec {
-	f := family(name)
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.Name, Help: f.Help}, f.Labels)
 }

@@ -5,22 +5,13 @@ import "github.com/prometheus/client_golang/prometheus"
 // FactSources are the families every source of facts shares
 // (internal/factsource), labelled by source, so that one alert and one
 // dashboard panel cover any source, the ones to come included.
-type FactSources struct {
-	available, lastSuccess *prometheus.GaugeVec
-}
+type FactSources struct{ set *Set }
 
 // NewFactSources makes the families; register Collectors.
-func NewFactSources() *FactSources {
-	return &FactSources{
-		available:   gaugeVec("vmobs_fact_source_available"),
-		lastSuccess: gaugeVec("vmobs_fact_source_last_success_timestamp_seconds"),
-	}
-}
+func NewFactSources() *FactSources { return &FactSources{set: NewSet(SourceFactSources)} }
 
 // Collectors returns what to register.
-func (m *FactSources) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.available, m.lastSuccess}
-}
+func (m *FactSources) Collectors() []prometheus.Collector { return m.set.Collectors() }
 
 // For returns a source's series (factsource.Deps' Available and
 // LastSuccess); a nil m returns nil gauges, which are not set.
@@ -28,5 +19,5 @@ func (m *FactSources) For(source string) (available, lastSuccess prometheus.Gaug
 	if m == nil {
 		return nil, nil
 	}
-	return m.available.WithLabelValues(source), m.lastSuccess.WithLabelValues(source)
+	return m.set.Gauge("vmobs_fact_source_available", source), m.set.Gauge("vmobs_fact_source_last_success_timestamp_seconds", source)
 }
