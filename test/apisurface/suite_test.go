@@ -24,8 +24,7 @@ var (
 )
 
 func TestAPISurface(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "API surface suite")
+	support.RunSpecs(t, "API surface suite", support.Timing{})
 }
 
 var _ = BeforeSuite(func() {

@@ -58,10 +58,7 @@ var (
 )
 
 func TestE2E(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	RunSpecs(t, "vmobs end-to-end suite")
+	support.RunSpecs(t, "vmobs end-to-end suite", support.Timing{Eventually: 30 * time.Second, Polling: 100 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {

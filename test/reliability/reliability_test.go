@@ -27,19 +27,12 @@ import (
 	"github.com/vmobs/vmobs/test/support"
 )
 
-var (
-	suite *support.Suite
-	ctx   context.Context
-	env   *testenv.Env
-	k8s   client.Client
-	sim   *simulator.Simulator
-)
+// suite is the control plane, its client and the simulator, for every
+// spec.
+var suite *support.Suite
 
 func TestReliability(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "vmobs reliability suite")
+	support.RunSpecs(t, "vmobs reliability suite", support.Timing{Eventually: 60 * time.Second, Polling: 50 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {
@@ -50,7 +43,6 @@ var _ = BeforeSuite(func() {
 	// kube-apiserver that has not drained in 10s is killed, as after a
 	// crash: the restart test needs both kinds of stop to be survivable.
 	suite = support.StartSuite(testenv.Options{CertDir: certDir, StopTimeout: 10 * time.Second}, 11)
-	ctx, env, k8s, sim = suite.Ctx, suite.Env, suite.K8s, suite.Sim
 })
 
 // breaker is a transport that can be made to drop every request, as a
@@ -87,7 +79,7 @@ func startInstance(name, leaseID string) *instance {
 	opts.LeaderElectionNamespace = "default"
 	opts.ReleaseLeaderOnCancel = true
 	var err error
-	in.InProcess, err = app.StartInProcess(ctx, in.counter.Wrap(in.breaker.wrap(env.Config)), opts)
+	in.InProcess, err = app.StartInProcess(suite.Ctx, in.counter.Wrap(in.breaker.wrap(suite.Env.Config)), opts)
 	Expect(err).NotTo(HaveOccurred())
 	return in
 }
@@ -113,8 +105,8 @@ func world(name string) (ns, node string) { return suite.World("rel", name) }
 func failover(fault func(old *instance)) time.Duration {
 	lease := fmt.Sprintf("vmobs-failover-%d", time.Now().UnixNano()%100000)
 	ns, node := world("failover")
-	Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
-	Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
+	Expect(suite.Sim.CreateVM(suite.Ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
+	Expect(suite.Sim.Boot(suite.Ctx, ns, "vm1", node)).To(Succeed())
 
 	a := startInstance("a", lease)
 	Eventually(a.elected).Should(BeTrue())
@@ -129,7 +121,7 @@ func failover(fault func(old *instance)) time.Duration {
 
 	start := time.Now()
 	fault(a)
-	Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
+	Expect(suite.Sim.Pause(suite.Ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
 	Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
 	took := time.Since(start)
 	Expect(b.elected()).To(BeTrue())
@@ -159,8 +151,8 @@ var _ = Describe("Leader election", func() {
 var _ = Describe("Conflicts", func() {
 	It("loses no status update while another client rewrites labels and annotations at 50 per second", func() {
 		ns, node := world("conflicts")
-		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
-		Expect(sim.Boot(ctx, ns, "vm1", node)).To(Succeed())
+		Expect(suite.Sim.CreateVM(suite.Ctx, simulator.VMSpec{Namespace: ns, Name: "vm1", GuestAgent: true})).To(Succeed())
+		Expect(suite.Sim.Boot(suite.Ctx, ns, "vm1", node)).To(Succeed())
 		in := startInstance("solo", fmt.Sprintf("vmobs-conflicts-%d", time.Now().UnixNano()%100000))
 		defer in.Cancel()
 		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
@@ -168,7 +160,7 @@ var _ = Describe("Conflicts", func() {
 		// The fighter updates (not patches) metadata with the resourceVersion
 		// it read, as a careless tool would, 50 times a second.
 		var fights, fighterConflicts atomic.Int64
-		fctx, fstop := context.WithCancel(ctx)
+		fctx, fstop := context.WithCancel(suite.Ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -182,7 +174,7 @@ var _ = Describe("Conflicts", func() {
 				case <-t.C:
 				}
 				o := &v1alpha1.VMObservation{}
-				if err := k8s.Get(fctx, client.ObjectKey{Namespace: ns, Name: "vm1"}, o); err != nil {
+				if err := suite.K8s.Get(fctx, client.ObjectKey{Namespace: ns, Name: "vm1"}, o); err != nil {
 					continue
 				}
 				if o.Labels == nil {
@@ -193,7 +185,7 @@ var _ = Describe("Conflicts", func() {
 				}
 				o.Labels["fight"] = fmt.Sprint(i % 7)
 				o.Annotations["example.com/touched"] = fmt.Sprint(i)
-				if err := k8s.Update(fctx, o); err != nil {
+				if err := suite.K8s.Update(fctx, o); err != nil {
 					fighterConflicts.Add(1)
 					continue
 				}
@@ -207,12 +199,12 @@ var _ = Describe("Conflicts", func() {
 			do   func() error
 			want string
 		}{
-			{func() error { return sim.Pause(ctx, ns, "vm1", simulator.PausedByUser) }, "Suspended/PausedByUser"},
-			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
-			{func() error { return sim.Pause(ctx, ns, "vm1", simulator.PausedIOError) }, "Degraded/PausedIOError"},
-			{func() error { return sim.Unpause(ctx, ns, "vm1") }, "Healthy/Running"},
-			{func() error { return sim.DisconnectAgent(ctx, ns, "vm1") }, "Progressing/AgentConnecting"},
-			{func() error { return sim.ConnectAgent(ctx, ns, "vm1") }, "Healthy/Running"},
+			{func() error { return suite.Sim.Pause(suite.Ctx, ns, "vm1", simulator.PausedByUser) }, "Suspended/PausedByUser"},
+			{func() error { return suite.Sim.Unpause(suite.Ctx, ns, "vm1") }, "Healthy/Running"},
+			{func() error { return suite.Sim.Pause(suite.Ctx, ns, "vm1", simulator.PausedIOError) }, "Degraded/PausedIOError"},
+			{func() error { return suite.Sim.Unpause(suite.Ctx, ns, "vm1") }, "Healthy/Running"},
+			{func() error { return suite.Sim.DisconnectAgent(suite.Ctx, ns, "vm1") }, "Progressing/AgentConnecting"},
+			{func() error { return suite.Sim.ConnectAgent(suite.Ctx, ns, "vm1") }, "Healthy/Running"},
 		}
 		for _, s := range steps {
 			Expect(s.do()).To(Succeed())

@@ -22,40 +22,40 @@ import (
 func truth(ns, name string, previous *v1alpha1.VMObservationStatus) []string {
 	in := verdict.Input{Namespace: ns, Name: name, Policy: verdict.DefaultPolicy(), Previous: previous, Now: time.Now()}
 	vm := &kubevirtv1.VirtualMachine{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err == nil {
+	if err := suite.K8s.Get(suite.Ctx, client.ObjectKey{Namespace: ns, Name: name}, vm); err == nil {
 		in.VM = vm
 	} else {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err == nil {
+	if err := suite.K8s.Get(suite.Ctx, client.ObjectKey{Namespace: ns, Name: name}, vmi); err == nil {
 		in.VMI = vmi
 	} else {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	}
 	if in.VMI != nil {
 		migrations := &kubevirtv1.VirtualMachineInstanceMigrationList{}
-		Expect(k8s.List(ctx, migrations, client.InNamespace(ns))).To(Succeed())
+		Expect(suite.K8s.List(suite.Ctx, migrations, client.InNamespace(ns))).To(Succeed())
 		for i := range migrations.Items {
 			if migrations.Items[i].Spec.VMIName == name {
 				in.Migrations = append(in.Migrations, &migrations.Items[i])
 			}
 		}
 		pods := &corev1.PodList{}
-		Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)})).To(Succeed())
+		Expect(suite.K8s.List(suite.Ctx, pods, client.InNamespace(ns), client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)})).To(Succeed())
 		in.Nodes = map[string]*corev1.Node{}
 		for i := range pods.Items {
 			in.Pods = append(in.Pods, &pods.Items[i])
 		}
 		for _, n := range []string{vmi.Status.NodeName} {
 			node := &corev1.Node{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: n}, node); err == nil {
+			if err := suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: n}, node); err == nil {
 				in.Nodes[n] = node
 			}
 		}
 		for _, p := range in.Pods {
 			node := &corev1.Node{}
-			if err := k8s.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err == nil {
+			if err := suite.K8s.Get(suite.Ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err == nil {
 				in.Nodes[p.Spec.NodeName] = node
 			}
 		}
@@ -81,8 +81,8 @@ var _ = Describe("API server restarts", func() {
 		const vms = 6
 		name := func(i int) string { return fmt.Sprintf("vm%d", i) }
 		for i := 0; i < vms; i++ {
-			Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: name(i), GuestAgent: true})).To(Succeed())
-			Expect(sim.Boot(ctx, ns, name(i), node)).To(Succeed())
+			Expect(suite.Sim.CreateVM(suite.Ctx, simulator.VMSpec{Namespace: ns, Name: name(i), GuestAgent: true})).To(Succeed())
+			Expect(suite.Sim.Boot(suite.Ctx, ns, name(i), node)).To(Succeed())
 		}
 		// One replica without leader election: with it, an API server down
 		// for longer than the renew deadline makes controller-runtime give
@@ -113,15 +113,15 @@ var _ = Describe("API server restarts", func() {
 		toggle := func(vm string) {
 			Eventually(func() error {
 				vmi := &kubevirtv1.VirtualMachineInstance{}
-				if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: vm}, vmi); err != nil {
+				if err := suite.K8s.Get(suite.Ctx, client.ObjectKey{Namespace: ns, Name: vm}, vmi); err != nil {
 					return err
 				}
 				for _, c := range vmi.Status.Conditions {
 					if c.Type == kubevirtv1.VirtualMachineInstancePaused && c.Status == corev1.ConditionTrue {
-						return sim.Unpause(ctx, ns, vm)
+						return suite.Sim.Unpause(suite.Ctx, ns, vm)
 					}
 				}
-				return sim.Pause(ctx, ns, vm, simulator.PausedByUser)
+				return suite.Sim.Pause(suite.Ctx, ns, vm, simulator.PausedByUser)
 			}, time.Minute, 500*time.Millisecond).Should(Succeed())
 		}
 		start := time.Now()
@@ -130,7 +130,7 @@ var _ = Describe("API server restarts", func() {
 			toggle(name(0))
 			changes++
 			t := time.Now()
-			Expect(env.RestartAPIServer()).To(Succeed())
+			Expect(suite.Env.RestartAPIServer()).To(Succeed())
 			GinkgoWriter.Printf("RESTART %d: kube-apiserver back after %s\n", r, time.Since(t))
 			toggle(name(1))
 			changes++

@@ -27,17 +27,17 @@ func runningVM(ns, name, node, value, templateShard string) {
 	if templateShard != "" {
 		spec.Labels = map[string]string{shardLabel: templateShard}
 	}
-	Expect(sim.CreateVM(ctx, spec)).To(Succeed())
+	Expect(suite.Sim.CreateVM(suite.Ctx, spec)).To(Succeed())
 	if value != "" {
 		labelVM(ns, name, value)
 	}
-	Expect(sim.Boot(ctx, ns, name, node)).To(Succeed())
+	Expect(suite.Sim.Boot(suite.Ctx, ns, name, node)).To(Succeed())
 }
 
 // noDeletes watches the namespace's VMObservations and fails the spec at
 // its end if one was deleted: a hand-over must leave no gap.
 func noDeletes(ns string) {
-	w, err := k8s.Watch(ctx, &v1alpha1.VMObservationList{}, client.InNamespace(ns))
+	w, err := suite.K8s.Watch(suite.Ctx, &v1alpha1.VMObservationList{}, client.InNamespace(ns))
 	Expect(err).NotTo(HaveOccurred())
 	deleted := make(chan string, 16)
 	go func() {
@@ -94,8 +94,8 @@ var _ = Describe("Two shards", func() {
 		runningVM(ns, "vm-b0", node, b, "")
 		runningVM(ns, "vm-b1", node, b, a)
 		runningVM(ns, "vm-none", node, "", "")
-		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "vmi-b", Standalone: true, Labels: map[string]string{shardLabel: b}})).To(Succeed())
-		Expect(sim.Boot(ctx, ns, "vmi-b", node)).To(Succeed())
+		Expect(suite.Sim.CreateVM(suite.Ctx, simulator.VMSpec{Namespace: ns, Name: "vmi-b", Standalone: true, Labels: map[string]string{shardLabel: b}})).To(Succeed())
+		Expect(suite.Sim.Boot(suite.Ctx, ns, "vmi-b", node)).To(Succeed())
 
 		own := map[string][]string{a: {"vm-a0", "vm-a1"}, b: {"vm-b0", "vm-b1", "vmi-b"}}
 		for value, names := range own {
@@ -132,7 +132,7 @@ var _ = Describe("Two shards", func() {
 		sb := startShard("b", b)
 		defer sb.stop()
 		runningVM(ns, "vm1", node, a, "")
-		Expect(sim.CreateVM(ctx, simulator.VMSpec{Namespace: ns, Name: "stopped", RunStrategy: kubevirtv1.RunStrategyHalted})).To(Succeed())
+		Expect(suite.Sim.CreateVM(suite.Ctx, simulator.VMSpec{Namespace: ns, Name: "stopped", RunStrategy: kubevirtv1.RunStrategyHalted})).To(Succeed())
 		labelVM(ns, "stopped", a)
 		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 		Eventually(suite.Observation(ns, "stopped")).Should(WithTransform(shardOf, Equal(a)))
@@ -152,10 +152,10 @@ var _ = Describe("Two shards", func() {
 		}
 		handedOver := time.Since(relabelled)
 		// The new owner writes what changes from now on.
-		Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
+		Expect(suite.Sim.Pause(suite.Ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
 		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
-		Expect(sim.Start(ctx, ns, "stopped")).To(Succeed())
-		Expect(sim.Boot(ctx, ns, "stopped", node)).To(Succeed())
+		Expect(suite.Sim.Start(suite.Ctx, ns, "stopped")).To(Succeed())
+		Expect(suite.Sim.Boot(suite.Ctx, ns, "stopped", node)).To(Succeed())
 		Eventually(suite.Observation(ns, "stopped")).Should(WithTransform(support.ReasonOf, Equal("Healthy/Running")))
 
 		for _, name := range []string{"vm1", "stopped"} {
@@ -192,8 +192,8 @@ var _ = Describe("Two shards", func() {
 		// Shard a is down while its VM is deleted: the VMI's and the
 		// launcher pod's events (cached whole) bring the key to shard b.
 		sa.stop()
-		Expect(sim.DeleteVM(ctx, ns, "vm-a")).To(Succeed())
-		Expect(sim.DeleteVM(ctx, ns, "vm-b")).To(Succeed())
+		Expect(suite.Sim.DeleteVM(suite.Ctx, ns, "vm-a")).To(Succeed())
+		Expect(suite.Sim.DeleteVM(suite.Ctx, ns, "vm-b")).To(Succeed())
 		Eventually(func() bool {
 			_, err := suite.Observation(ns, "vm-b")()
 			return apierrors.IsNotFound(err)
@@ -229,7 +229,7 @@ var _ = Describe("Two shards", func() {
 		took := time.Since(relabelled)
 		GinkgoWriter.Printf("TAKEOVER of an unreleased VMObservation after %s\n", took)
 		Expect(took).To(BeNumerically(">=", controllers.DefaultHandoverGrace-time.Second), "shard b waited for a release first")
-		Expect(sim.Pause(ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
+		Expect(suite.Sim.Pause(suite.Ctx, ns, "vm1", simulator.PausedByUser)).To(Succeed())
 		Eventually(suite.Observation(ns, "vm1")).Should(WithTransform(support.ReasonOf, Equal("Suspended/PausedByUser")))
 		now, err := suite.Observation(ns, "vm1")()
 		Expect(err).NotTo(HaveOccurred())
@@ -241,7 +241,7 @@ var _ = Describe("Two shards", func() {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm2"},
 			Spec:       v1alpha1.VMObservationSpec{VMName: "vm2"},
 		}
-		Expect(k8s.Create(ctx, declared)).To(Succeed())
+		Expect(suite.K8s.Create(suite.Ctx, declared)).To(Succeed())
 		start := time.Now()
 		runningVM(ns, "vm2", node, b, "")
 		Eventually(suite.Observation(ns, "vm2")).Should(And(
@@ -262,7 +262,7 @@ var _ = Describe("An instance limited to namespaces (--namespace)", func() {
 		nsOut, _, _, _ := world("ns-out")
 		opts := app.InProcessOptions()
 		opts.Namespaces = []string{nsA, nsB}
-		in, err := app.StartInProcess(ctx, env.Config, opts)
+		in, err := app.StartInProcess(suite.Ctx, suite.Env.Config, opts)
 		Expect(err).NotTo(HaveOccurred(), "a cache limited to namespaces still gives the controller its stores")
 		defer func() { Expect(in.Stop()).To(Succeed()) }()
 

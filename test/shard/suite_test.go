@@ -7,7 +7,6 @@
 package shard
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/app"
-	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/test/support"
 )
@@ -34,24 +32,16 @@ import (
 // shardLabel is the recipe's label (config/shards).
 const shardLabel = "observability.vmobs.io/shard"
 
-var (
-	suite *support.Suite
-	ctx   context.Context
-	env   *testenv.Env
-	k8s   client.WithWatch
-	sim   *simulator.Simulator
-)
+// suite is the control plane, its client and the simulator, for every
+// spec.
+var suite *support.Suite
 
 func TestShard(t *testing.T) {
-	RegisterFailHandler(Fail)
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	RunSpecs(t, "vmobs sharding suite")
+	support.RunSpecs(t, "vmobs sharding suite", support.Timing{Eventually: 30 * time.Second, Polling: 50 * time.Millisecond})
 }
 
 var _ = BeforeSuite(func() {
 	suite = support.StartSuite(testenv.Options{}, 15)
-	ctx, env, k8s, sim = suite.Ctx, suite.Env, suite.K8s, suite.Sim
 })
 
 // instance is one shard's manager, its writes counted and timed.
@@ -83,7 +73,7 @@ func startInstance(name, selector, leaseID string) *instance {
 	opts.LeaderElectionNamespace = "default"
 	opts.ReleaseLeaderOnCancel = true
 	in := &instance{name: name, opts: opts, counter: testenv.NewRequestCounter(), writes: &timeline{who: name}}
-	in.InProcess, err = app.StartInProcess(ctx, in.writes.wrap(in.counter.Wrap(env.Config)), opts)
+	in.InProcess, err = app.StartInProcess(suite.Ctx, in.writes.wrap(in.counter.Wrap(suite.Env.Config)), opts)
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(in.Elected()).Should(BeClosed(), "shard %s elected on its Lease %s", name, opts.LeaseName())
 	return in
@@ -161,7 +151,7 @@ func labelVM(ns, name, value string) {
 	Eventually(func() error {
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, shardLabel, value)
 		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		return k8s.Patch(ctx, vm, client.RawPatch(types.MergePatchType, []byte(patch)))
+		return suite.K8s.Patch(suite.Ctx, vm, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}).Should(Succeed())
 }
 

@@ -3,6 +3,7 @@ package support
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -15,6 +16,26 @@ import (
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
+
+// Timing is a suite's default Eventually timeout and polling interval;
+// a zero one keeps Gomega's (1s, 10ms).
+type Timing struct {
+	Eventually, Polling time.Duration
+}
+
+// RunSpecs is the one test function of a ginkgo suite on the control
+// plane: Gomega fails through Ginkgo, Eventually waits as timing says,
+// and the package's specs run.
+func RunSpecs(t *testing.T, description string, timing Timing) {
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	if timing.Eventually > 0 {
+		gomega.SetDefaultEventuallyTimeout(timing.Eventually)
+	}
+	if timing.Polling > 0 {
+		gomega.SetDefaultEventuallyPollingInterval(timing.Polling)
+	}
+	ginkgo.RunSpecs(t, description)
+}
 
 // Suite is what a ginkgo suite on the control plane shares: a context
 // ended after the suite, the control plane, an admin client and a
