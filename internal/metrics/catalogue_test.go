@@ -226,6 +226,9 @@ var sections = []section{
 	{SourceNodes, "Node observations", "Registered unless `--node-observations=false` ([nodeobservation.md](nodeobservation.md)). The per-node series are computed at scrape time from the cache, so a deleted node leaves none behind."},
 }
 
+// removedWhen introduces the families that are gone (Removed).
+const removedWhen = "Families earlier versions exported, and what to query instead. The alerts, recording rules and dashboards of this version use the new names; a dashboard, alert or query of your own that names an old one finds no series. The alerts `VMObservationDomainStatsUnavailable` and `VMObservationGuestProbeUnavailable` went with them: `VMObservationFactSourceUnavailable` fires for any source, labelled with it ([runbook](runbooks/VMObservationFactSourceUnavailable.md))."
+
 func reference() []byte {
 	var b bytes.Buffer
 	b.WriteString("# Metrics\n\n")
@@ -246,13 +249,7 @@ func reference() []byte {
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Name, strings.ToLower(f.Type.String()), labels, f.Help)
 		}
 	}
-	b.WriteString("\n## Removed\n\n")
-	b.WriteString("Families earlier versions exported, and what to query instead. The alerts, recording rules and\n")
-	b.WriteString("dashboards of this version use the new names; a dashboard, alert or query of your own that names an\n")
-	b.WriteString("old one finds no series. The alerts `VMObservationDomainStatsUnavailable` and\n")
-	b.WriteString("`VMObservationGuestProbeUnavailable` went with them: `VMObservationFactSourceUnavailable` fires for\n")
-	b.WriteString("any source, labelled with it ([runbook](runbooks/VMObservationFactSourceUnavailable.md)).\n\n")
-	b.WriteString("| metric | replaced by |\n|---|---|\n")
+	fmt.Fprintf(&b, "\n## Removed\n\n%s\n\n| metric | replaced by |\n|---|---|\n", removedWhen)
 	for _, r := range Removed {
 		fmt.Fprintf(&b, "| `%s` | `%s` |\n", r.Name, r.ReplacedBy)
 	}

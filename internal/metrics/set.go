@@ -66,40 +66,34 @@ var (
 )
 
 // series is the series of the family name of type typ with label values,
-// nil when there is none.
-func (s *Set) series(name string, typ dto.MetricType, values []string) prometheus.Metric {
+// as an M; discarded when the set holds no such series.
+func series[M any](s *Set, name string, typ dto.MetricType, values []string, discarded M) M {
 	v, ok := s.vecs[name]
 	if !ok || v.typ != typ {
-		return nil
+		return discarded
 	}
 	m, err := v.GetMetricWithLabelValues(values...)
 	if err != nil {
-		return nil
+		return discarded
 	}
-	return m
+	if out, ok := m.(M); ok {
+		return out
+	}
+	return discarded
 }
 
 // Counter is the series of the counter family name with label values (in
 // the catalogue's order).
 func (s *Set) Counter(name string, values ...string) prometheus.Counter {
-	if c, ok := s.series(name, counter, values).(prometheus.Counter); ok {
-		return c
-	}
-	return discardedCounter
+	return series(s, name, counter, values, discardedCounter)
 }
 
 // Gauge is the series of the gauge family name with label values.
 func (s *Set) Gauge(name string, values ...string) prometheus.Gauge {
-	if g, ok := s.series(name, gauge, values).(prometheus.Gauge); ok {
-		return g
-	}
-	return discardedGauge
+	return series(s, name, gauge, values, discardedGauge)
 }
 
 // Histogram is the series of the histogram family name with label values.
 func (s *Set) Histogram(name string, values ...string) prometheus.Observer {
-	if h, ok := s.series(name, histogram, values).(prometheus.Observer); ok {
-		return h
-	}
-	return discardedHistogram
+	return series(s, name, histogram, values, discardedHistogram)
 }
