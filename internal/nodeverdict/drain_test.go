@@ -63,8 +63,8 @@ func TestDrainSection(t *testing.T) {
 	}, {
 		name: "the cordon is seen: predicted and tracked from its first instant", node: node(cordoned), needs: true,
 		prediction: threeVMs(), cordoned: true,
-		vmis:       []kubevirtv1.VirtualMachineInstance{drainVMI("block", "node-a"), drainVMI("down", "node-a"), drainVMI("live", "node-a")},
-		phases:     map[string]int32{"Blocked": 1, "Pending": 2},
+		vmis:   []kubevirtv1.VirtualMachineInstance{drainVMI("block", "node-a"), drainVMI("down", "node-a"), drainVMI("live", "node-a")},
+		phases: map[string]int32{"Blocked": 1, "Pending": 2},
 	}, {
 		name: "the evacuation migrates one VM, the other shuts down", node: node(cordoned), cordoned: true,
 		vmis:       []kubevirtv1.VirtualMachineInstance{drainVMI("block", "node-a"), drainVMI("live", "node-a")},
