@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"time"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/cachestore"
+	"github.com/vmobs/vmobs/internal/drain"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/nodeverdict"
 	"github.com/vmobs/vmobs/internal/projection"
@@ -43,6 +45,9 @@ import (
 type NodeReconciler struct {
 	// Client writes NodeObservations and reads them from the cache.
 	Client client.Client
+	// APIReader reads, once per drain, what its prediction needs and the
+	// cache does not hold (predictDrain); nil tracks no drains.
+	APIReader client.Reader
 	// Store is the VMObservation controller's (Reconciler.Store), whose
 	// informers, projections and indexes this reads: no kind is cached
 	// twice.
@@ -133,14 +138,14 @@ func nodeObservationChanged() predicate.Predicate {
 }
 
 // nodeSignalsChanged passes what nodeverdict reads of a Node: the Ready
-// condition, the pressure conditions, virt-handler's heartbeat and the
-// schedulable label. A heartbeat alone changes no status (a fresh beat is
+// condition, the pressure conditions, virt-handler's heartbeat, the
+// schedulable label and the cordon. A heartbeat alone changes no status (a fresh beat is
 // cited as fresh); it moves the deadline the controller looks again at,
 // at the cost of a reconcile per node per minute and no write.
 func nodeSignalsChanged() predicate.Predicate {
 	return updateOnly(func(o, n *projection.Node) bool {
 		return o.Value(kubevirtv1.VirtHandlerHeartbeat) != n.Value(kubevirtv1.VirtHandlerHeartbeat) ||
-			o.Value(kubevirtv1.NodeSchedulable) != n.Value(kubevirtv1.NodeSchedulable) ||
+			o.Value(kubevirtv1.NodeSchedulable) != n.Value(kubevirtv1.NodeSchedulable) || o.Unschedulable != n.Unschedulable ||
 			!reflect.DeepEqual(o.Ready, n.Ready) || !reflect.DeepEqual(o.Pressure, n.Pressure)
 	})
 }
@@ -201,7 +206,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if r.Now != nil {
 		now = r.Now
 	}
-	in, keep, err := r.gather(name)
+	in, vmKeys, keep, err := r.gather(name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -217,6 +222,9 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if found {
 			in.Previous = &stored.Status
 		}
+		if err := r.gatherDrain(ctx, &in, vmKeys); err != nil {
+			return ctrl.Result{}, err
+		}
 		res = nodeverdict.Evaluate(in)
 	}
 	switch decideNodeWrite(found, keep, &stored, &res.Status) {
@@ -228,7 +236,7 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		log.V(1).Info("Deleted the NodeObservation of a node that is gone or runs no VMs")
 		return ctrl.Result{}, nil
 	case nodeNone:
-		return requeueAt(res.Next, in.Now), nil
+		return requeueAt(nodeDeadline(res, in.Now), in.Now), nil
 	case nodeCreate:
 		stored = v1alpha1.NodeObservation{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if err := r.Client.Create(ctx, &stored); apierrors.IsAlreadyExists(err) {
@@ -252,7 +260,24 @@ func (r *NodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	r.Metrics.Wrote("status")
 	log.V(1).Info("Wrote the NodeObservation's status", "verdict", res.Status.Verdict, "reason", res.Status.Reason)
-	return requeueAt(res.Next, in.Now), nil
+	if c := res.DrainEnded; c != nil {
+		for _, cell := range c.Matrix {
+			r.Metrics.DrainEnded(string(cell.Predicted), string(cell.Observed), cell.Count)
+		}
+		log.Info("A drain of the node ended", "right", c.Right, "wrong", c.Wrong, "matrix", c.Table())
+	}
+	return requeueAt(nodeDeadline(res, in.Now), in.Now), nil
+}
+
+// nodeDeadline is the status' deadline or, while a drain is under way,
+// drainTrackEvery from now if that is sooner.
+func nodeDeadline(res nodeverdict.Result, now time.Time) time.Time {
+	if d := res.Status.Drain; d != nil && d.Cordoned && d.Outcome == nil {
+		if t := now.Add(drainTrackEvery); res.Next.IsZero() || t.Before(res.Next) {
+			return t
+		}
+	}
+	return res.Next
 }
 
 // requeueAt looks again at next, a deadline (a heartbeat going stale, the
@@ -296,18 +321,18 @@ func decideNodeWrite(found, keep bool, stored *v1alpha1.NodeObservation, compute
 // gather reads the node's objects from the cache; keep says whether the
 // node should have a NodeObservation: the Node exists and runs a VMI or
 // virt-handler.
-func (r *NodeReconciler) gather(name string) (in nodeverdict.Input, keep bool, err error) {
+func (r *NodeReconciler) gather(name string) (in nodeverdict.Input, vmKeys []types.NamespacedName, keep bool, err error) {
 	n, ok, err := cachestore.Get[*projection.Node](r.Store.Nodes, name)
 	if err != nil || !ok {
-		return in, false, err
+		return in, nil, false, err
 	}
 	vmis, err := cachestore.ByIndex[*projection.VMI](r.Store.VMIs, cachestore.IndexVMINode, name)
 	if err != nil {
-		return in, false, err
+		return in, nil, false, err
 	}
 	handlers, err := cachestore.ByIndex[*projection.Pod](r.Store.Pods, cachestore.IndexHandlerNode, name)
 	if err != nil {
-		return in, false, err
+		return in, nil, false, err
 	}
 	in = nodeverdict.Input{
 		Node: n.ToNode(), HeartbeatTimeout: r.Policy.HeartbeatTimeout, StalledAfter: r.Policy.StalledAfter,
@@ -337,11 +362,49 @@ func (r *NodeReconciler) gather(name string) (in nodeverdict.Input, keep bool, e
 			vm.NodeSince = ob.Layers[nodeLayerIndex].LastTransition.Time()
 		}
 		in.VMs = append(in.VMs, vm)
+		vmKeys = append(vmKeys, types.NamespacedName{Namespace: vm.Namespace, Name: vm.Name})
 	}
 	// The index's order is a map's: sorted, the same world gives the same
 	// evidence, and so no write.
 	slices.SortFunc(in.VMs, func(a, b nodeverdict.VM) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	return in, len(in.VMs) > 0 || in.Handler != nil, nil
+	slices.SortFunc(vmKeys, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	return in, vmKeys, len(in.VMs) > 0 || in.Handler != nil, nil
+}
+
+// gatherDrain adds to in what the drain section needs: a prediction when
+// the node is newly cordoned, and the objects a drain under way is tracked
+// on. With no APIReader the controller tracks no drain, and the section
+// stays as stored.
+func (r *NodeReconciler) gatherDrain(ctx context.Context, in *nodeverdict.Input, vmKeys []types.NamespacedName) error {
+	if r.APIReader == nil {
+		return nil
+	}
+	var prev *v1alpha1.NodeDrainStatus
+	if in.Previous != nil {
+		prev = in.Previous.Drain
+	}
+	track := prev
+	if nodeverdict.NeedsPrediction(in.Node.Spec.Unschedulable, prev) {
+		p, err := r.predictDrain(ctx, in.Node.Name, vmKeys, in.Now)
+		if err != nil {
+			return fmt.Errorf("predicting the drain of node %s: %w", in.Node.Name, err)
+		}
+		// A new drain is tracked from its first instant.
+		in.DrainPrediction, track = &p, &v1alpha1.NodeDrainStatus{VMs: predictedVMs(&p)}
+	}
+	var err error
+	in.DrainObjects, err = r.drainObjects(track)
+	return err
+}
+
+// predictedVMs are the prediction's VMs as the drain section names them,
+// for reading what tracks them.
+func predictedVMs(p *drain.Prediction) []v1alpha1.NodeDrainVM {
+	out := make([]v1alpha1.NodeDrainVM, 0, len(p.VMs))
+	for _, v := range p.VMs {
+		out = append(out, v1alpha1.NodeDrainVM{Namespace: v.Namespace, Name: v.Name})
+	}
+	return out
 }

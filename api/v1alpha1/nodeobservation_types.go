@@ -108,8 +108,11 @@ type NodeObservationStatus struct {
 	// (docs/nodeobservation.md, Incident).
 	// +optional
 	Incident *NodeIncident `json:"incident,omitempty"`
-	// Drain is reserved for the drain check: what a drain of the node
-	// would do, or does, to each of its VMs. It is not filled yet.
+	// Drain is the drain check's section: from the moment the node is
+	// seen cordoned, the outcome predicted for each of its VMs and where
+	// each stands; once the drain has ended, its outcome against the
+	// prediction (docs/drain-check.md, "On the NodeObservation"). It stays
+	// after the node is uncordoned, until the next cordon.
 	// +optional
 	Drain *NodeDrainStatus `json:"drain,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled (kstatus).
@@ -165,9 +168,94 @@ type NodeIncident struct {
 	Members []string `json:"members,omitempty"`
 }
 
-// NodeDrainStatus is the place of the drain check's section in a
-// NodeObservation's status; it has no field yet.
-type NodeDrainStatus struct{}
+// MaxDrainVMs bounds status.drain.vms: Kubernetes' default pod limit is
+// 110 per node and OpenShift's 250; VMs past it are counted in omittedVMs
+// and neither tracked nor compared.
+const MaxDrainVMs = 250
+
+// NodeDrainStatus is a drain of the node: what was predicted for each VM
+// when the cordon was first seen, where each stands, and, once every VM
+// has an outcome or the node is uncordoned, the outcome against the
+// prediction.
+type NodeDrainStatus struct {
+	// Cordoned says the node is unschedulable (spec.unschedulable) now.
+	Cordoned bool `json:"cordoned"`
+	// PredictedAt is when vmobs first saw the node cordoned and predicted
+	// the drain (internal/drain, as `kubectl vmobs drain-check` does).
+	PredictedAt metav1.Time `json:"predictedAt"`
+	// Predicted counts the VMs per predicted outcome (LiveMigrates,
+	// RestartsElsewhere, StaysDown, BlocksDrain, LeftToExternal,
+	// Unaffected, Unknown).
+	// +optional
+	Predicted map[string]int32 `json:"predicted,omitempty"`
+	// Phases counts the VMs per phase now (Pending, Migrating, Migrated,
+	// ShutDown, Restarted, Blocked).
+	// +optional
+	Phases map[string]int32 `json:"phases,omitempty"`
+	// VMs are the node's VMIs at the prediction, by namespace and name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=250
+	VMs []NodeDrainVM `json:"vms,omitempty"`
+	// OmittedVMs counts the VMs past the first 250.
+	// +optional
+	OmittedVMs int32 `json:"omittedVMs,omitempty"`
+	// Notes are what bears on the whole prediction (objects that could
+	// not be read), as `code: message`.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=512
+	Notes []string `json:"notes,omitempty"`
+	// Outcome is set when the drain has ended: every VM migrated, shut
+	// down or restarted elsewhere, or the node uncordoned.
+	// +optional
+	Outcome *NodeDrainOutcome `json:"outcome,omitempty"`
+}
+
+// NodeDrainVM is one VM of a drain.
+type NodeDrainVM struct {
+	// Namespace and Name of the VMI.
+	// +kubebuilder:validation:MaxLength=253
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID of the VMI predicted for: another UID later is a new VMI.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// Predicted is the outcome predicted for it.
+	// +kubebuilder:validation:MaxLength=32
+	Predicted string `json:"predicted"`
+	// Reasons are the codes of every reason for the predicted outcome
+	// (docs/drain-check.md); `kubectl vmobs drain-check` says them in words.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=64
+	Reasons []string `json:"reasons,omitempty"`
+	// Phase is where the VM stands in the drain.
+	// +kubebuilder:validation:MaxLength=32
+	Phase string `json:"phase"`
+	// Message says what the phase was read from.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
+	// Observed is the outcome the drain had, once it ended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Observed string `json:"observed,omitempty"`
+}
+
+// NodeDrainOutcome is a drain's outcome against its prediction.
+type NodeDrainOutcome struct {
+	// EndedAt is when vmobs saw the drain end.
+	EndedAt metav1.Time `json:"endedAt"`
+	// Right and Wrong count the VMs whose observed outcome is (not) the
+	// predicted one.
+	Right int32 `json:"right"`
+	Wrong int32 `json:"wrong"`
+}
 
 // NodeObservation is the derived health of one node that runs KubeVirt
 // VMs or virt-handler: a verdict per layer (kubelet, virt-handler, domain
@@ -187,6 +275,7 @@ type NodeDrainStatus struct{}
 // +kubebuilder:printcolumn:name="Kubelet",type=string,JSONPath=`.status.layers.kubelet.verdict`,priority=1
 // +kubebuilder:printcolumn:name="Virt-Handler",type=string,JSONPath=`.status.layers.virtHandler.verdict`,priority=1
 // +kubebuilder:printcolumn:name="Unknown",type=integer,JSONPath=`.status.vms.unknown`,priority=1
+// +kubebuilder:printcolumn:name="Cordoned",type=boolean,JSONPath=`.status.drain.cordoned`,priority=1
 type NodeObservation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -355,7 +355,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return l.Items, err
 		})
 		nr := &controllers.NodeReconciler{
-			Client: mgr.GetClient(), Store: r.Store, Now: opts.Now, Policy: policy,
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: r.Store, Now: opts.Now, Policy: policy,
 			DomainStats: copts.DomainStats != nil, GuestProbe: copts.GuestProbe != nil, Metrics: nodeMetrics,
 			IncidentThreshold: opts.NodeIncidentThreshold,
 		}

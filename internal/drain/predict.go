@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -59,6 +61,26 @@ type Input struct {
 	// Forbidden error's message, say). What depends on them is reported
 	// as a note or as OutcomeUnknown, never guessed silently.
 	Unreadable map[Kind]string
+}
+
+// Tolerate records in Unreadable that kind k could not be read, when err
+// says so (Forbidden, or a kind the cluster does not serve), and returns
+// any other error, wrapped: what the prediction then leaves open it says,
+// where a reader that stopped would say nothing.
+func (in *Input) Tolerate(k Kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
+		if in.Unreadable == nil {
+			in.Unreadable = map[Kind]string{}
+		}
+		if _, seen := in.Unreadable[k]; !seen {
+			in.Unreadable[k] = err.Error()
+		}
+		return nil
+	}
+	return fmt.Errorf("reading %s: %w", k, err)
 }
 
 func (in Input) unreadable(k Kind) (string, bool) {

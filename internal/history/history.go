@@ -220,27 +220,12 @@ func bound(h *v1alpha1.History, limit int) {
 
 // cut shortens an entry's texts to their bounds.
 func cut(e v1alpha1.HistoryEntry) v1alpha1.HistoryEntry {
-	e.Reason = shorten(e.Reason, maxText)
-	e.Message = shorten(e.Message, messageCut)
-	e.Object = shorten(e.Object, maxObject)
-	e.Field = shorten(e.Field, maxText)
+	e.Reason = verdict.Bound(e.Reason, maxText)
+	e.Message = verdict.Bound(e.Message, messageCut)
+	e.Object = verdict.Bound(e.Object, maxObject)
+	e.Field = verdict.Bound(e.Field, maxText)
 	return e
 }
-
-// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	end := n - len(mark)
-	for end > 0 && !utf8RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + mark
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // transitions are the verdict changes from the stored status to the new
 // one: one entry per layer whose verdict changed, and one for the overall
@@ -296,7 +281,7 @@ func life(prev, next *v1alpha1.VMObservationStatus, seen Seen, stopped bool, now
 		vm.Restarts, vm.LastRestart, last = prev.VM.Restarts, prev.VM.LastRestart.DeepCopy(), prev.VM.EndedVMI
 	}
 	if prev.VMI != nil && prev.VMI.UID != "" {
-		last = &v1alpha1.EndedVMI{UID: prev.VMI.UID, Phase: prev.VMI.Phase, Reason: shorten(prev.VMI.Reason, maxText)}
+		last = &v1alpha1.EndedVMI{UID: prev.VMI.UID, Phase: prev.VMI.Phase, Reason: verdict.Bound(prev.VMI.Reason, maxText)}
 	}
 	if seen.Started != nil {
 		vm.Started = seen.Started.DeepCopy()
@@ -315,7 +300,7 @@ func life(prev, next *v1alpha1.VMObservationStatus, seen Seen, stopped bool, now
 		layer := RestartLayer(prev.VMI.Phase, prev.VMI.Reason)
 		vm.Restarts++
 		vm.LastRestart = &v1alpha1.Restart{Time: at, OldUID: prev.VMI.UID, Phase: prev.VMI.Phase,
-			Reason: shorten(prev.VMI.Reason, maxText), Layer: layer}
+			Reason: verdict.Bound(prev.VMI.Reason, maxText), Layer: layer}
 		msg := "old VMI " + string(prev.VMI.UID)
 		if prev.VMI.Phase != "" {
 			msg += " " + prev.VMI.Phase

@@ -158,18 +158,7 @@ func drainCode(preds []drain.Prediction) int {
 // prediction says what that leaves open.
 func gatherDrain(ctx context.Context, c client.Client, nodes []string, namespace string, now time.Time) (drain.Input, error) {
 	in := drain.Input{Now: now, Unreadable: map[drain.Kind]string{}}
-	tolerate := func(k drain.Kind, err error) error {
-		if err == nil {
-			return nil
-		}
-		if apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			if _, seen := in.Unreadable[k]; !seen {
-				in.Unreadable[k] = err.Error()
-			}
-			return nil
-		}
-		return fmt.Errorf("reading %s: %w", k, err)
-	}
+	tolerate := in.Tolerate
 
 	var vmis kubevirtv1.VirtualMachineInstanceList
 	err := c.List(ctx, &vmis)

@@ -119,6 +119,8 @@ var Catalogue = []Family{
 		Help: "1 when the last scrape could not read the NodeObservations in the cache."},
 	{Name: "vmobs_node_observation_writes_total", Type: counter, Labels: []string{"op"}, Source: SourceNodes,
 		Help: "Writes of NodeObservations, per op (create, status, delete); none while no node changes."},
+	{Name: "vmobs_drain_outcomes_total", Type: counter, Labels: []string{"predicted", "observed"}, Source: SourceNodes,
+		Help: "VMs of ended drains by predicted and observed outcome (a NodeObservation's status.drain, counted once when the drain ends); predicted equal to observed is a right prediction."},
 }
 
 // Removal is a family an earlier version exported and this one does not,

@@ -14,6 +14,7 @@ type NodeObservations struct {
 	// say so (vmobs_node_collector_errors).
 	List   func() ([]v1alpha1.NodeObservation, error)
 	writes *prometheus.CounterVec
+	drains *prometheus.CounterVec
 }
 
 var (
@@ -29,9 +30,18 @@ var (
 
 // NewNodeObservations makes the families; list reads the cache at scrape.
 func NewNodeObservations(list func() ([]v1alpha1.NodeObservation, error)) *NodeObservations {
-	f := family("vmobs_node_observation_writes_total")
-	return &NodeObservations{List: list, writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vmobs_node_observation_writes_total", Help: f.Help}, f.Labels)}
+	f, d := family("vmobs_node_observation_writes_total"), family("vmobs_drain_outcomes_total")
+	return &NodeObservations{List: list,
+		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vmobs_node_observation_writes_total", Help: f.Help}, f.Labels),
+		drains: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vmobs_drain_outcomes_total", Help: d.Help}, d.Labels)}
+}
+
+// DrainEnded counts the VMs of an ended drain, n for each predicted and
+// observed outcome.
+func (n *NodeObservations) DrainEnded(predicted, observed string, count int) {
+	if n != nil {
+		n.drains.WithLabelValues(predicted, observed).Add(float64(count))
+	}
 }
 
 // Wrote counts a write of op (create, status, delete).
@@ -43,7 +53,7 @@ func (n *NodeObservations) Wrote(op string) {
 
 // Collectors returns what to register.
 func (n *NodeObservations) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{n.writes, nodeCollector{n}}
+	return []prometheus.Collector{n.writes, n.drains, nodeCollector{n}}
 }
 
 type nodeCollector struct{ n *NodeObservations }

@@ -117,17 +117,3 @@ func TestIncident(t *testing.T) {
 		})
 	}
 }
-
-// The drain section is carried as stored: the node's verdict neither
-// writes nor erases it.
-func TestDrainCarried(t *testing.T) {
-	in := input(node(), func(in *Input) {
-		in.Previous = &v1alpha1.NodeObservationStatus{Drain: &v1alpha1.NodeDrainStatus{}}
-	})
-	if got := Evaluate(in).Status.Drain; got == nil {
-		t.Error("the stored drain section was dropped")
-	}
-	if got := Evaluate(input(node())).Status.Drain; got != nil {
-		t.Errorf("a drain section %+v out of nothing", got)
-	}
-}

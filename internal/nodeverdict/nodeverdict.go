@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/drain"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -42,8 +43,15 @@ type Input struct {
 	IncidentThreshold int
 	// Previous is the stored status, nil for a new NodeObservation: a
 	// verdict that does not change keeps its lastTransitionTime, an
-	// incident its start.
+	// incident its start, a drain its prediction.
 	Previous *v1alpha1.NodeObservationStatus
+	// DrainPrediction is the caller's prediction of a drain of the node
+	// (drain.Predict), made when NeedsPrediction says so and nil otherwise.
+	DrainPrediction *drain.Prediction
+	// DrainObjects are the current VMIs the drain section names and their
+	// migrations, from which a drain is tracked and its outcome read
+	// (drain.Track, drain.Compare); Node and Now are set from this Input.
+	DrainObjects drain.Input
 }
 
 // VM is one VMI on the node and what its VMObservation says.
@@ -69,6 +77,9 @@ type Result struct {
 	// if no object does (virt-handler's heartbeat going stale, Stalled);
 	// zero when there is none.
 	Next time.Time
+	// DrainEnded is the outcome of a drain against its prediction when
+	// this status ends the drain, for the caller to count once written.
+	DrainEnded *drain.Comparison
 }
 
 const (
@@ -114,12 +125,7 @@ func Evaluate(in Input) Result {
 	st.Message = verdict.Bound(worstName+": "+worst.Message, maxMessage)
 	st.VMs = count(in.VMs)
 	st.Incident = incident(in, layers, now, &res)
-	if in.Previous != nil {
-		// The drain section is the drain check's, not this function's:
-		// carried as stored, so that the controller neither writes nor
-		// erases it.
-		st.Drain = in.Previous.Drain.DeepCopy()
-	}
+	st.Drain, res.DrainEnded = drainSection(in)
 	var at time.Time
 	st.Conditions, at = verdict.KStatus(make([]metav1.Condition, 0, 3), prevConditions(in.Previous), now,
 		st.Verdict, st.Reason, st.Message, worst.LastTransitionTime, in.StalledAfter)

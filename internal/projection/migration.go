@@ -15,9 +15,10 @@ type Migration struct {
 	Status  kubevirtv1.VirtualMachineInstanceMigrationStatus
 }
 
-// migrationAnnotations are the annotations the engine reads: the
-// per-migration pending-pod timeout KubeVirt honours.
-var migrationAnnotations = []string{kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation}
+// migrationAnnotations are the annotations read of a migration: the
+// per-migration pending-pod timeout KubeVirt honours (the engine), and the
+// node an evacuation migration moves the VMI off (a drain's progress).
+var migrationAnnotations = []string{kubevirtv1.MigrationPendingPodTimeoutSecondsAnnotation, kubevirtv1.EvacuationMigrationAnnotation}
 
 // FromMigration projects a migration.
 func FromMigration(m *kubevirtv1.VirtualMachineInstanceMigration) *Migration {

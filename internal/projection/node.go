@@ -24,6 +24,9 @@ type Node struct {
 	// conditions whose status is not False, in the Node's order: nil for a
 	// node under no pressure, as most are.
 	Pressure []Cond
+	// Unschedulable is spec.unschedulable: a cordon, the start of a drain
+	// (a NodeObservation's drain section).
+	Unschedulable bool
 }
 
 // pressureTypes are the kubelet's pressure conditions.
@@ -33,7 +36,7 @@ var pressureTypes = map[corev1.NodeConditionType]bool{
 
 // FromNode projects a Node.
 func FromNode(n *corev1.Node) *Node {
-	out := &Node{Meta: metaOf(&n.ObjectMeta, nodeLabels, nodeAnnotations, nodeVocab)}
+	out := &Node{Meta: metaOf(&n.ObjectMeta, nodeLabels, nodeAnnotations, nodeVocab), Unschedulable: n.Spec.Unschedulable}
 	conv := func(c *corev1.NodeCondition) Cond {
 		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
 			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
@@ -56,7 +59,7 @@ func FromNode(n *corev1.Node) *Node {
 
 // ToNode rebuilds the Node as far as it was kept.
 func (n *Node) ToNode() *corev1.Node {
-	out := &corev1.Node{ObjectMeta: n.ObjectMeta()}
+	out := &corev1.Node{ObjectMeta: n.ObjectMeta(), Spec: corev1.NodeSpec{Unschedulable: n.Unschedulable}}
 	if c := n.Ready; c != nil {
 		out.Status.Conditions = []corev1.NodeCondition{{
 			Type: corev1.NodeConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/drain"
 	"github.com/vmobs/vmobs/internal/kubectlvmobs"
 	"github.com/vmobs/vmobs/internal/simulator"
@@ -139,6 +143,22 @@ func TestDrainCheckAgainstKubectlDrain(t *testing.T) {
 		t.Fatalf("%d VMs predicted, the fleet has %d", len(pred.VMs), len(members))
 	}
 
+	// vmobs, whose NodeObservation of the drained node predicts the drain
+	// when it sees the cordon and scores it when it ends.
+	opts := app.InProcessOptions()
+	reg := prometheus.NewRegistry()
+	opts.Registry = reg
+	mgr, err := app.StartInProcess(ctx, env.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Stop() })
+	waitFor(ctx, t, "the NodeObservation of "+drained, func() (bool, string) {
+		var o v1alpha1.NodeObservation
+		err := k8s.Get(ctx, client.ObjectKey{Name: drained}, &o)
+		return err == nil && o.Status.VMs != nil && o.Status.VMs.Total == int32(len(members)), fmt.Sprintf("%v %+v", err, o.Status.VMs)
+	})
+
 	// KubeVirt's controllers, played while kubectl drain runs.
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -191,6 +211,89 @@ func TestDrainCheckAgainstKubectlDrain(t *testing.T) {
 	progress := drain.Track(pred, in)
 	if !progress.Draining {
 		t.Error("the node is not cordoned after kubectl drain")
+	}
+
+	// The NodeObservation predicted what the plugin did, at the cordon,
+	// and tracks the drain, which the VMs that block it keep open.
+	var obs v1alpha1.NodeObservation
+	if err := k8s.Get(ctx, client.ObjectKey{Name: drained}, &obs); err != nil {
+		t.Fatal(err)
+	}
+	sec := obs.Status.Drain
+	if sec == nil || !sec.Cordoned || sec.Outcome != nil || len(sec.VMs) != len(members) {
+		t.Fatalf("the NodeObservation's drain section during the drain: %+v", sec)
+	}
+	predicted := map[string]drain.Outcome{}
+	for _, v := range pred.VMs {
+		predicted[v.Name] = v.Outcome
+	}
+	for _, v := range sec.VMs {
+		if drain.Outcome(v.Predicted) != predicted[v.Name] {
+			t.Errorf("NodeObservation: %s predicted %s, drain-check %s", v.Name, v.Predicted, predicted[v.Name])
+		}
+	}
+	t.Logf("NodeObservation %s during the drain: predicted %v, phases %v", drained, sec.Predicted, sec.Phases)
+
+	// Uncordoned, the drain ends: scored once, in the status and the metric.
+	uncordon := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), "--kubeconfig", kubeconfig, "uncordon", drained)
+	if out, err := uncordon.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl uncordon: %v\n%s", err, out)
+	}
+	waitFor(ctx, t, "the drain's outcome on the NodeObservation", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKey{Name: drained}, &obs)
+		return err == nil && obs.Status.Drain != nil && obs.Status.Drain.Outcome != nil, fmt.Sprintf("%v %+v", err, obs.Status.Drain)
+	})
+	if o := obs.Status.Drain.Outcome; o.Right != int32(len(members)) || o.Wrong != 0 || obs.Status.Drain.Cordoned {
+		t.Errorf("NodeObservation's outcome: %+v cordoned %v, want %d right", o, obs.Status.Drain.Cordoned, len(members))
+	}
+	right, wrong := drainOutcomes(t, reg)
+	if right != len(members) || wrong != 0 {
+		t.Errorf("vmobs_drain_outcomes_total: %d right, %d wrong, want %d right", right, wrong, len(members))
+	}
+}
+
+// drainOutcomes sums vmobs_drain_outcomes_total's VMs predicted right and
+// wrong.
+func drainOutcomes(t *testing.T, reg *prometheus.Registry) (right, wrong int) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "vmobs_drain_outcomes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["predicted"] == labels["observed"] {
+				right += int(m.GetCounter().GetValue())
+			} else {
+				wrong += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return right, wrong
+}
+
+// waitFor polls cond every 200ms until it holds or ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last: %s", what, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
