@@ -103,7 +103,7 @@ test: verify-generated vet lint envtest-bin promtool prometheus alertmanager kub
 	cd hack/flux && go test -count=1 $(GOTEST_FLAGS) ./...
 
 FUZZTIME ?= 60s
-FUZZ_TARGETS ?= ./internal/verdict:FuzzEvaluate ./internal/netstatus:FuzzParse ./internal/projection:FuzzNetStatusPack ./internal/verdict:FuzzParseHeartbeat ./internal/analyze:FuzzDecode ./internal/guestprobe:FuzzDecodeAnswer
+FUZZ_TARGETS ?= ./internal/verdict:FuzzEvaluate ./internal/verdict:FuzzStorage ./internal/netstatus:FuzzParse ./internal/projection:FuzzNetStatusPack ./internal/verdict:FuzzParseHeartbeat ./internal/analyze:FuzzDecode ./internal/guestprobe:FuzzDecodeAnswer
 
 .PHONY: fuzz
 fuzz: ## Run each native fuzz target for FUZZTIME (60s); `make test` runs their committed seed corpora.

@@ -50,6 +50,9 @@ type corpusCase struct {
 		ControlPlane string `json:"controlPlane"`
 		Node         string `json:"node"`
 		Guest        string `json:"guest"`
+		// Storage is optional: the cases from before the storage layer
+		// say nothing of it, which counts as no basis.
+		Storage string `json:"storage"`
 	} `json:"expect"`
 	Why string `json:"why"`
 }
@@ -61,12 +64,12 @@ type score struct {
 	got                 v1alpha1.VMObservationStatus
 	argo                string
 	overallOK, reasonOK bool
-	layerOK             [3]bool // controlPlane, node, guest; true when "no basis"
-	counted             [3]bool
+	layerOK             [4]bool // controlPlane, node, guest, storage; true when "no basis"
+	counted             [4]bool
 }
 
 func (s *score) right() bool {
-	return s.overallOK && s.layerOK[0] && s.layerOK[1] && s.layerOK[2]
+	return s.overallOK && s.layerOK[0] && s.layerOK[1] && s.layerOK[2] && s.layerOK[3]
 }
 
 func TestAccuracy(t *testing.T) {
@@ -141,8 +144,8 @@ func runCase(t *testing.T, dir string) *score {
 		t.Errorf("%s: expected.yaml needs now, vm, source, established and expect.overall", name)
 		return nil
 	}
-	for _, v := range []string{c.Expect.Overall, c.Expect.ControlPlane, c.Expect.Node, c.Expect.Guest} {
-		if v != noBasis && !slices.Contains(verdicts, v) {
+	for _, v := range []string{c.Expect.Overall, c.Expect.ControlPlane, c.Expect.Node, c.Expect.Guest, c.Expect.Storage} {
+		if v != noBasis && v != "" && !slices.Contains(verdicts, v) {
 			t.Errorf("%s: expected verdict %q is neither a verdict nor %q", name, v, noBasis)
 			return nil
 		}
@@ -181,13 +184,14 @@ func runCase(t *testing.T, dir string) *score {
 
 	s.overallOK = c.Expect.Overall == noBasis || string(s.got.Verdict) == c.Expect.Overall
 	s.reasonOK = c.Expect.Reason == "" || s.got.Reason == c.Expect.Reason
-	layers := [3]struct {
+	layers := [4]struct {
 		want string
 		got  v1alpha1.LayerStatus
 	}{
 		{c.Expect.ControlPlane, s.got.Layers.ControlPlane},
 		{c.Expect.Node, s.got.Layers.Node},
 		{c.Expect.Guest, s.got.Layers.Guest},
+		{c.Expect.Storage, s.got.Layers.Storage},
 	}
 	for i, l := range layers {
 		s.counted[i] = l.want != noBasis && l.want != ""
@@ -292,10 +296,11 @@ func describeMiss(s *score) string {
 	if !s.overallOK {
 		b = append(b, fmt.Sprintf("overall %s/%s, want %s", s.got.Verdict, s.got.Reason, s.c.Expect.Overall))
 	}
-	for i, l := range [3]struct{ name, want, got string }{
+	for i, l := range [4]struct{ name, want, got string }{
 		{"controlPlane", s.c.Expect.ControlPlane, string(s.got.Layers.ControlPlane.Verdict) + "/" + s.got.Layers.ControlPlane.Reason},
 		{"node", s.c.Expect.Node, string(s.got.Layers.Node.Verdict) + "/" + s.got.Layers.Node.Reason},
 		{"guest", s.c.Expect.Guest, string(s.got.Layers.Guest.Verdict) + "/" + s.got.Layers.Guest.Reason},
+		{"storage", s.c.Expect.Storage, string(s.got.Layers.Storage.Verdict) + "/" + s.got.Layers.Storage.Reason},
 	} {
 		if !s.layerOK[i] {
 			b = append(b, fmt.Sprintf("%s %s, want %s", l.name, l.got, l.want))
@@ -308,7 +313,7 @@ func describeMiss(s *score) string {
 func accuracyTable(scores []*score) string {
 	var b strings.Builder
 	var right, reasons, withReason, argoRight int
-	var layerRight, layerCounted [3]int
+	var layerRight, layerCounted [4]int
 	for _, s := range scores {
 		if s.right() {
 			right++
@@ -322,7 +327,7 @@ func accuracyTable(scores []*score) string {
 		if argoAgrees(s.argo, s.c.Expect.Overall) {
 			argoRight++
 		}
-		for i := range 3 {
+		for i := range 4 {
 			if s.counted[i] {
 				layerCounted[i]++
 				if s.layerOK[i] {
@@ -350,9 +355,10 @@ func accuracyTable(scores []*score) string {
 	fmt.Fprintf(&b, "| control plane layer | %s | — |\n", pct(layerRight[0], layerCounted[0]))
 	fmt.Fprintf(&b, "| node layer | %s | — |\n", pct(layerRight[1], layerCounted[1]))
 	fmt.Fprintf(&b, "| guest layer | %s | — |\n", pct(layerRight[2], layerCounted[2]))
+	fmt.Fprintf(&b, "| storage layer | %s | — |\n", pct(layerRight[3], layerCounted[3]))
 	fmt.Fprintf(&b, "| overall reason, where the case names one | %s | — |\n\n", pct(reasons, withReason))
 
-	fmt.Fprintf(&b, "| case | expected (overall · cp · node · guest) | vmobs | Argo CD |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| case | expected (overall · cp · node · guest · storage) | vmobs | Argo CD |\n|---|---|---|---|\n")
 	mark := func(ok bool) string {
 		if ok {
 			return ""
@@ -368,10 +374,11 @@ func accuracyTable(scores []*score) string {
 	for _, s := range scores {
 		e := s.c.Expect
 		got := s.got.Layers
-		fmt.Fprintf(&b, "| `%s` | %s · %s · %s · %s | %s/%s%s · %s%s · %s%s · %s%s | %s%s |\n",
-			s.name, e.Overall, short(e.ControlPlane), short(e.Node), short(e.Guest),
+		fmt.Fprintf(&b, "| `%s` | %s · %s · %s · %s · %s | %s/%s%s · %s%s · %s%s · %s%s · %s%s | %s%s |\n",
+			s.name, e.Overall, short(e.ControlPlane), short(e.Node), short(e.Guest), short(e.Storage),
 			s.got.Verdict, s.got.Reason, mark(s.overallOK && s.reasonOK),
 			got.ControlPlane.Verdict, mark(s.layerOK[0]), got.Node.Verdict, mark(s.layerOK[1]), got.Guest.Verdict, mark(s.layerOK[2]),
+			got.Storage.Verdict, mark(s.layerOK[3]),
 			s.argo, mark(argoAgrees(s.argo, e.Overall)))
 	}
 	return b.String()

@@ -186,12 +186,13 @@ func launcherOf(pod *corev1.Pod, groups map[nsName]*VMGroup, byUID map[types.UID
 }
 
 // storageOf returns, for a dump that holds storage objects (claims,
-// StorageClasses, VolumeAttachments or DataVolumes), the storage facts of
-// a VM from the objects of its namespace; for one that holds none, nil
-// facts: the storage layer then judges only what the VM and VMI say, as
-// for a paste.
+// StorageClasses, VolumeAttachments or DataVolumes) or Events, the storage
+// facts of a VM from the objects of its namespace; for one that holds
+// none, nil facts: the storage layer then judges only what the VM and VMI
+// say, as for a paste. Events without claims (a pasted `describe`) explain
+// what they describe; the claims are then unknown, not missing.
 func storageOf(objs Objects, nodes map[string]*corev1.Node) func(ns string, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) *storagefacts.Facts {
-	if len(objs.PVCs) == 0 && len(objs.StorageClasses) == 0 && len(objs.VolumeAttachments) == 0 && len(objs.DataVolumes) == 0 {
+	if len(objs.PVCs) == 0 && len(objs.StorageClasses) == 0 && len(objs.VolumeAttachments) == 0 && len(objs.DataVolumes) == 0 && len(objs.Events) == 0 {
 		return func(string, *kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineInstance) *storagefacts.Facts {
 			return nil
 		}
@@ -223,6 +224,7 @@ func storageOf(objs Objects, nodes map[string]*corev1.Node) func(ns string, vm *
 				}
 			}
 			o = storagefacts.Fold(pvcs, objs.StorageClasses, len(objs.DataVolumes) > 0, dvs, objs.VolumeAttachments, nodes, evs)
+			o.ClaimsNotRead = len(objs.PVCs) == 0
 			folded[ns] = o
 		}
 		return storagefacts.Assemble(storagefacts.VolumesOf(vm, vmi), o)

@@ -88,6 +88,19 @@ func dataVolumeTemplate(sp VMSpec) kubevirtv1.DataVolumeTemplateSpec {
 	}
 }
 
+// CreateDataVolume is a user creating the DataVolume ns/name importing
+// DataVolumeImportURL into a claim of class (empty is
+// StorageClassImmediate), then CDI creating its PVC: the DataVolume is
+// Pending, its PVC Pending. CDI's CRD must be installed.
+func (s *Simulator) CreateDataVolume(ctx context.Context, ns, name, class string) error {
+	t := dataVolumeTemplate(VMSpec{StorageClass: class})
+	dv := &cdiv1.DataVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: t.Spec}
+	if err := s.Client.Create(ctx, dv, client.FieldOwner(managerUser)); err != nil {
+		return fmt.Errorf("creating DataVolume %s/%s: %w", ns, name, err)
+	}
+	return s.cdiCreateClaim(ctx, ns, name)
+}
+
 // createDataVolumes is virt-controller creating the VM's DataVolumes from
 // its dataVolumeTemplates (owned by the VM), then CDI creating each one's
 // PVC: the DataVolume is Pending, its PVC Pending.
@@ -351,6 +364,74 @@ func (s *Simulator) FailImport(ctx context.Context, ns, name string, restarts in
 	}
 	if err := s.recordEvent(ctx, dv, corev1.EventTypeWarning, ImportError, message, componentDataVolumeImport, ""); err != nil {
 		return err
+	}
+	if ref := metav1.GetControllerOf(dv); ref != nil && ref.Kind == "VirtualMachine" {
+		return s.syncVM(ctx, ns, ref.Name)
+	}
+	return nil
+}
+
+// ScratchSpaceRequired is the importer's termination message when the
+// image must be converted through scratch space
+// (containerized-data-importer pkg/common ScratchSpaceRequired).
+const ScratchSpaceRequired = "scratch space required and none found"
+
+// RestartImporter is CDI's importer pod exiting once with message and
+// being restarted, as an import that needs scratch space does: the
+// importer exits with ScratchSpaceRequired, CDI creates the scratch claim
+// and starts the importer again. Meanwhile the DataVolume's restartCount
+// grows by one and Running is False, reason Error, with the message, and
+// virt-controller shows the VM DataVolumeError for that while
+// (kubevirt/containerized-data-importer#3762: "intended behavior"). The
+// import must be in progress (ImportProgress).
+func (s *Simulator) RestartImporter(ctx context.Context, ns, name, message string) error {
+	var restarts int32
+	if err := s.updateDataVolume(ctx, ns, name, func(dv *cdiv1.DataVolume) {
+		dv.Status.RestartCount++
+		restarts = dv.Status.RestartCount
+		setDVCond(dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, ImportError, message, s.now())
+	}); err != nil {
+		return err
+	}
+	if _, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
+		func(p *corev1.PersistentVolumeClaim) error {
+			setAnnotation(p, annPodRestarts, strconv.Itoa(int(restarts)))
+			setAnnotation(p, annRunning, "false")
+			setAnnotation(p, annRunningReason, ImportError)
+			setAnnotation(p, annRunningMessage, message)
+			return nil
+		}); err != nil {
+		return err
+	}
+	return s.syncDataVolumeOwner(ctx, ns, name)
+}
+
+// ResumeImport is the restarted importer running again: Running=True
+// (PodRunning), the restart count kept.
+func (s *Simulator) ResumeImport(ctx context.Context, ns, name string) error {
+	if err := s.updateDataVolume(ctx, ns, name, func(dv *cdiv1.DataVolume) {
+		setDVCond(dv, cdiv1.DataVolumeRunning, corev1.ConditionTrue, cdiPodRunning, "", s.now())
+	}); err != nil {
+		return err
+	}
+	if _, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
+		func(p *corev1.PersistentVolumeClaim) error {
+			setAnnotation(p, annRunning, "true")
+			setAnnotation(p, annRunningReason, cdiPodRunning)
+			setAnnotation(p, annRunningMessage, "")
+			return nil
+		}); err != nil {
+		return err
+	}
+	return s.syncDataVolumeOwner(ctx, ns, name)
+}
+
+// syncDataVolumeOwner is virt-controller syncing the VM that owns the
+// DataVolume, if a VM does.
+func (s *Simulator) syncDataVolumeOwner(ctx context.Context, ns, name string) error {
+	dv := &cdiv1.DataVolume{}
+	if err := s.Client.Get(ctx, key(ns, name), dv); err != nil {
+		return fmt.Errorf("reading DataVolume %s/%s: %w", ns, name, err)
 	}
 	if ref := metav1.GetControllerOf(dv); ref != nil && ref.Kind == "VirtualMachine" {
 		return s.syncVM(ctx, ns, ref.Name)

@@ -83,6 +83,15 @@ var EverydayOperations = []string{
 // of domainstats.go.
 const DomainSwapWithHeadroom DomainFault = 1 << 15
 
+// Operations are the operations the life plays: EverydayOperations, and
+// EverydayStorageOperations when Storage is set.
+func (e *Everyday) Operations() []string {
+	if e.Storage {
+		return slices.Concat(EverydayOperations, EverydayStorageOperations)
+	}
+	return EverydayOperations
+}
+
 // EverydayLife is the life's length in simulated time: every operation
 // has ended by about 10 minutes; 12 leave a margin.
 const EverydayLife = 12 * time.Minute
@@ -137,6 +146,11 @@ type Everyday struct {
 	SetScrapeDown func(node string, down bool)
 	// Note, when set, is told each operation as it starts.
 	Note func(format string, a ...any)
+	// Storage adds the storage life (everyday_storage.go): VMs booting
+	// from claims and imported DataVolumes, a DataVolume hot-plugged. It
+	// needs kube-controller-manager's PV binder and attach-detach
+	// controller and CDI's CRD (testenv.Options ControllerManager, CDI).
+	Storage bool
 
 	mu      sync.Mutex
 	rnd     *rand.Rand
@@ -308,6 +322,11 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 			return nil, err
 		}
 	}
+	if e.Storage {
+		if err := e.prepareStorage(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// Wake the migrations waiting for a slot when the caller gives up.
 	stop := context.AfterFunc(ctx, func() {
 		e.mu.Lock()
@@ -342,6 +361,9 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	if drained != "" {
 		ops.Go(func() { e.drain(ctx, drained, drainVMs) })
 	}
+	if e.Storage {
+		ops.Go(func() { e.storageLife(ctx, e.Fleet[0].Namespace) })
+	}
 	beat, stopBeats := context.WithCancel(ctx)
 	beats := goDone(func() { e.heartbeats(beat) })
 	ops.Wait()
@@ -352,7 +374,7 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 	rep := &EverydayReport{Operations: map[string]int{}, Wall: time.Since(e.start)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, op := range EverydayOperations {
+	for _, op := range e.Operations() {
 		rep.Operations[op] = e.ops[op]
 	}
 	for _, err := range e.errs {

@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +100,7 @@ var StorageScenarios = []StoragePlay{
 	},
 	{
 		Name:        "volume-attachment-stale",
-		Description: "The VM runs from an attached PVC on a node of its own, which then goes dark (Ready=Unknown): the VolumeAttachment stays attached to the NotReady node.",
+		Description: "The VM runs from an attached PVC on a node of its own, which then goes dark (Ready=Unknown); virt-controller fails the VMI (NodeUnresponsive) and starts a new one, whose launcher pod lands on node-a: the VolumeAttachment stays attached for the NotReady node, which last reported the volume in use, and the attach-detach controller refuses the new attachment (FailedAttachVolume).",
 		Play:        play((*Simulator).PlayVolumeAttachmentStale),
 	},
 	{
@@ -402,8 +403,16 @@ func (s *Simulator) DeleteVolume(ctx context.Context, name string) error {
 }
 
 // PlayVolumeAttachmentStale: the VM boots through its attached root claim
-// on a node of its own (ScenarioNode), which then goes dark (LoseNode):
-// the VolumeAttachment stays attached to a NotReady node.
+// on a node of its own (ScenarioNode), whose kubelet reports the volume in
+// use (status.volumesInUse); the node goes dark (LoseNode), virt-controller
+// gives up on it (NodeUnresponsive: the launcher pod force-deleted, the
+// VMI Failed) and, the run strategy being Always, replaces the VMI, whose
+// launcher pod kube-scheduler places on node-a. The attach-detach
+// controller does not detach a volume the dark node last reported in use
+// before its maxWaitForUnmountDuration (6 minutes) has passed
+// (k8s:pkg/controller/volume/attachdetach/reconciler/reconciler.go), so the
+// VolumeAttachment stays attached for the dark node and the new pod's
+// attach is refused: its Warning FailedAttachVolume is awaited.
 func (s *Simulator) PlayVolumeAttachmentStale(ctx context.Context, ns, vm string) error {
 	claim, node := RootClaim(vm), ScenarioNode(ns, vm)
 	if err := s.EnsureNamespace(ctx, ns); err != nil {
@@ -418,7 +427,54 @@ func (s *Simulator) PlayVolumeAttachmentStale(ctx context.Context, ns, vm string
 	if err := s.BootWithVolumes(ctx, ns, vm, node); err != nil {
 		return err
 	}
-	return s.LoseNode(ctx, node)
+	if err := s.reportVolumesInUse(ctx, ns, claim, node); err != nil {
+		return err
+	}
+	if err := s.LoseNode(ctx, node); err != nil {
+		return err
+	}
+	if err := s.NodeUnresponsive(ctx, ns, vm); err != nil {
+		return err
+	}
+	// virt-controller's VM controller replaces the Failed VMI of a VM
+	// whose run strategy is Always (kv:pkg/virt-controller/watch/vm/vm.go).
+	if err := s.DeleteVMI(ctx, ns, vm); err != nil {
+		return err
+	}
+	if err := s.createVMIFromVM(ctx, ns, vm); err != nil {
+		return err
+	}
+	if err := s.PlaceLauncherPod(ctx, ns, vm, ScenarioNodes[0]); err != nil {
+		return err
+	}
+	return s.awaitPodEvent(ctx, ns, vm, "FailedAttachVolume")
+}
+
+// reportVolumesInUse is the kubelet of node reporting the volume of claim
+// ns/claim mounted (status.volumesInUse, the unique name
+// "kubernetes.io/csi/<driver>^<volume handle>"), which tells the
+// attach-detach controller not to detach it before the node says it is
+// unmounted.
+func (s *Simulator) reportVolumesInUse(ctx context.Context, ns, claim, node string) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := s.Client.Get(ctx, key(ns, claim), pvc); err != nil {
+		return fmt.Errorf("reading PVC %s/%s: %w", ns, claim, err)
+	}
+	pv := &corev1.PersistentVolume{}
+	if err := s.Client.Get(ctx, key("", pvc.Spec.VolumeName), pv); err != nil {
+		return fmt.Errorf("reading the PV of %s/%s: %w", ns, claim, err)
+	}
+	if pv.Spec.CSI == nil {
+		return fmt.Errorf("PV %s is not a CSI volume", pv.Name)
+	}
+	name := corev1.UniqueVolumeName("kubernetes.io/csi/" + pv.Spec.CSI.Driver + "^" + pv.Spec.CSI.VolumeHandle)
+	_, err := s.updateNodeStatus(ctx, node, managerKubelet, func(n *corev1.Node) error {
+		if !slices.Contains(n.Status.VolumesInUse, name) {
+			n.Status.VolumesInUse = append(n.Status.VolumesInUse, name)
+		}
+		return nil
+	})
+	return err
 }
 
 // PlayHotplugAttachFailed: the VM boots on node-a (containerDisk); a claim

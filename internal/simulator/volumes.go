@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -176,7 +177,8 @@ const (
 
 // HotplugVolume is a user hot-plugging claim ns/claim into the running VMI
 // as volume (virtctl addvolume, without --persist): virt-api adds the
-// hotpluggable PVC volume and a SCSI disk to the VMI's spec, and
+// hotpluggable volume (a DataVolume when one is called claim, else the
+// PVC) and a SCSI disk to the VMI's spec, and
 // virt-controller adds its status.volumeStatus entry (hotplugVolume set).
 // While the claim is Pending: phase Pending, reason PVCNotReady, message
 // "PVC is in phase ClaimPending", and no attachment pod, so the volume
@@ -196,18 +198,24 @@ func (s *Simulator) HotplugVolume(ctx context.Context, ns, name, volume, claim s
 	if err := s.Client.Get(ctx, key(ns, claim), pvc); err != nil {
 		return fmt.Errorf("HotplugVolume: reading PVC %s/%s: %w", ns, claim, err)
 	}
+	// virtctl addvolume names a DataVolume's volume as a DataVolume when
+	// one of that name exists, else as a claim; without CDI's CRD the Get
+	// fails and it is a claim.
+	isDV := s.Client.Get(ctx, key(ns, claim), &cdiv1.DataVolume{}) == nil
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtAPI, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		for _, v := range vmi.Spec.Volumes {
 			if v.Name == volume {
 				return nil
 			}
 		}
-		vmi.Spec.Volumes = append(vmi.Spec.Volumes, kubevirtv1.Volume{Name: volume, VolumeSource: kubevirtv1.VolumeSource{
-			PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
-				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-				Hotpluggable:                      true,
-			},
-		}})
+		src := kubevirtv1.VolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
+			Hotpluggable:                      true,
+		}}
+		if isDV {
+			src = kubevirtv1.VolumeSource{DataVolume: &kubevirtv1.DataVolumeSource{Name: claim, Hotpluggable: true}}
+		}
+		vmi.Spec.Volumes = append(vmi.Spec.Volumes, kubevirtv1.Volume{Name: volume, VolumeSource: src})
 		vmi.Spec.Domain.Devices.Disks = append(vmi.Spec.Domain.Devices.Disks, kubevirtv1.Disk{
 			Name: volume, DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusSCSI}},
 		})

@@ -98,6 +98,9 @@ type Objects struct {
 	// DataVolumes holds them by name.
 	DataVolumesRead bool
 	DataVolumes     map[string]DataVolume
+	// ClaimsNotRead says the dump holds no claims at all: see
+	// Facts.ClaimsNotRead.
+	ClaimsNotRead bool
 	// Attachments are the VolumeAttachments by the PersistentVolume they
 	// attach, with the state of the Node they name.
 	Attachments map[string][]Attachment
@@ -108,7 +111,7 @@ type Objects struct {
 
 // Assemble builds the facts of the volumes from the gathered objects.
 func Assemble(vols []VolumeRef, o Objects) *Facts {
-	f := &Facts{DataVolumesRead: o.DataVolumesRead}
+	f := &Facts{DataVolumesRead: o.DataVolumesRead, ClaimsNotRead: o.ClaimsNotRead}
 	byObject := map[string][]Event{}
 	for _, e := range o.Events {
 		switch e.Kind {

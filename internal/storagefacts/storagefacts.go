@@ -23,6 +23,10 @@ type Facts struct {
 	// DataVolumesRead says DataVolumes were read: CDI's CRD is served.
 	// Without it a volume's DataVolume is unknown, not missing.
 	DataVolumesRead bool
+	// ClaimsNotRead says no claim was read at all (a paste of Events
+	// without the objects they describe): a volume's missing claim is
+	// unknown, not missing.
+	ClaimsNotRead bool
 	// Volumes are the VM's volumes backed by a claim, by name.
 	Volumes []Volume
 	// Events are the Warning Events whose involvedObject is the VM, its

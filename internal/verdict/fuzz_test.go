@@ -20,6 +20,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
@@ -30,13 +31,16 @@ const fuzzSeedDir = "testdata/fuzz/FuzzEvaluate"
 // fuzzArgs is one FuzzEvaluate input: objects as JSON, plus the two
 // annotations the engine parses, plus the clock, plus the domain stats in
 // fuzzDomain's binary layout, plus the guest probe's facts as JSON (the
-// guest's answers are text: JSON reaches every string and number).
+// guest's answers are text: JSON reaches every string and number), plus the
+// storage facts as JSON (claims, classes, DataVolumes, attachments and
+// Warning Events of any shape and time).
 type fuzzArgs struct {
 	vm, vmi, pods, migrations, nodes, previous []byte
 	heartbeat, networkStatus                   string
 	nowOffset                                  int64 // seconds from the fixtures' now
 	domain                                     []byte
 	guest                                      []byte
+	storage                                    []byte
 }
 
 // fuzzDomain is DomainFacts in a fixed little-endian layout, followed by
@@ -230,6 +234,10 @@ func (a fuzzArgs) input() Input {
 		in.Guest = &vmifacts.GuestFacts{}
 		_ = json.Unmarshal(a.guest, in.Guest)
 	}
+	if len(a.storage) > 0 && string(a.storage) != "null" {
+		in.Storage = &storagefacts.Facts{}
+		_ = json.Unmarshal(a.storage, in.Storage)
+	}
 	return in
 }
 
@@ -249,6 +257,9 @@ func fuzzArgsOf(t testing.TB, in Input) fuzzArgs {
 	if in.Guest != nil {
 		a.guest = mustJSON(t, in.Guest)
 	}
+	if in.Storage != nil {
+		a.storage = mustJSON(t, in.Storage)
+	}
 	return a
 }
 
@@ -258,7 +269,7 @@ func (a fuzzArgs) corpusFile() []byte {
 	for _, v := range [][]byte{a.vm, a.vmi, a.pods, a.migrations, a.nodes, a.previous} {
 		fmt.Fprintf(&b, "[]byte(%q)\n", v)
 	}
-	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n[]byte(%q)\n[]byte(%q)\n", a.heartbeat, a.networkStatus, a.nowOffset, a.domain, a.guest)
+	fmt.Fprintf(&b, "string(%q)\nstring(%q)\nint64(%d)\n[]byte(%q)\n[]byte(%q)\n[]byte(%q)\n", a.heartbeat, a.networkStatus, a.nowOffset, a.domain, a.guest, a.storage)
 	return b.Bytes()
 }
 
@@ -308,13 +319,13 @@ func TestFuzzSeedsCurrent(t *testing.T) {
 // FuzzEvaluate feeds arbitrary JSON as the VM, VMI, pods, migrations,
 // nodes and previous status, arbitrary heartbeat and network-status
 // annotations, arbitrary domain stats (any float64, any time) and
-// arbitrary answers of the guest agent. Evaluate
+// arbitrary answers of the guest agent and arbitrary storage facts. Evaluate
 // must never panic, must return valid verdicts with bounded evidence and
 // messages, must return the same status twice, and must never write NaN or
 // Inf that the input did not carry as text.
 func FuzzEvaluate(f *testing.F) {
-	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64, domain, guest []byte) {
-		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset, domain, guest}
+	f.Fuzz(func(t *testing.T, vm, vmi, pods, migrations, nodes, previous []byte, heartbeat, networkStatus string, nowOffset int64, domain, guest, storage []byte) {
+		a := fuzzArgs{vm, vmi, pods, migrations, nodes, previous, heartbeat, networkStatus, nowOffset, domain, guest, storage}
 		in := a.input()
 		r := Evaluate(in)
 		st := r.Status
@@ -328,8 +339,10 @@ func FuzzEvaluate(f *testing.F) {
 			if !validVerdict(l.Verdict) || l.Reason == "" || len(l.Message) > maxMessage || len(l.Evidence) > maxEvidence {
 				t.Fatalf("layer %q/%q, %d-byte message, %d evidence", l.Verdict, l.Reason, len(l.Message), len(l.Evidence))
 			}
-			if l.Verdict.Severity() > st.Verdict.Severity() {
-				t.Fatalf("layer %s worse than overall %s", l.Verdict, st.Verdict)
+			// A layer the input says nothing about (NotInInput) does not
+			// decide the overall verdict, as checkInvariants holds.
+			if l.Reason != v1alpha1.ReasonNotInInput && l.Verdict.Severity() > st.Verdict.Severity() {
+				t.Fatalf("layer %s/%s worse than overall %s", l.Verdict, l.Reason, st.Verdict)
 			}
 		}
 		if len(st.Conditions) != 7 || r.NextDeadline < 0 || len(st.LauncherPods) > maxLauncherPods || len(st.Interfaces) > maxInterfaces {
@@ -353,7 +366,7 @@ func FuzzEvaluate(f *testing.F) {
 		if !bytes.Equal(first, again) {
 			t.Fatalf("not deterministic:\n%s\n%s", first, again)
 		}
-		text := bytes.Join([][]byte{vm, vmi, pods, migrations, nodes, previous, []byte(heartbeat), []byte(networkStatus), domain, guest}, nil)
+		text := bytes.Join([][]byte{vm, vmi, pods, migrations, nodes, previous, []byte(heartbeat), []byte(networkStatus), domain, guest, storage}, nil)
 		for _, bad := range []string{"NaN", "Inf"} {
 			if bytes.Contains(first, []byte(bad)) && !bytes.Contains(text, []byte(bad)) {
 				t.Fatalf("the status carries %s: %s", bad, first)

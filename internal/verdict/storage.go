@@ -114,7 +114,7 @@ func (e *engine) storageLayer() {
 	switch {
 	case !live:
 		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM does not run; its volumes ("+names+") wait", time.Time{})
-	case f.storage() != nil:
+	case f.storage() != nil && !f.storage().ClaimsNotRead:
 		l.add(v1alpha1.VerdictHealthy, v1alpha1.ReasonVolumesReady, "the VM's volumes ("+names+") are bound"+e.attachedSuffix(), time.Time{})
 	case f.lc == lcRunning:
 		// The kubelet starts the launcher's containers only once every
@@ -212,8 +212,9 @@ func (e *engine) judgeVolume(l *layer, v *storagefacts.Volume, live bool) {
 	dvOnItsWay := v.DV != nil && v.DV.Phase != dvSucceeded
 	switch {
 	case p == nil:
-		if !live || dvOnItsWay || v.DataVolume != "" && !f.storage().DataVolumesRead {
-			// CDI creates the claim of a DataVolume; its rules speak.
+		if !live || dvOnItsWay || v.DataVolume != "" && !f.storage().DataVolumesRead || f.storage().ClaimsNotRead {
+			// CDI creates the claim of a DataVolume; its rules speak. A
+			// claim of facts that read none is unknown, not missing.
 			return
 		}
 		if f.lc == lcRunning {

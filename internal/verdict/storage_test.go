@@ -249,6 +249,20 @@ func storageSituations() []situation {
 			check:   storageMessage("retrying after Error: Unable to connect"),
 		},
 		{
+			// CDI restarts the importer once when the image needs scratch
+			// space; meanwhile Running is False with reason Error and
+			// virt-controller shows the VM DataVolumeError
+			// (kubevirt/containerized-data-importer#3762, "intended
+			// behavior"): a normal import, which the soak plays.
+			name: "an importer restarted once for scratch space, the VM DataVolumeError meanwhile: still Provisioning",
+			in: input(waitingVM, func(in *Input) {
+				in.VM.Status.PrintableStatus = kubevirtv1.VirtualMachineStatusDataVolumeError
+			}, withStorage([]storagefacts.Volume{boundVolume(dataVolume("ImportInProgress", "0.00%", 1,
+				storagefacts.Condition{Type: "Running", Status: "False", Reason: "Error", Message: "scratch space required and none found", LastTransition: now.Add(-10 * time.Second)}))})),
+			overall: "Progressing/Provisioning", cp: "Progressing/Provisioning", storage: "Progressing/DataVolumeImporting",
+			check: storageMessage("retrying after Error: scratch space required"),
+		},
+		{
 			name: "an importer that restarted four times: DataVolumeFailed with CDI's message",
 			in: input(waitingVM, withStorage([]storagefacts.Volume{boundVolume(dataVolume("ImportInProgress", "N/A", 4,
 				storagefacts.Condition{Type: "Running", Status: "False", Reason: "Error", Message: "Unable to connect to http data source: 404 Not Found", LastTransition: now.Add(-time.Minute)}))})),
@@ -301,6 +315,33 @@ func storageSituations() []situation {
 				podEvent(eventFailedMap, "kubelet", "MapVolume.SetUpDevice failed for volume \"pv-rootdisk\"", 2*time.Minute, 10*time.Second))),
 			storage: "Degraded/VolumeMountFailed",
 			check:   storageMessage("FailedMapVolume (kubelet"),
+		},
+		{
+			// A pasted `kubectl describe` of the launcher pod: its events,
+			// no claim. The claim is unknown, not missing, and the event
+			// still explains the pod.
+			name: "FailedMapVolume on the launcher pod of facts that read no claim: no VolumeNotBound",
+			in: input(creating(3*time.Minute), func(in *Input) {
+				in.Storage = &storagefacts.Facts{ClaimsNotRead: true,
+					Volumes: []storagefacts.Volume{{Name: claim, ClaimName: claim}},
+					Events:  []storagefacts.Event{podEvent(eventFailedMap, "kubelet", "MapVolume.MapPodDevice failed for volume \"pv-rootdisk\"", 2*time.Minute, 10*time.Second)}}
+			}),
+			overall: "Degraded/VolumeMountFailed", storage: "Degraded/VolumeMountFailed",
+			check: all(storageMessage("FailedMapVolume (kubelet"), func(t *testing.T, r Result) {
+				t.Helper()
+				for _, e := range r.Status.Layers.Storage.Evidence {
+					if e.Kind == kindPVC {
+						t.Errorf("a claim not read is cited: %+v", e)
+					}
+				}
+			}),
+		},
+		{
+			name: "the same facts without the event: the claims unknown, nothing said of them",
+			in: input(creating(3*time.Minute), func(in *Input) {
+				in.Storage = &storagefacts.Facts{ClaimsNotRead: true, Volumes: []storagefacts.Volume{{Name: claim, ClaimName: claim}}}
+			}),
+			storage: "Unknown/NotInInput",
 		},
 		{
 			name: "a FailedMount older than the pod's readiness explains nothing: the pod moved on",

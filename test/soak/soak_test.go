@@ -110,7 +110,13 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	env, k8s := testenv.StartForTest(t, testenv.Options{Aggregation: true})
+	env, k8s := testenv.StartForTest(t, testenv.Options{
+		Aggregation: true,
+		// The storage life's claims are bound by the PV binder and
+		// attached by the attach-detach controller, Kubernetes' own;
+		// its DataVolumes need CDI's CRD.
+		ControllerManager: true, CDI: true,
+	})
 	sim := simulator.New(k8s, simulator.WithSeed(*flagSeed))
 	virtAPI, err := sim.ServeVirtAPI(ctx, env)
 	if err != nil {
@@ -162,7 +168,7 @@ func TestSoak(t *testing.T) {
 	}
 	life := &simulator.Everyday{
 		Sim: sim, Namespace: namespace, VMs: *flagVMs, Nodes: nodes,
-		Factor: factor, Duration: *flagDuration, Seed: *flagSeed,
+		Factor: factor, Duration: *flagDuration, Seed: *flagSeed, Storage: true,
 		Note: func(format string, a ...any) { t.Logf("+%s "+format, append([]any{rec.since()}, a...)...) },
 	}
 	rec.begin(factor)
@@ -215,7 +221,7 @@ func TestSoak(t *testing.T) {
 	for _, e := range res.Errors {
 		t.Errorf("the simulator failed a step: %s", e)
 	}
-	for _, op := range simulator.EverydayOperations {
+	for _, op := range life.Operations() {
 		if res.Operations[op] == 0 {
 			t.Errorf("operation %s was never completed", op)
 		}
