@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+	cdiv1 "kubevirt.io/containerized-data-importer-api/pkg/apis/core/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,6 +24,9 @@ type BulkOptions struct {
 	// Progress, when set, is called after each VM with the number done.
 	// It may be called from several goroutines.
 	Progress func(done int)
+	// BootWarnings records, for each DataVolume VM, the BootWarnings
+	// Warning Events its first start left behind (bootWarnings).
+	BootWarnings bool
 }
 
 // CreateRunningVMs populates a cluster at scale: it creates each VM of
@@ -64,7 +69,7 @@ func (s *Simulator) CreateRunningVMs(ctx context.Context, specs []VMSpec, opts B
 				if i >= len(specs) || ctx.Err() != nil {
 					return
 				}
-				if err := s.createRunning(ctx, specs[i], opts.Node(i)); err != nil {
+				if err := s.createRunning(ctx, specs[i], opts.Node(i), opts.BootWarnings); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -79,8 +84,9 @@ func (s *Simulator) CreateRunningVMs(ctx context.Context, specs []VMSpec, opts B
 }
 
 // createRunning writes one VM, its VMI and its launcher pod on node, ending
-// where Boot ends.
-func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) error {
+// where Boot ends; a DataVolume VM's storage first (bulkDataVolume), and
+// with warnings its boot's Warning Events last.
+func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string, warnings bool) error {
 	if sp.Name == "" || sp.Namespace == "" {
 		return fmt.Errorf("CreateRunningVMs: name and namespace are required")
 	}
@@ -103,6 +109,10 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 		Spec:       vmiSpec,
 	}
 	vmiCreator := managerUser
+	var (
+		pvc *corev1.PersistentVolumeClaim
+		dv  *cdiv1.DataVolume
+	)
 	if !sp.Standalone {
 		vm := &kubevirtv1.VirtualMachine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -114,6 +124,9 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 				},
 			},
 		}
+		if sp.DataVolume {
+			vm.Spec.DataVolumeTemplates = []kubevirtv1.DataVolumeTemplateSpec{dataVolumeTemplate(sp)}
+		}
 		if err := s.Client.Create(ctx, vm, client.FieldOwner(managerUser)); err != nil {
 			return fmt.Errorf("creating VM %s/%s: %w", ns, name, err)
 		}
@@ -122,6 +135,10 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 		setAnnotation(vm, kubevirtv1.ControllerAPIStorageVersionObservedAnnotation, "v1")
 		if err := s.Client.Update(ctx, vm, client.FieldOwner(managerVirtController)); err != nil {
 			return fmt.Errorf("updating VM %s/%s as %s: %w", ns, name, managerVirtController, err)
+		}
+		var err error
+		if pvc, dv, err = s.bulkDataVolume(ctx, vm, node); err != nil {
+			return err
 		}
 		// virt-controller creates the VMI from the template and accepts it
 		// (createVMIFromVM, acceptVMI).
@@ -182,7 +199,11 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 
 	// virt-handler: the domain runs (StartDomain) and, with a guest agent,
 	// the agent connects (ConnectAgent).
-	domainStarted(vmi, nil, now)
+	var shared map[string]bool
+	if pvc != nil {
+		shared = map[string]bool{pvc.Name: slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany)}
+	}
+	domainStarted(vmi, shared, now)
 	if sp.GuestAgent {
 		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
 			Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue,
@@ -202,5 +223,11 @@ func (s *Simulator) createRunning(ctx context.Context, sp VMSpec, node string) e
 	if err := s.Client.Update(ctx, vmi, client.FieldOwner(managerVirtController)); err != nil {
 		return fmt.Errorf("updating VMI %s/%s as %s: %w", ns, name, managerVirtController, err)
 	}
-	return s.syncVM(ctx, ns, name)
+	if err := s.syncVM(ctx, ns, name); err != nil {
+		return err
+	}
+	if warnings && pvc != nil {
+		return s.bootWarnings(ctx, vmi, pod, pvc, dv, now.Time)
+	}
+	return nil
 }

@@ -73,12 +73,16 @@ func RootDataVolume(vm string) string { return vm + "-rootdisk" }
 // dataVolumeTemplate is the VM's dataVolumeTemplates entry for the root
 // disk of sp.
 func dataVolumeTemplate(sp VMSpec) kubevirtv1.DataVolumeTemplateSpec {
+	mode := corev1.ReadWriteOnce
+	if sp.SharedDisk {
+		mode = corev1.ReadWriteMany
+	}
 	return kubevirtv1.DataVolumeTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Name: RootDataVolume(sp.Name)},
 		Spec: cdiv1.DataVolumeSpec{
 			Source: &cdiv1.DataVolumeSource{HTTP: &cdiv1.DataVolumeSourceHTTP{URL: DataVolumeImportURL}},
 			Storage: &cdiv1.StorageSpec{
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
 				StorageClassName: ptr.To(cmpOr(sp.StorageClass, StorageClassImmediate)),
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceStorage: resource.MustParse(DefaultClaimSize),

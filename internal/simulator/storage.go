@@ -502,15 +502,21 @@ func (s *Simulator) recordEvent(ctx context.Context, obj client.Object, eventTyp
 		Source:              corev1.EventSource{Component: component, Host: host},
 		ReportingController: component, ReportingInstance: host,
 	}
-	err = s.Client.Create(ctx, ev, client.FieldOwner(component))
-	for try := 0; apierrors.IsAlreadyExists(err) && try < 8; try++ {
-		ev.Name = obj.GetName() + "." + s.hex(8)
-		err = s.Client.Create(ctx, ev, client.FieldOwner(component))
-	}
-	if err != nil {
+	if err := s.createEvent(ctx, ev); err != nil {
 		return fmt.Errorf("recording event %s on %s %s/%s: %w", reason, gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// createEvent creates ev as its source component, drawing another name
+// suffix when the name is taken.
+func (s *Simulator) createEvent(ctx context.Context, ev *corev1.Event) error {
+	err := s.Client.Create(ctx, ev, client.FieldOwner(ev.Source.Component))
+	for try := 0; apierrors.IsAlreadyExists(err) && try < 8; try++ {
+		ev.Name = ev.InvolvedObject.Name + "." + s.hex(8)
+		err = s.Client.Create(ctx, ev, client.FieldOwner(ev.Source.Component))
+	}
+	return err
 }
 
 // Events lists the Events about the object of kind ns/name, oldest first.

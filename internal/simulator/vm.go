@@ -63,6 +63,8 @@ type VMSpec struct {
 	// SharedDisk puts the root disk on the PersistentVolumeClaim
 	// <name>-rootdisk, as NonSharedDisk does; the caller creates that claim
 	// ReadWriteMany (shared storage), and the VMI stays live-migratable.
+	// With DataVolume, the DataVolume's claim is ReadWriteMany instead of
+	// ReadWriteOnce.
 	SharedDisk bool
 	// EvictionStrategy of the VMI; empty is LiveMigrate.
 	EvictionStrategy kubevirtv1.EvictionStrategy

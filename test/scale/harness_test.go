@@ -113,11 +113,13 @@ func TestScale(t *testing.T) {
 			r.shards(ctx, t) // -scale.shards (shard_test.go)
 		}
 		if slices.Contains(cfg.MemPoints, level) {
-			pt, err := measureChild(ctx, t, r, level)
-			if err != nil {
-				t.Fatal(err)
+			for rep := range cfg.MemRepeats {
+				pt, err := measureChild(ctx, t, r, level, rep)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.res.MemoryPoints = append(r.res.MemoryPoints, pt)
 			}
-			r.res.MemoryPoints = append(r.res.MemoryPoints, pt)
 		}
 	}
 	// A failed correctness check does not stop the measurements: the
@@ -232,6 +234,13 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	}
 	stopManager(t, m)
 	r.verify(ctx, t, "after the overload phase")
+	hs, err := historyFigures(ctx, r.w.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.History = hs
+	t.Logf("history after the benchmarks: %d of %d VMObservations have one, %d entries (at most %d, %.0f B on average, at most %d B): %v",
+		hs.WithHistory, hs.VMObservations, hs.Entries, hs.EntriesMax, hs.BytesMean, hs.BytesMax, hs.ByEvent)
 }
 
 // coldStarts measures the floor and the cold start cfg.ConvergenceRuns

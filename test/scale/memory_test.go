@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -22,9 +23,13 @@ import (
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/app"
@@ -72,6 +77,9 @@ type childStats struct {
 	WindowMaxHeapInuse uint64 `json:"window_max_heap_inuse"`
 	VmRSS              uint64 `json:"vmrss"`
 	VmHWM              uint64 `json:"vmhwm"`
+	// At "live": the heap marked live by the last collection, without
+	// forcing one.
+	HeapLive uint64 `json:"heap_live"`
 	// After runtime.GC: the live heap.
 	HeapAlloc   uint64 `json:"heap_alloc"`
 	HeapInuse   uint64 `json:"heap_inuse"`
@@ -201,6 +209,13 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			st.StartupPeakHeapInuse = sampler.mark()
 			st.StartupVmHWM = procStatus("VmHWM")
 			st.VmRSS = procStatus("VmRSS")
+		case "live":
+			// During the storm: the live heap as of the last
+			// collection, and the window's largest heap in use, the
+			// window restarted.
+			st.HeapLive, st.HeapInuse = heapLive(), heapInuse()
+			st.WindowMaxHeapInuse = sampler.windowMax()
+			sampler.mark()
 		case "stats":
 			st.WindowMaxHeapInuse = sampler.windowMax()
 			st.VmRSS = procStatus("VmRSS")
@@ -247,6 +262,33 @@ func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
 	} {
 		var cs cacheSize
 		for _, o := range k.store.List() {
+			cs.Objects++
+			cs.Bytes += deepSizeSeen(o, seen)
+		}
+		out[k.name] = cs
+	}
+	// The storage kinds, whose stores the controller opens itself
+	// (cachestore.OpenStorage); DataVolumes only when CDI is served, as
+	// the manager watches them then.
+	dv := &unstructured.Unstructured{}
+	dv.SetGroupVersionKind(projection.DataVolumeGVK)
+	for _, k := range []struct {
+		name string
+		obj  client.Object
+	}{
+		{"PersistentVolumeClaim", &corev1.PersistentVolumeClaim{}}, {"StorageClass", &storagev1.StorageClass{}},
+		{"VolumeAttachment", &storagev1.VolumeAttachment{}}, {"Event", &corev1.Event{}}, {"DataVolume", dv},
+	} {
+		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			continue
+		}
+		ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+		if !ok {
+			continue
+		}
+		var cs cacheSize
+		for _, o := range ix.GetIndexer().List() {
 			cs.Objects++
 			cs.Bytes += deepSizeSeen(o, seen)
 		}
@@ -304,6 +346,13 @@ func (s *heapSampler) windowMax() uint64 {
 }
 
 func (s *heapSampler) stop() { close(s.quit) }
+
+// heapLive is the heap the last collection marked live.
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
 
 // procStatus reads a kB field of /proc/self/status in bytes.
 func procStatus(field string) uint64 { return procStatusOf("self", field) }
@@ -392,7 +441,10 @@ func (c *child) stop() error {
 
 // memPoint is the memory figures at one VM count.
 type memPoint struct {
-	VMs                  int     `json:"vms"`
+	VMs int `json:"vms"`
+	// Repeat numbers the child managers measured at this count
+	// (-scale.mem-repeats), from 0.
+	Repeat               int     `json:"repeat"`
 	ConvergenceSeconds   float64 `json:"convergence_seconds"`
 	HeapAlloc            uint64  `json:"heap_alloc_bytes"`
 	HeapInuse            uint64  `json:"heap_inuse_bytes"`
@@ -410,14 +462,17 @@ type memPoint struct {
 	PodTransformApplied bool `json:"pod_transform_applied"`
 	// Cache is the estimated size of the cached objects by kind.
 	Cache map[string]cacheSize `json:"cache,omitempty"`
+	// History is what the child's VMObservations hold in status.history
+	// (the cache keeps none of it: docs/history.md).
+	History *historyStats `json:"history,omitempty"`
 }
 
 // measureChild runs a child manager cold over the current population (its
 // VMObservations deleted first, so that it creates and writes them all),
 // waits for convergence, marks the start-up peak, lets it run a steady
 // window with heartbeats, and reads its heap.
-func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint, error) {
-	pt := memPoint{VMs: vms}
+func measureChild(ctx context.Context, t *testing.T, r *run, vms, repeat int) (memPoint, error) {
+	pt := memPoint{VMs: vms, Repeat: repeat}
 	if err := deleteObservations(ctx, r.w.c, r.w.nsList()); err != nil {
 		return pt, err
 	}
@@ -476,6 +531,18 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms int) (memPoint,
 	st, err := ch.ask(cmd)
 	if err != nil {
 		return pt, err
+	}
+	if hs, err := historyFigures(ctx, r.w.c); err != nil {
+		return pt, err
+	} else {
+		pt.History = hs
+	}
+	if vms > 0 && vms == r.cfg.StormAt && repeat == r.cfg.MemRepeats-1 {
+		sr, err := r.storm(ctx, t, ch, vms, st)
+		r.res.Storm = sr
+		if err != nil {
+			return pt, err
+		}
 	}
 	err = ch.stop()
 	ch = nil

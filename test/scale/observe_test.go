@@ -9,14 +9,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/analyze"
+	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -24,11 +27,11 @@ import (
 // reason of each layer and overall. Timestamps and messages are left out:
 // they move with the clock.
 type summary struct {
-	Overall, ControlPlane, Node, Guest string
+	Overall, ControlPlane, Node, Guest, Storage string
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("overall %s, controlPlane %s, node %s, guest %s", s.Overall, s.ControlPlane, s.Node, s.Guest)
+	return fmt.Sprintf("overall %s, controlPlane %s, node %s, guest %s, storage %s", s.Overall, s.ControlPlane, s.Node, s.Guest, s.Storage)
 }
 
 func summarize(st *v1alpha1.VMObservationStatus) summary {
@@ -41,6 +44,7 @@ func summarize(st *v1alpha1.VMObservationStatus) summary {
 		ControlPlane: l(st.Layers.ControlPlane),
 		Node:         l(st.Layers.Node),
 		Guest:        l(st.Layers.Guest),
+		Storage:      l(st.Layers.Storage),
 	}
 }
 
@@ -475,17 +479,32 @@ type controllerLists struct {
 	migs  kubevirtv1.VirtualMachineInstanceMigrationList
 	nodes corev1.NodeList
 	pods  corev1.PodList
+	// The storage layer's kinds, as the manager's storage informers list
+	// them (cachestore.OpenStorage): Warning Events only.
+	pvcs    corev1.PersistentVolumeClaimList
+	classes storagev1.StorageClassList
+	vas     storagev1.VolumeAttachmentList
+	dvs     unstructured.UnstructuredList
+	events  corev1.EventList
 }
 
 // calls returns one LIST a kind into l, each independent of the others, so
 // that they may run in parallel as the informers start.
 func (l *controllerLists) calls(ctx context.Context, c client.Reader) []func() error {
+	l.dvs.SetGroupVersionKind(projection.DataVolumeGVK.GroupVersion().WithKind(projection.DataVolumeGVK.Kind + "List"))
 	return []func() error{
 		func() error { return c.List(ctx, &l.vms) },
 		func() error { return c.List(ctx, &l.vmis) },
 		func() error { return c.List(ctx, &l.migs) },
 		func() error { return c.List(ctx, &l.nodes) },
 		func() error { return c.List(ctx, &l.pods, client.MatchingLabels{kubevirtv1.AppLabel: "virt-launcher"}) },
+		func() error { return c.List(ctx, &l.pvcs) },
+		func() error { return c.List(ctx, &l.classes) },
+		func() error { return c.List(ctx, &l.vas) },
+		func() error { return c.List(ctx, &l.dvs) },
+		func() error {
+			return c.List(ctx, &l.events, client.MatchingFields{"type": corev1.EventTypeWarning})
+		},
 	}
 }
 
@@ -497,6 +516,11 @@ func (l *controllerLists) groups() []analyze.VMGroup {
 	addAll(&objs, l.migs.Items)
 	addAll(&objs, l.pods.Items)
 	addAll(&objs, l.nodes.Items)
+	addAll(&objs, l.pvcs.Items)
+	addAll(&objs, l.classes.Items)
+	addAll(&objs, l.vas.Items)
+	addAll(&objs, l.dvs.Items)
+	addAll(&objs, l.events.Items)
 	groups, _ := analyze.GroupVMs(objs)
 	return groups
 }
@@ -508,7 +532,7 @@ func (l *controllerLists) groups() []analyze.VMGroup {
 func engineInput(g *analyze.VMGroup, policy verdict.Policy, now time.Time) verdict.Input {
 	return verdict.Input{
 		Namespace: g.Namespace, Name: g.Name, VM: g.VM, VMI: g.VMI,
-		Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Policy: policy, Now: now,
+		Migrations: g.Migrations, Pods: g.Pods, Nodes: g.Nodes, Storage: g.Storage, Policy: policy, Now: now,
 	}
 }
 

@@ -84,6 +84,13 @@ func (w *world) grow(ctx context.Context, t *testing.T, n int) {
 	if n <= have {
 		return
 	}
+	if w.cfg.Storage && have == 0 {
+		// The CSI driver and its StorageClasses, as deploying it leaves
+		// them: the VMs' claims name one that exists.
+		if err := w.sim.InstallCSIDriver(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var specs []simulator.VMSpec
 	var refs []vmRef
 	nodes := w.nodeList()
@@ -99,12 +106,16 @@ func (w *world) grow(ctx context.Context, t *testing.T, n int) {
 			w.addNamespace(ns)
 		}
 		ref := vmRef{ns: ns, name: fmt.Sprintf("vm-%05d", i), node: nodes[i%len(nodes)], agent: i%2 == 0}
-		specs = append(specs, simulator.VMSpec{Namespace: ns, Name: ref.name, GuestAgent: ref.agent, Interfaces: 2})
+		// With storage, the root disk is a DataVolume on shared storage
+		// (ReadWriteMany, so the VMI stays live-migratable).
+		specs = append(specs, simulator.VMSpec{Namespace: ns, Name: ref.name, GuestAgent: ref.agent, Interfaces: 2,
+			DataVolume: w.cfg.Storage, SharedDisk: w.cfg.Storage})
 		refs = append(refs, ref)
 	}
 	err := w.sim.CreateRunningVMs(ctx, specs, simulator.BulkOptions{
-		Workers: w.cfg.Workers,
-		Node:    func(i int) string { return refs[i].node },
+		Workers:      w.cfg.Workers,
+		Node:         func(i int) string { return refs[i].node },
+		BootWarnings: w.cfg.Storage,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -54,6 +54,11 @@ var (
 	flagStartupGC = flag.Int("scale.startup-gc-percent", -1, "the managers' --startup-gc-percent (in process, children and the binary); -1 keeps app.Defaults', 0 turns it off")
 	flagNoEvents  = flag.Bool("scale.no-events", false, "diagnostic: answer the in-process manager's Event writes in its transport without sending them, to show what they cost")
 	flagTimeout   = flag.Duration("scale.converge-timeout", 0, "how long to wait for convergence (default 2m + 40ms per VM)")
+	flagStorage   = flag.Bool("scale.storage", true, "give every VM its storage: a DataVolume root disk (Succeeded) with its bound claim, PersistentVolume and VolumeAttachment, and the ten Warning Events of its boot; false runs the population of the figures before the storage layer")
+	flagRepeats   = flag.Int("scale.mem-repeats", 1, "child managers measured at each memory point, one after the other, for the heap's run-to-run spread")
+	flagStormAt   = flag.Int("scale.storm-at", -1, "memory point at which the Event storm runs in its child manager (default the largest; 0 skips it)")
+	flagStormRate = flag.Float64("scale.storm-rate", 0, "Warning Events written per second in the storm (default 1000; smoke 100)")
+	flagStorm     = flag.Duration("scale.storm", 0, "length of the Event storm, and of the latency window measured before it (default 60s; smoke 2s)")
 )
 
 // config is one run's configuration.
@@ -88,6 +93,17 @@ type config struct {
 	VMsPerNS         int
 	VMsPerNode       int
 	MigrateEvery     int // one VM in MigrateEvery is live-migrated once
+	// Storage gives every VM a DataVolume root disk, its claim, volume
+	// and attachment, and its boot's Warning Events (population_test.go).
+	Storage bool
+	// MemRepeats is how many child managers are measured at each memory
+	// point.
+	MemRepeats int
+	// StormAt is the memory point whose child takes the Event storm (0:
+	// none); StormRate and Storm its rate and length (storm_test.go).
+	StormAt   int
+	StormRate float64
+	Storm     time.Duration
 }
 
 func loadConfig(t *testing.T) config {
@@ -159,6 +175,23 @@ func loadConfig(t *testing.T) config {
 		slices.Sort(cfg.MemPoints)
 		cfg.MemPoints = slices.Compact(cfg.MemPoints)
 	}
+	cfg.Storage = *flagStorage
+	cfg.MemRepeats = max(1, *flagRepeats)
+	cfg.StormRate = *flagStormRate
+	if cfg.StormRate <= 0 {
+		cfg.StormRate = 1000
+		if cfg.Smoke {
+			cfg.StormRate = 100
+		}
+	}
+	cfg.Storm = pick("scale.storm", *flagStorm, time.Minute, 2*time.Second)
+	cfg.StormAt = *flagStormAt
+	if cfg.StormAt < 0 && len(cfg.MemPoints) > 0 {
+		cfg.StormAt = cfg.MemPoints[len(cfg.MemPoints)-1]
+	}
+	if cfg.StormAt > 0 && !slices.Contains(cfg.MemPoints, cfg.StormAt) {
+		t.Fatalf("-scale.storm-at %d: not a memory point (%v)", cfg.StormAt, cfg.MemPoints)
+	}
 	cfg.Out = *flagOut
 	switch {
 	case cfg.Out == "" && cfg.Smoke:
@@ -215,7 +248,9 @@ func controlPlane(t *testing.T) *testenv.Env {
 	// Aggregation: TestScaleGuestProbe serves the simulator's virt-api
 	// through kube-apiserver; nothing else registers an aggregated API.
 	envOnce.Do(func() {
-		env, envErr = testenv.Start(testenv.Options{APIServerFlags: apiServerFlags, Aggregation: true})
+		// CDI: the VMs' root disks are DataVolumes (-scale.storage), and
+		// the manager watches DataVolumes when CDI's CRD is served.
+		env, envErr = testenv.Start(testenv.Options{APIServerFlags: apiServerFlags, Aggregation: true, CDI: true})
 	})
 	if envErr != nil {
 		t.Fatal(envErr)
