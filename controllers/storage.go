@@ -100,7 +100,8 @@ func (r *Reconciler) claimToVMs(ctx context.Context, o client.Object) []reconcil
 
 // classToVMs maps a StorageClass to the VMs of the claims that name it.
 func (r *Reconciler) classToVMs(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.claimsToVMs(ctx, cachestore.IndexClaimClass, o.GetName())
+	claims, err := cachestore.ByIndex[*projection.Claim](r.storage.Claims, cachestore.IndexClaimClass, o.GetName())
+	return r.claimsToVMs(ctx, claims, err)
 }
 
 // attachmentToVMs maps a VolumeAttachment to the VMs of the claim bound
@@ -110,13 +111,13 @@ func (r *Reconciler) attachmentToVMs(ctx context.Context, o client.Object) []rec
 	if !ok || a.PV == "" {
 		return nil
 	}
-	return r.claimsToVMs(ctx, cachestore.IndexClaimVolume, a.PV)
+	claims, err := r.storage.ClaimsOfVolume(a.PV)
+	return r.claimsToVMs(ctx, claims, err)
 }
 
-func (r *Reconciler) claimsToVMs(ctx context.Context, index, value string) []reconcile.Request {
-	claims, err := cachestore.ByIndex[*projection.Claim](r.storage.Claims, index, value)
+func (r *Reconciler) claimsToVMs(ctx context.Context, claims []*projection.Claim, err error) []reconcile.Request {
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing claims failed", "index", index, "value", value)
+		ctrl.LoggerFrom(ctx).Error(err, "Listing claims failed")
 		return nil
 	}
 	var out []reconcile.Request
@@ -131,7 +132,7 @@ func (r *Reconciler) claimsToVMs(ctx context.Context, index, value string) []rec
 // DataVolume's VMs.
 func (r *Reconciler) eventToVMs(ctx context.Context, o client.Object) []reconcile.Request {
 	e, ok := o.(*projection.Event)
-	if !ok || !e.Relevant {
+	if !ok || !e.Relevant() {
 		return nil
 	}
 	ns := e.GetNamespace()
@@ -186,10 +187,10 @@ func dataVolumeChanged() predicate.Funcs {
 // (count and last seen moved) passes too, since its time is the evidence
 // time.
 func eventChanged() predicate.Funcs {
-	p := updateOnly(func(o, n *projection.Event) bool { return n.Relevant && o.F != n.F })
+	p := updateOnly(func(o, n *projection.Event) bool { return n.Relevant() && (!o.Relevant() || *o.F != *n.F) })
 	p.CreateFunc = func(e event.CreateEvent) bool {
 		ev, ok := e.Object.(*projection.Event)
-		return !ok || ev.Relevant
+		return !ok || ev.Relevant()
 	}
 	return p
 }

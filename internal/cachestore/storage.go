@@ -2,6 +2,7 @@ package cachestore
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -27,19 +28,21 @@ type StorageStores struct {
 
 // Index names of the storage stores.
 const (
-	// IndexClaimVolume indexes claims by namespace-less PersistentVolume
-	// name (spec.volumeName): a VolumeAttachment names the PV.
+	// IndexClaimVolume indexes claims by the bucket of their
+	// PersistentVolume (spec.volumeName; ClaimsOfVolume): a
+	// VolumeAttachment names the PV.
 	IndexClaimVolume = "vmobs.spec.volumeName"
 	// IndexClaimClass indexes claims by StorageClass name.
 	IndexClaimClass = "vmobs.spec.storageClassName"
-	// IndexAttachmentPV indexes VolumeAttachments by PersistentVolume.
+	// IndexAttachmentPV indexes VolumeAttachments by the bucket of their
+	// PersistentVolume.
 	IndexAttachmentPV = "vmobs.spec.source.persistentVolumeName"
-	// IndexEventObject indexes Warning Events by namespace/kind/name of
-	// their involved object.
+	// IndexEventObject indexes the Warning Events the rules read by the
+	// bucket of their involved object's namespace/kind/name.
 	IndexEventObject = "vmobs.involvedObject"
-	// IndexVMClaim indexes VMs and VMIs by namespace/claim of every volume
-	// a claim backs: a claim's, a DataVolume's or an event's change maps to
-	// the VM through it.
+	// IndexVMClaim indexes VMs and VMIs by the buckets of namespace/claim
+	// of every volume a claim backs (VMsOfClaim): a claim's, a
+	// DataVolume's or an event's change maps to the VM through it.
 	IndexVMClaim = "vmobs.spec.volumes.claim"
 )
 
@@ -119,11 +122,20 @@ func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Infor
 	return st, nil
 }
 
+// The indexes of one value per object (a volume, an involved object, a
+// claim) index its bucket, and their lookups filter it.
+
 func claimVolumeIndex(o any) ([]string, error) {
 	if c, ok := o.(*projection.Claim); ok && c.F.VolumeName != "" {
-		return []string{c.F.VolumeName}, nil
+		return []string{bucket(c.F.VolumeName)}, nil
 	}
 	return nil, nil
+}
+
+// ClaimsOfVolume are the claims bound to the PersistentVolume pv.
+func (st *StorageStores) ClaimsOfVolume(pv string) ([]*projection.Claim, error) {
+	claims, err := ByIndex[*projection.Claim](st.Claims, IndexClaimVolume, bucket(pv))
+	return slices.DeleteFunc(claims, func(c *projection.Claim) bool { return c.F.VolumeName != pv }), err
 }
 
 func claimClassIndex(o any) ([]string, error) {
@@ -135,19 +147,20 @@ func claimClassIndex(o any) ([]string, error) {
 
 func attachmentPVIndex(o any) ([]string, error) {
 	if a, ok := o.(*projection.Attachment); ok && a.PV != "" {
-		return []string{a.PV}, nil
+		return []string{bucket(a.PV)}, nil
 	}
 	return nil, nil
 }
 
 func eventObjectIndex(o any) ([]string, error) {
-	if e, ok := o.(*projection.Event); ok && e.Relevant {
-		return []string{EventObjectKey(e.GetNamespace(), e.F.Kind, e.F.Name)}, nil
+	if e, ok := o.(*projection.Event); ok && e.Relevant() {
+		return []string{bucket(EventObjectKey(e.GetNamespace(), e.F.Kind, e.F.Name))}, nil
 	}
 	return nil, nil
 }
 
-// EventObjectKey is the IndexEventObject value of an involved object.
+// EventObjectKey names an involved object in IndexEventObject (its
+// bucket is the index value).
 func EventObjectKey(namespace, kind, name string) string {
 	return namespace + "/" + kind + "/" + name
 }
@@ -168,9 +181,22 @@ func vmClaimIndex(o any) ([]string, error) {
 	out := make([]string, 0, len(vols))
 	ns := o.(client.Object).GetNamespace()
 	for _, v := range vols {
-		out = append(out, ns+"/"+v.ClaimName)
+		if b := bucket(ns + "/" + v.ClaimName); !slices.Contains(out, b) {
+			out = append(out, b)
+		}
 	}
 	return out, nil
+}
+
+// claimsOf are the volumes of a VM or VMI.
+func claimsOf(o any) []projection.ClaimVolume {
+	switch x := o.(type) {
+	case *projection.VM:
+		return x.Volumes
+	case *projection.VMI:
+		return x.Volumes
+	}
+	return nil
 }
 
 // VMsOfClaim are the keys (namespace/name) of the VMs and VMIs whose
@@ -179,12 +205,17 @@ func (s *Store) VMsOfClaim(namespace, claim string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	for _, ix := range []Index{s.VMs, s.VMIs} {
-		objs, err := ix.ByIndex(IndexVMClaim, namespace+"/"+claim)
+		objs, err := ix.ByIndex(IndexVMClaim, bucket(namespace+"/"+claim))
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			k := o.(client.Object).GetNamespace() + "/" + o.(client.Object).GetName()
+			obj, ok := o.(client.Object)
+			if !ok || obj.GetNamespace() != namespace ||
+				!slices.ContainsFunc(claimsOf(o), func(v projection.ClaimVolume) bool { return v.ClaimName == claim }) {
+				continue // another key of the bucket
+			}
+			k := obj.GetNamespace() + "/" + obj.GetName()
 			if !seen[k] {
 				seen[k] = true
 				out = append(out, k)
@@ -206,12 +237,14 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 		Attachments: map[string][]storagefacts.Attachment{},
 	}
 	events := func(kind, name string) error {
-		evs, err := ByIndex[*projection.Event](st.Events, IndexEventObject, EventObjectKey(namespace, kind, name))
+		evs, err := ByIndex[*projection.Event](st.Events, IndexEventObject, bucket(EventObjectKey(namespace, kind, name)))
 		if err != nil {
 			return err
 		}
 		for _, e := range evs {
-			o.Events = append(o.Events, e.F)
+			if e.Relevant() && e.F.Kind == kind && e.F.Name == name && e.GetNamespace() == namespace {
+				o.Events = append(o.Events, *e.F)
+			}
 		}
 		return nil
 	}
@@ -243,11 +276,14 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 				}
 			}
 			if pv := c.F.VolumeName; pv != "" {
-				as, err := ByIndex[*projection.Attachment](st.Attachments, IndexAttachmentPV, pv)
+				as, err := ByIndex[*projection.Attachment](st.Attachments, IndexAttachmentPV, bucket(pv))
 				if err != nil {
 					return o, err
 				}
 				for _, a := range as {
+					if a.PV != pv {
+						continue // another volume of the bucket
+					}
 					f := a.F
 					f.NodeMissing, f.NodeNotReady, err = nodeState(nodes, f.Node)
 					if err != nil {

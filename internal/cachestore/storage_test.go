@@ -140,7 +140,7 @@ func TestStorageObjects(t *testing.T) {
 			t.Errorf("VMs of claim %s: %v (%v), want prod/vm1", claim, keys, err)
 		}
 	}
-	claims, err := ByIndex[*projection.Claim](st.Claims, IndexClaimVolume, "pv-1")
+	claims, err := st.ClaimsOfVolume("pv-1")
 	if err != nil || len(claims) != 1 || claims[0].Name != "vm1-root" {
 		t.Errorf("claims of pv-1: %v (%v)", claims, err)
 	}

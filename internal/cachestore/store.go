@@ -262,27 +262,31 @@ func podVMIIndex(o any) ([]string, error) {
 	return nil, nil
 }
 
-// podBuckets is how many values the pod index has. Each value costs the
-// index a set (a Go map of about 200 bytes, whatever it holds): one per VMI
-// cost more than a launcher pod's projection. A bucket holds the pods of
-// several VMIs, and a lookup filters them (LauncherPods).
-const podBuckets = 256
+// buckets is how many values the indexes of one value per object (a VMI's
+// pods, an object's events, a claim's VMs, a volume's claims and
+// attachments) have. Each value costs the index a set (a Go map of about
+// 200 bytes, whatever it holds): one per VMI cost more than a launcher
+// pod's projection, and the storage indexes had four or five such values a
+// VM. A bucket holds the objects of several keys, and a lookup filters
+// them (LauncherPods, StorageStores).
+const buckets = 256
 
-var podBucketNames = func() (names [podBuckets]string) {
+var bucketNames = func() (names [buckets]string) {
 	for i := range names {
 		names[i] = strconv.Itoa(i)
 	}
 	return names
 }()
 
-// podBucket is the pod index value of the VMI namespace/name.
-func podBucket(namespace, name string) string {
+// bucket is the index value of key.
+func bucket(key string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(namespace))
-	_, _ = h.Write([]byte{'/'})
-	_, _ = h.Write([]byte(name))
-	return podBucketNames[h.Sum32()%podBuckets]
+	_, _ = h.Write([]byte(key))
+	return bucketNames[h.Sum32()%buckets]
 }
+
+// podBucket is the pod index value of the VMI namespace/name.
+func podBucket(namespace, name string) string { return bucket(namespace + "/" + name) }
 
 // LauncherPods are the pods the VMI namespace/name controls.
 func (s *Store) LauncherPods(namespace, name string) ([]*projection.Pod, error) {

@@ -47,7 +47,7 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi,
 				UID: types.UID(ns + vmi), Controller: ptr.To(true)}}}}
 	}
-	const vmis = 2 * podBuckets
+	const vmis = 2 * buckets
 	for _, ns := range []string{"a", "b"} {
 		for i := range vmis {
 			vmi := fmt.Sprint("vm-", i)

@@ -42,24 +42,17 @@ type DataVolume struct {
 	F storagefacts.DataVolume
 }
 
-// Event is a Warning Event as the storage layer reads it. An event about
-// another kind than the VM's objects keeps its name only (the informer
-// still holds a key for it): Relevant is false.
+// Event is a Warning Event as the storage layer reads it. An event no rule
+// reads (storagefacts.Read) keeps its name only, since the informer still
+// holds a key for it: F is nil, and the struct is a third of one the rules
+// read (docs/scale.md, the storage budget).
 type Event struct {
 	Meta
-	Relevant bool
-	F        storagefacts.Event
+	F *storagefacts.Event
 }
 
-// RelevantEventKind says whether events about a kind are kept: the VM, its
-// VMI, its launcher pods, its claims and DataVolumes.
-func RelevantEventKind(kind string) bool {
-	switch kind {
-	case storagefacts.KindVM, storagefacts.KindVMI, storagefacts.KindPod, storagefacts.KindPVC, storagefacts.KindDataVolume:
-		return true
-	}
-	return false
-}
+// Relevant says a rule reads the event: it has its facts.
+func (e *Event) Relevant() bool { return e.F != nil }
 
 var claimAnnotations = []string{storagefacts.SelectedNodeAnnotation}
 
@@ -80,10 +73,11 @@ func fromAttachment(va *storagev1.VolumeAttachment) *Attachment {
 }
 
 func fromEvent(e *corev1.Event) *Event {
-	out := &Event{Meta: Meta{Name: e.Name, Namespace: Intern(e.Namespace), ResourceVersion: e.ResourceVersion}}
-	if e.Type == corev1.EventTypeWarning && RelevantEventKind(e.InvolvedObject.Kind) {
-		out.Relevant, out.F = true, storagefacts.FromEvent(e)
-		out.F.Kind, out.F.Reason, out.F.Component = Intern(out.F.Kind).String(), Intern(out.F.Reason).String(), Intern(out.F.Component).String()
+	out := &Event{Meta: Meta{Name: e.Name, Namespace: Intern(e.Namespace)}}
+	if e.Type == corev1.EventTypeWarning && storagefacts.Read(e.InvolvedObject.Kind, e.Reason) {
+		f := storagefacts.FromEvent(e)
+		f.Kind, f.Reason, f.Component = Intern(f.Kind).String(), Intern(f.Reason).String(), Intern(f.Component).String()
+		out.F, out.ResourceVersion = &f, e.ResourceVersion
 	}
 	return out
 }
@@ -136,5 +130,9 @@ func (d *DataVolume) DeepCopyObject() runtime.Object {
 func (e *Event) DeepCopyObject() runtime.Object {
 	o := *e
 	o.Meta = e.Meta.deepCopy()
+	if e.F != nil {
+		f := *e.F
+		o.F = &f
+	}
 	return &o
 }

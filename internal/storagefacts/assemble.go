@@ -24,6 +24,41 @@ const (
 	KindVMI        = "VirtualMachineInstance"
 )
 
+// Event reasons the storage rules read (internal/verdict/storage.go), as
+// their writers spell them: the attach-detach controller
+// (k8s:pkg/controller/volume/attachdetach/reconciler) and the kubelet's
+// volume manager (k8s:pkg/kubelet/volumemanager) on the launcher pod, the
+// PV binder and the external provisioner on the claim
+// (k8s:pkg/controller/volume/persistentvolume/pv_controller.go,
+// sigs.k8s.io/sig-storage-lib-external-provisioner controller.go).
+const (
+	ReasonFailedAttachVolume = "FailedAttachVolume"
+	ReasonFailedMount        = "FailedMount"
+	ReasonFailedMapVolume    = "FailedMapVolume"
+	ReasonProvisioningFailed = "ProvisioningFailed"
+)
+
+// Read says whether a storage rule reads a Warning Event about an object of
+// kind with reason: a launcher pod's attach, mount and map failures, a
+// claim's ProvisioningFailed, and any event of a DataVolume (its newest
+// explains an import that fails). No rule reads the others (a VM's or
+// VMI's events, a pod's scheduling or probe warnings, a claim's import
+// errors, which its DataVolume repeats): the controller's cache keeps only
+// their names (internal/projection), and Assemble leaves them out, so that
+// they neither cost memory nor push an event a rule reads out of the newest
+// MaxEvents. A rule that reads another reason adds it here.
+func Read(kind, reason string) bool {
+	switch kind {
+	case KindPod:
+		return reason == ReasonFailedAttachVolume || reason == ReasonFailedMount || reason == ReasonFailedMapVolume
+	case KindPVC:
+		return reason == ReasonProvisioningFailed
+	case KindDataVolume:
+		return true
+	}
+	return false
+}
+
 // VolumeRef is a volume of the VM a claim backs, as its spec names it.
 type VolumeRef struct {
 	Name, ClaimName, DataVolume string
@@ -114,10 +149,13 @@ func Assemble(vols []VolumeRef, o Objects) *Facts {
 	f := &Facts{DataVolumesRead: o.DataVolumesRead, ClaimsNotRead: o.ClaimsNotRead}
 	byObject := map[string][]Event{}
 	for _, e := range o.Events {
+		if !Read(e.Kind, e.Reason) {
+			continue
+		}
 		switch e.Kind {
 		case KindPVC, KindDataVolume:
 			byObject[e.Kind+"/"+e.Name] = append(byObject[e.Kind+"/"+e.Name], e)
-		case KindPod, KindVM, KindVMI:
+		case KindPod:
 			f.Events = append(f.Events, e)
 		}
 	}

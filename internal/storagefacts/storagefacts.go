@@ -29,8 +29,8 @@ type Facts struct {
 	ClaimsNotRead bool
 	// Volumes are the VM's volumes backed by a claim, by name.
 	Volumes []Volume
-	// Events are the Warning Events whose involvedObject is the VM, its
-	// VMI or a launcher pod, newest first (at most MaxEvents).
+	// Events are the Warning Events of the VM's launcher pods that the
+	// rules read (Read), newest first (at most MaxEvents).
 	Events []Event
 }
 

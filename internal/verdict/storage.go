@@ -25,9 +25,9 @@ const (
 	// The attach-detach controller (k8s:pkg/controller/volume/attachdetach,
 	// reconciler.go) and the kubelet's volume manager
 	// (k8s:pkg/kubelet/volumemanager) on the launcher pod.
-	eventFailedAttach = "FailedAttachVolume"
-	eventFailedMount  = "FailedMount"
-	eventFailedMap    = "FailedMapVolume"
+	eventFailedAttach = storagefacts.ReasonFailedAttachVolume
+	eventFailedMount  = storagefacts.ReasonFailedMount
+	eventFailedMap    = storagefacts.ReasonFailedMapVolume
 	// multiAttach and waitingForDetach start the attach-detach
 	// controller's message for a ReadWriteOnce volume still attached
 	// elsewhere (k8s:pkg/controller/volume/attachdetach/reconciler
@@ -39,7 +39,7 @@ const (
 	// The PV binder and the external provisioner on the claim
 	// (k8s:pkg/controller/volume/persistentvolume/pv_controller.go,
 	// sigs.k8s.io/sig-storage-lib-external-provisioner controller.go).
-	eventProvisioningFailed = "ProvisioningFailed"
+	eventProvisioningFailed = storagefacts.ReasonProvisioningFailed
 )
 
 // dvRestartLimit: a DataVolume whose importer, cloner or uploader pod

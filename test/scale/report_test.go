@@ -488,6 +488,26 @@ func (r *results) printTable(out io.Writer) {
 	if m := r.CacheBytesPerVM; m != nil {
 		row("cached bytes per VM", fmt.Sprintf("%.0f B", m["total"]), fmt.Sprintf("VMObservation %.0f, VMI %.0f, Pod %.0f, VM %.0f, Node %.0f, VMIM %.0f; rest of the heap slope %.0f",
 			m["VMObservation"], m["VirtualMachineInstance"], m["Pod"], m["VirtualMachine"], m["Node"], m["VirtualMachineInstanceMigration"], m["other"]))
+		if r.Storage {
+			row("  of which storage", fmt.Sprintf("%.0f B", m["PersistentVolumeClaim"]+m["DataVolume"]+m["VolumeAttachment"]+m["StorageClass"]+m["Event"]),
+				fmt.Sprintf("PVC %.0f, DataVolume %.0f, VolumeAttachment %.0f, StorageClass %.0f, Event %.0f",
+					m["PersistentVolumeClaim"], m["DataVolume"], m["VolumeAttachment"], m["StorageClass"], m["Event"]))
+		}
+	}
+	if len(r.HeapBytesPerVMRuns) > 0 {
+		row("heap per VM, each repeat", fmt.Sprint(r.HeapBytesPerVMRuns), fmt.Sprintf("at each count, (live − live at 0) / VMs: %v", r.HeapBytesPerVMAt))
+	}
+	if h := r.History; h != nil {
+		row("status.history after the benchmarks", fmt.Sprintf("%d of %d VMObservations, %d entries", h.WithHistory, h.VMObservations, h.Entries),
+			fmt.Sprintf("at most %d entries, %.0f B on average, at most %d B; %v", h.EntriesMax, h.BytesMean, h.BytesMax, h.ByEvent))
+	}
+	if s := r.Storm; s != nil {
+		row(fmt.Sprintf("Event storm at %d VMs: %.0f/s asked for %.0f s", s.VMs, s.RateAsked, s.Seconds), fmt.Sprintf("%d events (%.0f/s), live heap +%s",
+			s.Events, s.EventsPerSec, mib(uint64(max(s.HeapGrowth, 0)))),
+			fmt.Sprintf("%.0f B an event; cached events %d → %d → %d after deletion; heap %s → %s → %s after deletion",
+				s.HeapGrowthPerEvent, s.CachedEventsBefore, s.CachedEventsAfter, s.CachedEventsGone, mib(s.HeapBefore), mib(s.HeapSettled), mib(s.HeapAfterDelete)))
+		row("  other VMs' latency during the storm", fmt.Sprintf("p50 %s, p99 %s (%.2f×)", ms(s.During.P50), ms(s.During.P99), s.P99Ratio),
+			fmt.Sprintf("without it p50 %s, p99 %s; watch p99 %s and %s", ms(s.Baseline.P50), ms(s.Baseline.P99), ms(s.Baseline.WatchP99), ms(s.During.WatchP99)))
 	}
 	if r.Binary != nil {
 		row(fmt.Sprintf("vmobs binary RSS at %d VMs (restart)", r.Binary.VMs), mib(r.Binary.RSS), fmt.Sprintf("start-up peak RSS %s (%.2f×); anonymous %s, the binary's pages %s",
