@@ -120,6 +120,12 @@ func TestScale(t *testing.T) {
 				}
 				r.res.MemoryPoints = append(r.res.MemoryPoints, pt)
 			}
+			// The figures so far, in case a long run is stopped before
+			// its end.
+			r.res.finish(r.w, r.tr, time.Since(started))
+			if err := r.res.write(cfg.Out); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	// A failed correctness check does not stop the measurements: the
