@@ -328,6 +328,13 @@ func FromEvent(ev *corev1.Event) Event {
 	return e
 }
 
+// CDI's final DataVolume phase and the condition the rules read
+// (containerized-data-importer-api pkg/apis/core/v1beta1/types.go).
+const (
+	DataVolumeSucceeded = "Succeeded"
+	DataVolumeRunning   = "Running"
+)
+
 // FromDataVolume keeps what the rules read of a DataVolume given as an
 // unstructured object's content (cdi.kubevirt.io/v1beta1 DataVolume;
 // kubevirt.io/containerized-data-importer-api types/datavolume.go).
@@ -338,6 +345,13 @@ func FromDataVolume(obj map[string]any) DataVolume {
 	}
 	st, _ := obj["status"].(map[string]any)
 	d.Phase, _ = st["phase"].(string)
+	if d.Phase == DataVolumeSucceeded {
+		// No rule reads more of a DataVolume whose import is done
+		// (internal/verdict judgeDataVolume, dvImporting): a fleet's
+		// DataVolumes are almost all Succeeded, and their conditions'
+		// messages cost more than the rest of the projection.
+		return d
+	}
 	d.Progress, _ = st["progress"].(string)
 	switch n := st["restartCount"].(type) {
 	case int64:
@@ -362,8 +376,7 @@ func FromDataVolume(obj map[string]any) DataVolume {
 				cd.LastTransition = t
 			}
 		}
-		switch cd.Type {
-		case "Bound", "Running", "Ready":
+		if cd.Type == DataVolumeRunning {
 			d.Conditions = append(d.Conditions, cd)
 		}
 	}

@@ -113,7 +113,9 @@ type DataVolume struct {
 	// RestartCount is status.restartCount: how often the importer,
 	// cloner or uploader pod restarted.
 	RestartCount int32
-	// Conditions are status.conditions Bound, Running and Ready.
+	// Conditions are status.conditions Running (the only one a rule
+	// reads: Bound and Ready repeat the phase). A Succeeded DataVolume
+	// keeps its name and phase only.
 	Conditions []Condition
 	// Events are the DataVolume's Warning Events, newest first.
 	Events []Event

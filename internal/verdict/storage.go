@@ -50,7 +50,7 @@ const dvRestartLimit = 3
 // dvSucceeded and dvFailed are CDI's final DataVolume phases
 // (containerized-data-importer-api pkg/apis/core/v1beta1/types.go).
 const (
-	dvSucceeded = "Succeeded"
+	dvSucceeded = storagefacts.DataVolumeSucceeded
 	dvFailed    = "Failed"
 )
 
@@ -334,7 +334,7 @@ func (e *engine) launcherScheduled() bool {
 // own alert allows, is DataVolumeFailed.
 func (e *engine) judgeDataVolume(l *layer, v *storagefacts.Volume) {
 	d := v.DV
-	running := storagefacts.Cond(d.Conditions, "Running")
+	running := storagefacts.Cond(d.Conditions, storagefacts.DataVolumeRunning)
 	detail := ""
 	var at time.Time
 	if running != nil && running.Status != string(corev1.ConditionTrue) && running.Message != "" {
