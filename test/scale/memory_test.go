@@ -532,10 +532,8 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms, repeat int) (m
 	if err != nil {
 		return pt, err
 	}
-	if hs, err := historyFigures(ctx, r.w.c); err != nil {
+	if pt.History, err = historyFigures(ctx, r.w.c); err != nil {
 		return pt, err
-	} else {
-		pt.History = hs
 	}
 	if vms > 0 && vms == r.cfg.StormAt && repeat == r.cfg.MemRepeats-1 {
 		sr, err := r.storm(ctx, t, ch, vms, st)
