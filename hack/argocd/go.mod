@@ -1,5 +1,8 @@
 module github.com/vmobs/vmobs/hack/argocd
 
+// Argo CD v3.6 needs Go 1.27, newer than the project's: `make test-argocd`
+// runs go here with GOTOOLCHAIN=auto, which fetches this toolchain from the
+// Go module proxy (docs/argocd.md, "How it is tested").
 go 1.27.0
 
 toolchain go1.27.3
