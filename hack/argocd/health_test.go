@@ -47,10 +47,22 @@ func TestHealthLua(t *testing.T) {
 		t.Fatal("health_test.yaml has no tests")
 	}
 	cm := docsArgoCDCM(t)
+	// The argocd-cm key of the script, resource.customizations.health.
+	// <group>_<kind>, is left for Argo CD to parse: the test reads its
+	// <group>_<kind> only to name the same kind's useOpenLibs.
+	var groupKind string
+	for key := range cm.Data {
+		if gk, ok := strings.CutPrefix(key, "resource.customizations.health."); ok {
+			groupKind = gk
+		}
+	}
+	if groupKind == "" {
+		t.Fatal("the argocd-cm of docs/argocd.md has no resource.customizations.health key")
+	}
 	for _, openLibs := range []bool{false, true} {
 		cm := cm.DeepCopy()
 		if openLibs {
-			cm.Data["resource.customizations.useOpenLibs.observability.vmobs.io_VMObservation"] = "true"
+			cm.Data["resource.customizations.useOpenLibs."+groupKind] = "true"
 		}
 		overrides := resourceOverrides(t, cm)
 		for _, tc := range tests.Tests {
@@ -66,7 +78,7 @@ func TestHealthLua(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got != script || gotOpenLibs != openLibs {
-					t.Fatalf("Argo CD picks for %s a health script with useOpenLibs=%v that is not health.lua (useOpenLibs=%v):\n%s",
+					t.Fatalf("Argo CD picks for %s, with useOpenLibs=%v, a health script other than health.lua with useOpenLibs=%v:\n%s",
 						obj.GroupVersionKind(), gotOpenLibs, openLibs, got)
 				}
 				hs, err := health.GetResourceHealth(obj, lua.ResourceHealthOverrides(overrides))
