@@ -1,8 +1,6 @@
 package integrations
 
 import (
-	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -10,9 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -20,195 +16,74 @@ import (
 	"github.com/vmobs/vmobs/test/support"
 )
 
-// The Argo CD health check is run the way Argo CD runs it (argoproj/argo-cd
-// util/lua/lua.go, VM.runLua and VM.ExecuteHealthLua): gopher-lua, the
-// object decoded into a Lua table and set as the global `obj`, a one-second
-// context, the script's return value read as a table and decoded through
-// JSON into {status, message}, and a status outside Argo CD's six read as
-// Unknown. A customization from argocd-cm runs without Lua's standard
-// libraries except package, base, table and a reduced os; a built-in one
-// (resource_customizations/) with all of them. Every case runs both ways.
-// Argo CD's own util/lua is not imported because its module cannot be built
-// from the Go module proxy (docs/argocd.md, "Why not Argo CD's own util/lua").
+// The Argo CD health check (config/argocd/.../VMObservation: health.lua,
+// health_test.yaml, testdata/) is run by Argo CD's own code in hack/argocd,
+// a module of its own built with the Go its Argo CD needs (`make
+// test-argocd`; docs/argocd.md, "How it is tested"). The tests here keep
+// what it runs honest: health_test.yaml covers every testdata object and
+// every status, the testdata objects are what the verdict engine writes
+// today, and health_test.yaml expects for each of them the mapping of
+// docs/argocd.md.
 
 var update = flag.Bool("update", false,
 	"rewrite config/argocd/.../testdata/*.yaml from the verdict engine's scenarios (make update-golden)")
 
 const argoDir = "config/argocd/observability.vmobs.io/VMObservation"
 
-// argoHealth is gitops-engine's HealthStatus as it reads the Lua result.
+// argoHealth is gitops-engine's HealthStatus as health_test.yaml gives it.
 type argoHealth struct {
 	Status  string `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
 }
 
-var argoStatuses = map[string]bool{"Healthy": true, "Progressing": true, "Suspended": true, "Degraded": true, "Missing": true, "Unknown": true}
-
-// runArgoHealth mirrors VM.ExecuteHealthLua.
-func runArgoHealth(obj map[string]any, script string, openLibs bool) (argoHealth, error) {
-	l := lua.NewState(lua.Options{SkipOpenLibs: !openLibs})
-	defer l.Close()
-	if !openLibs {
-		// What Argo CD opens for argocd-cm scripts, less its safe os
-		// library: our script needs none of it, and leaving it out proves so.
-		for _, lib := range []struct {
-			name string
-			fn   lua.LGFunction
-		}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}} {
-			if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.fn), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
-				return argoHealth{}, err
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	l.SetContext(ctx)
-	l.SetGlobal("obj", luaValue(l, obj))
-	if err := l.DoString(script); err != nil {
-		return argoHealth{}, err
-	}
-	ret := l.Get(-1)
-	if ret.Type() != lua.LTTable {
-		return argoHealth{}, fmt.Errorf("expect table output from Lua script, not %s", ret.Type())
-	}
-	b, err := json.Marshal(goValue(ret))
-	if err != nil {
-		return argoHealth{}, err
-	}
-	var hs argoHealth
-	if err := json.Unmarshal(b, &hs); err != nil {
-		return argoHealth{}, fmt.Errorf("the script returned %s: %w", b, err)
-	}
-	if !argoStatuses[hs.Status] {
-		return argoHealth{Status: "Unknown", Message: "Lua returned an invalid health status"}, nil
-	}
-	return hs, nil
-}
-
-// luaValue decodes a JSON value into Lua as Argo CD's decodeValue does:
-// numbers are LNumber, arrays are tables appended in order, maps are
-// tables keyed by string, null is nil.
-func luaValue(l *lua.LState, v any) lua.LValue {
-	switch x := v.(type) {
-	case bool:
-		return lua.LBool(x)
-	case float64:
-		return lua.LNumber(x)
-	case int64:
-		return lua.LNumber(x)
-	case int:
-		return lua.LNumber(x)
-	case int32:
-		return lua.LNumber(x)
-	case json.Number:
-		return lua.LString(x)
-	case string:
-		return lua.LString(x)
-	case []any:
-		t := l.CreateTable(len(x), 0)
-		for _, it := range x {
-			t.Append(luaValue(l, it))
-		}
-		return t
-	case map[string]any:
-		t := l.CreateTable(0, len(x))
-		for k, it := range x {
-			t.RawSetH(lua.LString(k), luaValue(l, it))
-		}
-		return t
-	}
-	return lua.LNil
-}
-
-// goValue encodes a Lua value for JSON as layeh.com/gopher-json does for
-// Argo CD: a table with only 1..n keys is an array, else an object.
-func goValue(v lua.LValue) any {
-	switch x := v.(type) {
-	case lua.LBool:
-		return bool(x)
-	case lua.LNumber:
-		return float64(x)
-	case lua.LString:
-		return string(x)
-	case *lua.LTable:
-		if n := x.MaxN(); n > 0 {
-			arr := make([]any, 0, n)
-			for i := 1; i <= n; i++ {
-				arr = append(arr, goValue(x.RawGetInt(i)))
-			}
-			return arr
-		}
-		m := map[string]any{}
-		x.ForEach(func(k, val lua.LValue) { m[k.String()] = goValue(val) })
-		return m
-	}
-	return nil
-}
-
-func readArgoScript(t *testing.T) string {
+// argoTests reads health_test.yaml, in Argo CD's format, into its expected
+// health by input path.
+func argoTests(t *testing.T) map[string]argoHealth {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), argoDir, "health.lua"))
+	var tests struct {
+		Tests []struct {
+			HealthStatus argoHealth `json:"healthStatus"`
+			InputPath    string     `json:"inputPath"`
+		} `json:"tests"`
+	}
+	raw, err := os.ReadFile(filepath.Join(support.RepoRoot(t), argoDir, "health_test.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
-}
-
-// argoTests is health_test.yaml in Argo CD's format.
-type argoTests struct {
-	Tests []struct {
-		HealthStatus argoHealth `json:"healthStatus"`
-		InputPath    string     `json:"inputPath"`
-	} `json:"tests"`
-}
-
-// TestArgoCDHealthLua runs every case of health_test.yaml, as Argo CD's
-// TestLuaHealthScript does for its built-in checks.
-func TestArgoCDHealthLua(t *testing.T) {
-	root := support.RepoRoot(t)
-	script := readArgoScript(t)
-	raw, err := os.ReadFile(filepath.Join(root, argoDir, "health_test.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tests argoTests
 	if err := yaml.UnmarshalStrict(raw, &tests); err != nil {
 		t.Fatalf("health_test.yaml: %v", err)
 	}
-	if len(tests.Tests) == 0 {
-		t.Fatal("health_test.yaml has no tests")
-	}
-	seen := map[string]bool{}
-	statuses := map[string]bool{}
+	out := map[string]argoHealth{}
 	for _, tc := range tests.Tests {
-		seen[filepath.Clean(tc.InputPath)] = true
-		statuses[tc.HealthStatus.Status] = true
-		for _, openLibs := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/openLibs=%v", tc.InputPath, openLibs), func(t *testing.T) {
-				b, err := os.ReadFile(filepath.Join(root, argoDir, tc.InputPath))
-				if err != nil {
-					t.Fatal(err)
-				}
-				obj := map[string]any{}
-				if err := yaml.Unmarshal(b, &obj); err != nil {
-					t.Fatal(err)
-				}
-				got, err := runArgoHealth(obj, script, openLibs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got != tc.HealthStatus {
-					t.Errorf("health.lua returned\n  %+v\nhealth_test.yaml expects\n  %+v", got, tc.HealthStatus)
-				}
-			})
+		path := filepath.Clean(tc.InputPath)
+		if _, dup := out[path]; dup {
+			t.Errorf("health_test.yaml has two cases for %s", path)
+		}
+		out[path] = tc.HealthStatus
+	}
+	return out
+}
+
+// TestArgoCDHealthTests checks that health_test.yaml has a case for every
+// testdata object and only for those, and covers every Argo CD status
+// vmobs can produce.
+func TestArgoCDHealthTests(t *testing.T) {
+	root := support.RepoRoot(t)
+	tests := argoTests(t)
+	statuses := map[string]bool{}
+	for path, want := range tests {
+		statuses[want.Status] = true
+		if _, err := os.Stat(filepath.Join(root, argoDir, path)); err != nil {
+			t.Errorf("health_test.yaml: %v", err)
 		}
 	}
-	// Every testdata file is a case, and every Argo CD status vmobs can
-	// produce is covered.
-	files, _ := filepath.Glob(filepath.Join(root, argoDir, "testdata", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(root, argoDir, "testdata", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range files {
 		rel := filepath.Join("testdata", filepath.Base(f))
-		if !seen[rel] {
+		if _, ok := tests[rel]; !ok {
 			t.Errorf("%s is not referenced by health_test.yaml", rel)
 		}
 	}
@@ -219,27 +94,31 @@ func TestArgoCDHealthLua(t *testing.T) {
 	}
 }
 
-// TestArgoCDHealthOnEngineOutput runs the script on what the verdict engine
-// produces today (the testdata files are a snapshot of it) and checks the
-// mapping of design.md: same words, Failed → Degraded, stopped as declared
-// → Healthy, stale generation → Progressing, message = status.message.
+// TestArgoCDHealthOnEngineOutput checks that each scenario's testdata
+// object is what the verdict engine produces today (-update rewrites them),
+// and that health_test.yaml expects for it the mapping of docs/argocd.md:
+// same words, Failed → Degraded, stopped as declared → Healthy, stale
+// generation → Progressing, message = status.message. hack/argocd checks
+// that Argo CD's code returns what health_test.yaml expects.
 func TestArgoCDHealthOnEngineOutput(t *testing.T) {
-	script := readArgoScript(t)
+	if *update {
+		writeArgoTestdata(t)
+	}
+	root := support.RepoRoot(t)
+	tests := argoTests(t)
 	for _, sc := range scenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			u := toUnstructured(t, sc.obs)
-			// Through JSON, as Argo CD gets it from the API server.
-			b, err := json.Marshal(u.Object)
+			path := filepath.Join("testdata", sc.name+".yaml")
+			committed, err := os.ReadFile(filepath.Join(root, argoDir, path))
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v (make update-golden writes it)", err)
 			}
-			obj := map[string]any{}
-			if err := json.Unmarshal(b, &obj); err != nil {
-				t.Fatal(err)
+			if want := argoTestdata(t, sc); string(committed) != string(want) {
+				t.Errorf("%s is not what the verdict engine writes today: run make update-golden and review the diff", path)
 			}
-			got, err := runArgoHealth(obj, script, false)
-			if err != nil {
-				t.Fatal(err)
+			got, ok := tests[path]
+			if !ok {
+				t.Fatalf("health_test.yaml has no case for %s", path)
 			}
 			want := argoHealth{Status: sc.argo, Message: sc.obs.Status.Message}
 			if sc.obs.Status.ObservedGeneration < sc.obs.Generation {
@@ -249,35 +128,39 @@ func TestArgoCDHealthOnEngineOutput(t *testing.T) {
 				// Stopped as declared: the message says so, and carries
 				// the engine's.
 				if !strings.Contains(got.Message, "stopped as declared") || !strings.HasSuffix(got.Message, sc.obs.Status.Message) {
-					t.Errorf("message %q should say the VM is stopped as declared and end with the engine's %q", got.Message, sc.obs.Status.Message)
+					t.Errorf("health_test.yaml: the message %q of %s should say the VM is stopped as declared and end with the engine's %q", got.Message, path, sc.obs.Status.Message)
 				}
 				want.Message = got.Message
 			}
 			if got != want {
-				t.Errorf("got %+v, want %+v", got, want)
+				t.Errorf("health_test.yaml expects %+v for %s, the mapping %+v", got, path, want)
 			}
 		})
 	}
-	if *update {
-		writeArgoTestdata(t)
-	}
 }
 
-// writeArgoTestdata snapshots the scenarios into testdata/. health_test.yaml
-// is kept by hand (its messages are the snapshot's status.message).
+// argoTestdata is a scenario's testdata object: the VMObservation as YAML,
+// without the uid the fixtures make up. health_test.yaml is kept by hand
+// (its messages are the objects' status.message).
+func argoTestdata(t *testing.T, sc scenario) []byte {
+	t.Helper()
+	u := toUnstructured(t, sc.obs)
+	unstructured.RemoveNestedField(u.Object, "metadata", "uid")
+	b, err := yaml.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "# Produced by the verdict engine (test/integrations, scenario " + sc.name + ");\n" +
+		"# regenerate with: go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update\n"
+	return append([]byte(header), b...)
+}
+
+// writeArgoTestdata snapshots the scenarios into testdata/.
 func writeArgoTestdata(t *testing.T) {
 	dir := filepath.Join(support.RepoRoot(t), argoDir, "testdata")
 	var names []string
 	for _, sc := range scenarios(t) {
-		u := toUnstructured(t, sc.obs)
-		unstructured.RemoveNestedField(u.Object, "metadata", "uid")
-		b, err := yaml.Marshal(u.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		header := "# Produced by the verdict engine (test/integrations, scenario " + sc.name + ");\n" +
-			"# regenerate with: go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update\n"
-		if err := os.WriteFile(filepath.Join(dir, sc.name+".yaml"), append([]byte(header), b...), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, sc.name+".yaml"), argoTestdata(t, sc), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, sc.name)
@@ -296,7 +179,10 @@ func TestArgoCDDocSnippet(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "resource.customizations.health.observability.vmobs.io_VMObservation"
-	script := readArgoScript(t)
+	script, err := os.ReadFile(filepath.Join(support.RepoRoot(t), argoDir, "health.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	found := map[string]bool{}
 	for _, block := range codeBlocks(string(doc), "yaml") {
 		var snippet struct {
@@ -335,7 +221,7 @@ func TestArgoCDDocSnippet(t *testing.T) {
 			continue
 		}
 		found[form] = true
-		if got != script {
+		if got != string(script) {
 			t.Errorf("the %s snippet of docs/argocd.md differs from health.lua:\n%s", form, got)
 		}
 	}

@@ -1,9 +1,10 @@
 // Package integrations tests what reads vmobs' output: the Argo CD health
-// check (its Lua), the kstatus reading of a VMObservation and the Flux
-// recipes' doc snippets, the kube-state-metrics config (and the real
-// binary), the PrometheusRule and the runbooks with promtool and kubectl,
-// the Grafana dashboards' queries and the domain-stats source on real
-// Prometheus data, and the same source through Thanos Querier.
+// check's test data (Argo CD's own code runs the check in hack/argocd), the
+// kstatus reading of a VMObservation and the Flux recipes' doc snippets, the
+// kube-state-metrics config (and the real binary), the PrometheusRule and
+// the runbooks with promtool and kubectl, the Grafana dashboards' queries
+// and the domain-stats source on real Prometheus data, and the same source
+// through Thanos Querier.
 package integrations
 
 import (
