@@ -76,6 +76,8 @@ func newManagerFlags() (*managerFlags, *flag.FlagSet) {
 	fs.StringVar(&f.selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (docs/sharding.md).")
 	fs.BoolVar(&opts.AutoCreate, "auto-create", opts.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
 	fs.BoolVar(&opts.NodeObservations, "node-observations", opts.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone. An instance limited by --namespace or --vm-selector never runs it.")
+	fs.BoolVar(&opts.Incidents, "incidents", opts.Incidents, "Keep one VMIncident per shared cause other than a node (a StorageClass, a CSI driver, virt-api, the domain-stats source) under which several VMs turn non-Healthy at once, and point their VMObservations at it (docs/incidents.md). An instance limited by --namespace or --vm-selector never runs it.")
+	fs.IntVar(&opts.IncidentThreshold, "incident-threshold", opts.IncidentThreshold, "A VMIncident opens once this many VMs turn Unknown, Degraded or Failed for a shared cause within 5 minutes of each other (docs/incidents.md).")
 	fs.IntVar(&opts.NodeIncidentThreshold, "node-incident-threshold", opts.NodeIncidentThreshold, "A node's NodeObservation names an incident once this many of its VMs are Unknown, Degraded or Failed under a cause of the node's own (its kubelet or virt-handler layer), docs/nodeobservation.md.")
 	fs.BoolVar(&opts.Storage, "storage", opts.Storage, "Read the VMs' PersistentVolumeClaims, StorageClasses, VolumeAttachments, CDI DataVolumes (when CDI's CRD is served) and Warning Events for the storage layer; false judges storage only from what the VM and VMI say.")
 	opts.WriteOptions.BindFlags(fs)
@@ -99,6 +101,9 @@ func (f *managerFlags) validate() error {
 	opts := &f.opts
 	if f.qps < 0 || opts.KubeAPIBurst < 0 || opts.StartupGCPercent < 0 {
 		return errors.New("--kube-api-qps, --kube-api-burst and --startup-gc-percent must not be negative")
+	}
+	if opts.IncidentThreshold < 1 {
+		return errors.New("--incident-threshold must be at least 1")
 	}
 	if opts.NodeIncidentThreshold < 1 {
 		return errors.New("--node-incident-threshold must be at least 1")

@@ -37,6 +37,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
+	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
 	"github.com/vmobs/vmobs/internal/nodeverdict"
@@ -139,6 +140,13 @@ type Options struct {
 	// non-Healthy under a node cause for its NodeObservation to name an
 	// incident.
 	NodeIncidentThreshold int
+	// Incidents runs the VMIncident controller: one VMIncident per shared
+	// cause that is not a node (a StorageClass, a CSI driver, virt-api,
+	// the domain-stats source), docs/incidents.md.
+	Incidents bool
+	// IncidentThreshold is how many VMs must turn non-Healthy for a
+	// shared cause within incident.DefaultWindow to open a VMIncident.
+	IncidentThreshold int
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
@@ -207,6 +215,8 @@ func Defaults() Options {
 		AutoCreate:              true,
 		NodeObservations:        true,
 		NodeIncidentThreshold:   nodeverdict.DefaultIncidentThreshold,
+		Incidents:               true,
+		IncidentThreshold:       incident.DefaultThreshold,
 		Storage:                 true,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
@@ -339,8 +349,39 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		guestMetrics = guestprobe.NewMetrics()
 		copts.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
 	}
+	var incidents *incident.Tracker
+	incidentPolicy := incident.Policy{Threshold: opts.IncidentThreshold}
+	if opts.Incidents && !opts.observesEveryVM() {
+		// An instance that sees part of the VMs would count its part and
+		// overwrite the other instances' VMIncidents.
+		ctrl.Log.WithName("setup").Info("Not running the VMIncident controller: this instance does not observe every VM (--namespace or --vm-selector)")
+	}
+	if opts.Incidents && opts.observesEveryVM() {
+		incidents = incident.NewTracker(incidentPolicy, func(name string) bool {
+			var inc v1alpha1.VMIncident
+			err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &inc)
+			return err == nil && inc.Status.State == v1alpha1.IncidentOpen
+		})
+		copts.Incidents = incidents
+	}
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
+	}
+	var incidentMetrics *metrics.Incidents
+	if incidents != nil {
+		incidentMetrics = metrics.NewIncidents(func() ([]v1alpha1.VMIncident, error) {
+			var l v1alpha1.VMIncidentList
+			err := mgr.GetCache().List(context.Background(), &l)
+			return l.Items, err
+		})
+		ir := &controllers.IncidentReconciler{
+			Client: mgr.GetClient(), Tracker: incidents, Policy: incidentPolicy, Now: opts.Now,
+			Recorder: mgr.GetEventRecorder("vmobs"), Metrics: incidentMetrics,
+		}
+		// One worker and one key: every incident is one decision.
+		if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return nil, fmt.Errorf("setting up the incident controller: %w", err)
+		}
 	}
 	var nodeMetrics *metrics.NodeObservations
 	if opts.NodeObservations && !opts.observesEveryVM() {
@@ -381,6 +422,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if nodeMetrics != nil {
 		collectors = append(collectors, nodeMetrics.Collectors()...)
+	}
+	if incidentMetrics != nil {
+		collectors = append(collectors, incidentMetrics.Collectors()...)
 	}
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
