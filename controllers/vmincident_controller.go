@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -18,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -51,7 +52,15 @@ type IncidentReconciler struct {
 	Now func() time.Time
 	// Metrics counts the writes; nil counts none.
 	Metrics *metrics.Incidents
+	// Coalesce is how long a change of the groups waits before it is
+	// written, so that the changes of a burst are written together; 0 is
+	// DefaultIncidentCoalesce.
+	Coalesce time.Duration
 }
+
+// DefaultIncidentCoalesce: the members of a burst join within about a
+// second of each other; the incident alert waits a minute anyway.
+const DefaultIncidentCoalesce = 2 * time.Second
 
 // incidentsKey is the one request of the IncidentReconciler.
 var incidentsKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "vmobs-incidents"}}
@@ -71,7 +80,10 @@ func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 				case <-ctx.Done():
 					return
 				case <-r.Tracker.Changed():
-					q.Add(incidentsKey)
+					// A burst's members join one after the other: the
+					// reconcile waits for them, so they cost one status
+					// patch, not one each.
+					q.AddAfter(incidentsKey, cmp.Or(r.Coalesce, DefaultIncidentCoalesce))
 				}
 			}
 		}()

@@ -147,6 +147,10 @@ type Options struct {
 	// IncidentThreshold is how many VMs must turn non-Healthy for a
 	// shared cause within incident.DefaultWindow to open a VMIncident.
 	IncidentThreshold int
+	// IncidentCoalesce is how long the VMIncident controller waits to
+	// write the changes of a burst together; 0 is its default. Tests that
+	// scale the alerts' `for` down scale it too.
+	IncidentCoalesce time.Duration
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
@@ -376,7 +380,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		})
 		ir := &controllers.IncidentReconciler{
 			Client: mgr.GetClient(), Tracker: incidents, Policy: incidentPolicy, Now: opts.Now,
-			Recorder: mgr.GetEventRecorder("vmobs"), Metrics: incidentMetrics,
+			Recorder: mgr.GetEventRecorder("vmobs"), Metrics: incidentMetrics, Coalesce: opts.IncidentCoalesce,
 		}
 		// One worker and one key: every incident is one decision.
 		if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
