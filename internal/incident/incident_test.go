@@ -1,8 +1,10 @@
 package incident
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -370,4 +372,33 @@ func TestTrackerKeepsMembers(t *testing.T) {
 	if gs := tr.Groups(); len(gs) != 1 || gs[0].Name != "storageclass-a" {
 		t.Fatalf("groups %+v", gs)
 	}
+}
+
+// FuzzClaimsOf: a status and storage facts of any shape (JSON-decoded)
+// never make ClaimsOf panic, and every claim names a cause Name turns into
+// a valid object name.
+func FuzzClaimsOf(f *testing.F) {
+	seed, _ := json.Marshal(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, now))
+	facts, _ := json.Marshal(volumes("ceph-rbd", "Fast_SSD"))
+	f.Add(seed, facts)
+	f.Add([]byte(`{"layers":{"node":{"verdict":"Unknown","reason":"DomainStatsMissing"}}}`), []byte(`{"Volumes":[{"PVC":null}]}`))
+	f.Fuzz(func(t *testing.T, st, sf []byte) {
+		var s v1alpha1.VMObservationStatus
+		var facts *storagefacts.Facts
+		if json.Unmarshal(st, &s) != nil {
+			return
+		}
+		if len(sf) > 0 {
+			facts = &storagefacts.Facts{}
+			if json.Unmarshal(sf, facts) != nil {
+				return
+			}
+		}
+		for _, c := range ClaimsOf(&s, facts) {
+			n := Name(c.Cause)
+			if len(n) == 0 || len(n) > maxName || strings.ToLower(n) != n || strings.ContainsAny(n, " /_") {
+				t.Errorf("claim %+v: name %q", c.Cause, n)
+			}
+		}
+	})
 }
