@@ -56,6 +56,12 @@ type IncidentReconciler struct {
 	// written, so that the changes of a burst are written together; 0 is
 	// DefaultIncidentCoalesce.
 	Coalesce time.Duration
+
+	// wrote is the status last written of each incident: the cache may be
+	// a write behind (a create's event comes before its status patch's),
+	// and the same status is neither written nor announced twice. One
+	// worker reads and writes it.
+	wrote map[string]*v1alpha1.VMIncidentStatus
 }
 
 // DefaultIncidentCoalesce: the members of a burst join within about a
@@ -135,7 +141,8 @@ func (r *IncidentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctr
 		var prev *v1alpha1.VMIncidentStatus
 		cause := g.Cause
 		if obj != nil {
-			prev = &obj.Status
+			// A copy: write sets obj's status to the new one.
+			prev = obj.Status.DeepCopy()
 			if !have && obj.Status.Cause != nil {
 				cause = *obj.Status.Cause
 			}
@@ -144,6 +151,10 @@ func (r *IncidentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctr
 			// Not every VM was evaluated since the start: an incident
 			// without members may only not have been seen yet.
 			continue
+		}
+		if w := r.wrote[n]; w != nil && obj != nil && !equality.Semantic.DeepEqual(&obj.Status, w) {
+			// The cache has not caught up with our last write.
+			prev = w
 		}
 		st, at := incident.Judge(r.Policy, cause, g.Members, prev, t)
 		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
@@ -162,16 +173,22 @@ func (r *IncidentReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctr
 // not be, create one that should be, and patch a status only when it
 // differs from the stored one.
 func (r *IncidentReconciler) write(ctx context.Context, name string, obj *v1alpha1.VMIncident, st *v1alpha1.VMIncidentStatus) error {
+	if r.wrote == nil {
+		r.wrote = map[string]*v1alpha1.VMIncidentStatus{}
+	}
 	switch {
 	case st == nil && obj == nil:
+		delete(r.wrote, name)
 		return nil
 	case st == nil:
+		delete(r.wrote, name)
 		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting VMIncident %s: %w", name, err)
 		}
 		r.Metrics.Wrote("delete")
 		return nil
-	case obj != nil && equality.Semantic.DeepEqual(&obj.Status, st):
+	case obj != nil && equality.Semantic.DeepEqual(&obj.Status, st),
+		obj != nil && equality.Semantic.DeepEqual(r.wrote[name], st):
 		return nil
 	case obj != nil && obj.DeletionTimestamp != nil:
 		return nil
@@ -193,6 +210,7 @@ func (r *IncidentReconciler) write(ctx context.Context, name string, obj *v1alph
 		return fmt.Errorf("writing the status of VMIncident %s: %w", name, err)
 	}
 	r.Metrics.Wrote("status")
+	r.wrote[name] = st.DeepCopy()
 	return nil
 }
 

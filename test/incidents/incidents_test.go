@@ -289,6 +289,18 @@ func TestStorageClassIncident(t *testing.T) {
 	if !slices.ContainsFunc(inc.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1alpha1.ConditionReady && c.Status == "True" }) {
 		t.Errorf("a resolved incident's conditions: %+v", inc.Status.Conditions)
 	}
+	eventually(t, "the incident's Normal IncidentResolved Event", func(ctx context.Context) error {
+		var l eventsv1.EventList
+		if err := k8s.List(ctx, &l); err != nil {
+			return err
+		}
+		for _, e := range l.Items {
+			if e.Regarding.Kind == "VMIncident" && e.Regarding.Name == name && e.Type == "Normal" && e.Reason == incident.ReasonIncidentResolved {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d Events", len(l.Items))
+	})
 	// Idle: nothing changes, nothing is written.
 	time.Sleep(3 * time.Second)
 	idle := counter.Snapshot()
