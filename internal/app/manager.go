@@ -353,39 +353,14 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		guestMetrics = guestprobe.NewMetrics()
 		copts.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
 	}
-	var incidents *incident.Tracker
-	incidentPolicy := incident.Policy{Threshold: opts.IncidentThreshold}
-	if opts.Incidents && !opts.observesEveryVM() {
-		// An instance that sees part of the VMs would count its part and
-		// overwrite the other instances' VMIncidents.
-		ctrl.Log.WithName("setup").Info("Not running the VMIncident controller: this instance does not observe every VM (--namespace or --vm-selector)")
-	}
-	if opts.Incidents && opts.observesEveryVM() {
-		incidents = incident.NewTracker(incidentPolicy, func(name string) bool {
-			var inc v1alpha1.VMIncident
-			err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &inc)
-			return err == nil && inc.Status.State == v1alpha1.IncidentOpen
-		})
-		copts.Incidents = incidents
-	}
+	incidents := newIncidentTracker(mgr, opts)
+	copts.Incidents = incidents
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("setting up the controller: %w", err)
 	}
-	var incidentMetrics *metrics.Incidents
-	if incidents != nil {
-		incidentMetrics = metrics.NewIncidents(func() ([]v1alpha1.VMIncident, error) {
-			var l v1alpha1.VMIncidentList
-			err := mgr.GetCache().List(context.Background(), &l)
-			return l.Items, err
-		})
-		ir := &controllers.IncidentReconciler{
-			Client: mgr.GetClient(), Tracker: incidents, Policy: incidentPolicy, Now: opts.Now,
-			Recorder: mgr.GetEventRecorder("vmobs"), Metrics: incidentMetrics, Coalesce: opts.IncidentCoalesce,
-		}
-		// One worker and one key: every incident is one decision.
-		if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
-			return nil, fmt.Errorf("setting up the incident controller: %w", err)
-		}
+	incidentMetrics, err := setupIncidents(mgr, opts, incidents)
+	if err != nil {
+		return nil, err
 	}
 	var nodeMetrics *metrics.NodeObservations
 	if opts.NodeObservations && !opts.observesEveryVM() {
@@ -458,6 +433,47 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// newIncidentTracker is the incident tracker the VMObservation and
+// VMIncident controllers share (docs/incidents.md), nil when incidents are
+// off or the instance does not observe every VM: one that sees part of the
+// VMs would count its part and overwrite the other instances' VMIncidents.
+func newIncidentTracker(mgr ctrl.Manager, opts Options) *incident.Tracker {
+	if !opts.Incidents {
+		return nil
+	}
+	if !opts.observesEveryVM() {
+		ctrl.Log.WithName("setup").Info("Not running the VMIncident controller: this instance does not observe every VM (--namespace or --vm-selector)")
+		return nil
+	}
+	return incident.NewTracker(incident.Policy{Threshold: opts.IncidentThreshold}, func(name string) bool {
+		var inc v1alpha1.VMIncident
+		err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &inc)
+		return err == nil && inc.Status.State == v1alpha1.IncidentOpen
+	})
+}
+
+// setupIncidents runs the VMIncident controller on tracker's groups and
+// returns its metrics; nothing without a tracker.
+func setupIncidents(mgr ctrl.Manager, opts Options, tracker *incident.Tracker) (*metrics.Incidents, error) {
+	if tracker == nil {
+		return nil, nil
+	}
+	m := metrics.NewIncidents(func() ([]v1alpha1.VMIncident, error) {
+		var l v1alpha1.VMIncidentList
+		err := mgr.GetCache().List(context.Background(), &l)
+		return l.Items, err
+	})
+	ir := &controllers.IncidentReconciler{
+		Client: mgr.GetClient(), Tracker: tracker, Policy: incident.Policy{Threshold: opts.IncidentThreshold}, Now: opts.Now,
+		Recorder: mgr.GetEventRecorder("vmobs"), Metrics: m, Coalesce: opts.IncidentCoalesce,
+	}
+	// One worker and one key: every incident is one decision.
+	if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+		return nil, fmt.Errorf("setting up the incident controller: %w", err)
+	}
+	return m, nil
 }
 
 // onCacheSync runs do once the manager's caches have synced, on every
