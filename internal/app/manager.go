@@ -353,14 +353,10 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		guestMetrics = guestprobe.NewMetrics()
 		copts.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
 	}
-	incidents := newIncidentTracker(mgr, opts)
-	copts.Incidents = incidents
-	if err := r.SetupWithManager(mgr, copts); err != nil {
-		return nil, fmt.Errorf("setting up the controller: %w", err)
-	}
-	incidentMetrics, err := setupIncidents(mgr, opts, incidents)
-	if err != nil {
-		return nil, err
+	copts.Incidents = newIncidentTracker(mgr, opts)
+	incidentCollectors, incErr := setupIncidents(mgr, opts, copts.Incidents)
+	if err := errors.Join(incErr, r.SetupWithManager(mgr, copts)); err != nil {
+		return nil, fmt.Errorf("setting up the controllers: %w", err)
 	}
 	var nodeMetrics *metrics.NodeObservations
 	if opts.NodeObservations && !opts.observesEveryVM() {
@@ -402,9 +398,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if nodeMetrics != nil {
 		collectors = append(collectors, nodeMetrics.Collectors()...)
 	}
-	if incidentMetrics != nil {
-		collectors = append(collectors, incidentMetrics.Collectors()...)
-	}
+	collectors = append(collectors, incidentCollectors...)
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
@@ -455,8 +449,8 @@ func newIncidentTracker(mgr ctrl.Manager, opts Options) *incident.Tracker {
 }
 
 // setupIncidents runs the VMIncident controller on tracker's groups and
-// returns its metrics; nothing without a tracker.
-func setupIncidents(mgr ctrl.Manager, opts Options, tracker *incident.Tracker) (*metrics.Incidents, error) {
+// returns its metrics' collectors; nothing without a tracker.
+func setupIncidents(mgr ctrl.Manager, opts Options, tracker *incident.Tracker) ([]prometheus.Collector, error) {
 	if tracker == nil {
 		return nil, nil
 	}
@@ -473,7 +467,7 @@ func setupIncidents(mgr ctrl.Manager, opts Options, tracker *incident.Tracker) (
 	if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
 		return nil, fmt.Errorf("setting up the incident controller: %w", err)
 	}
-	return m, nil
+	return m.Collectors(), nil
 }
 
 // onCacheSync runs do once the manager's caches have synced, on every
