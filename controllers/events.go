@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -42,7 +44,10 @@ func transitions(prev, next *v1alpha1.VMObservationStatus) []transition {
 // otherwise post three Events for each (the scale harness saw them cost a
 // third of the cold start and most of the memory held after it), and
 // "None -> Healthy" tells a reader nothing the status does not.
-func (r *Reconciler) recordTransitions(obs *projection.Observation, prev, next *v1alpha1.VMObservationStatus) {
+//
+// A Warning of a layer in quiet is not posted: the VM is a member of an
+// incident, whose one Event speaks for every member (incident.go).
+func (r *Reconciler) recordTransitions(obs *projection.Observation, prev, next *v1alpha1.VMObservationStatus, quiet []string) {
 	var regarding *v1alpha1.VMObservation
 	for _, t := range transitions(prev, next) {
 		if r.Metrics != nil {
@@ -55,6 +60,9 @@ func (r *Reconciler) recordTransitions(obs *projection.Observation, prev, next *
 		switch t.to {
 		case v1alpha1.VerdictDegraded, v1alpha1.VerdictFailed, v1alpha1.VerdictUnknown:
 			eventType = corev1.EventTypeWarning
+		}
+		if eventType == corev1.EventTypeWarning && slices.Contains(quiet, t.layer) {
+			continue
 		}
 		if regarding == nil {
 			regarding = &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}

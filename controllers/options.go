@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
@@ -48,6 +49,10 @@ type Options struct {
 	// API server serves them (and the cache's options keep their entry,
 	// cachestore.WithoutDataVolumes).
 	DataVolumes bool
+	// Incidents, when set, groups the VMs that turn non-Healthy for a
+	// shared cause (incident.go); the IncidentReconciler reads the same
+	// Tracker. Sharded, it is not used: a shard sees part of the VMs.
+	Incidents *incident.Tracker
 	// FactSourceMetrics holds the families every source of facts shares;
 	// nil sets none.
 	FactSourceMetrics *metrics.FactSources

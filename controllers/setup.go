@@ -54,8 +54,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 			startup = startupgc.Begin(0, 0, log.WithName("startup"))
 		}
 		opts.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-			return runtimekit.NewQueue(name, rl, log, startup.End)
+			return runtimekit.NewQueue(name, rl, log, func(keys int) {
+				startup.End(keys)
+				r.incidents.settled()
+			})
 		}
+	} else {
+		// A queue of the caller's says nothing of the initial lists:
+		// the incidents count every VM as evaluated from the start.
+		r.incidents.settled()
 	}
 	if err := r.followOwnWrites(mgr); err != nil {
 		return err
@@ -81,7 +88,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 		return err
 	}
 	c := mgr.GetCache()
-	return b.
+	b = b.
 		Named(controllerName).
 		WatchesRawSource(runtimekit.WatchKind(c, &v1alpha1.VMObservation{}, &handler.EnqueueRequestForObject{}, observationChanged(r.policy))).
 		WatchesRawSource(runtimekit.WatchKind(c, &kubevirtv1.VirtualMachineInstance{}, &handler.EnqueueRequestForObject{}, vmiChanged())).
@@ -91,7 +98,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options Options) error {
 		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Node{}, r.nodeHandler(), nodeChanged())).
 		WatchesRawSource(runtimekit.WatchKind(c, &v1alpha1.VMObservationPolicy{}, r.policyHandler(), policySpecChanged())).
 		WatchesRawSource(ticks).
-		WatchesRawSource(r.beats.Source()).
+		WatchesRawSource(r.beats.Source())
+	if r.incidents != nil {
+		b = b.WatchesRawSource(r.incidents.source())
+	}
+	return b.
 		WithOptions(opts).
 		Complete(r)
 }

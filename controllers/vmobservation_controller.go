@@ -92,6 +92,9 @@ type Reconciler struct {
 	// beats holds the VMs whose next look is their node's heartbeat
 	// deadline (runtimekit.Heartbeats).
 	beats *runtimekit.Heartbeats
+	// incidents holds the VMs' claims on shared causes; nil without
+	// opts.Incidents (incident.go).
+	incidents *incidentWake
 }
 
 // setup builds what the reconciler derives from its options; it runs
@@ -102,6 +105,9 @@ func (r *Reconciler) setup(opts Options) {
 	r.policy = newWritePolicy(w.EvidenceRefreshInterval, w.ProgressCoalesceWindow, w.EvidenceRefreshQPS)
 	r.shard = newShard(opts.Shard, opts.HandoverGrace)
 	r.beats = runtimekit.NewHeartbeats(nil)
+	if opts.Incidents != nil && r.shard == nil {
+		r.incidents = &incidentWake{tracker: opts.Incidents}
+	}
 }
 
 // Reconcile gathers the VM's objects, evaluates them and writes the status
@@ -185,6 +191,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	// (projection.StatusHash leaves it out): it is added below, to a
 	// write that happens anyway.
 	st.VM = history.Life(prev, &st, in)
+	// The incident the VM is a member of goes out in this write, with the
+	// transition that makes it one (incident.go).
+	quiet := r.incidents.observe(req.NamespacedName, obs, &st, in.Storage)
 
 	decision := r.policy.decide(writeRequest{
 		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
@@ -206,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
-	r.recordTransitions(obs, prev, &st)
+	r.recordTransitions(obs, prev, &st, quiet)
 	logHistory(log, added)
 	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
 	return next.result(r.now()), nil
@@ -382,6 +391,7 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, obs *projection.Observati
 		return nil
 	}
 	r.policy.forget(client.ObjectKeyFromObject(obs))
+	r.incidents.forget(client.ObjectKeyFromObject(obs))
 	o := &v1alpha1.VMObservation{ObjectMeta: obs.ObjectMeta()}
 	err := r.Client.Delete(ctx, o, client.Preconditions{UID: ptr.To(obs.GetUID()), ResourceVersion: ptr.To(obs.ResourceVersion)})
 	if err != nil && !apierrors.IsNotFound(err) {

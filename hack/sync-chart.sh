@@ -2,8 +2,9 @@
 # Copies into the Helm chart (charts/vmobs) what it shares with config/ and
 # Helm cannot read from outside the chart: the CRDs (crds/, which Helm
 # installs as they are), the manager's ClusterRole rules that `make
-# manifests` generates, the alerts and the Grafana dashboards (files/, which
-# the templates read).
+# manifests` generates, the alerts, the Alertmanager inhibition rules (for
+# users to merge into their Alertmanager) and the Grafana dashboards
+# (files/, which the templates read).
 # `make manifests` runs it; with --check it changes nothing and fails when a
 # copy differs (hack/verify-generated.sh, `make helm-package`).
 set -euo pipefail
@@ -17,6 +18,7 @@ done
 pairs+=("$root/config/rbac/role.yaml" "$chart/files/role.yaml")
 pairs+=("$root/config/prometheus/prometheusrule.yaml" "$chart/files/prometheusrule.yaml")
 pairs+=("$root/config/openshift-user-workload/prometheusrule.yaml" "$chart/files/prometheusrule-user-workload.yaml")
+pairs+=("$root/docs/alertmanager-inhibition.yaml" "$chart/files/alertmanager-inhibition.yaml")
 for f in "$root"/config/grafana/*.json; do
   pairs+=("$f" "$chart/files/dashboards/$(basename "$f")")
 done

@@ -13,7 +13,7 @@ import (
 // `kubectl explain vmobservation.status` (and nodeobservation.status)
 // documents the whole status.
 func TestEveryFieldIsDescribed(t *testing.T) {
-	for _, name := range []string{"vmobservations", "nodeobservations"} {
+	for _, name := range []string{"vmobservations", "nodeobservations", "vmincidents"} {
 		t.Run(name, func(t *testing.T) {
 			everyFieldIsDescribed(t, "../../config/crd/bases/observability.vmobs.io_"+name+".yaml")
 		})

@@ -714,6 +714,11 @@ type VMObservationStatus struct {
 	// absent when every field is the controller's flag.
 	// +optional
 	Policy *PolicyStatus `json:"policy,omitempty"`
+	// Incident points at the incident the VM is a member of: a VMIncident
+	// named after a shared cause (a StorageClass, virt-api, ...) that
+	// turned several VMs non-Healthy at once (docs/incidents.md).
+	// +optional
+	Incident *IncidentRef `json:"incident,omitempty"`
 	// History is the VM's flight recorder: verdict transitions and the life
 	// events that explain them, newest first (docs/history.md).
 	// +optional

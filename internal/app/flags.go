@@ -45,6 +45,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.Selector, "vm-selector", "", "Label selector on the VM's own labels (a standalone VMI's): observe only the VMs that match, to shard a large cluster over several instances (docs/sharding.md).")
 	fs.BoolVar(&o.AutoCreate, "auto-create", o.AutoCreate, "Create a VMObservation for every VM and VMI in scope; false keeps only the user-declared ones.")
 	fs.BoolVar(&o.NodeObservations, "node-observations", o.NodeObservations, "Keep one NodeObservation per node that runs VMs or virt-handler: the kubelet, virt-handler, domain stats and the launcher path of the node, and its VMs by verdict (docs/nodeobservation.md); false runs the VMObservation controller alone. An instance limited by --namespace or --vm-selector never runs it.")
+	fs.BoolVar(&o.Incidents, "incidents", o.Incidents, "Keep one VMIncident per shared cause other than a node (a StorageClass, a CSI driver, virt-api, the domain-stats source) under which several VMs turn non-Healthy at once, and point their VMObservations at it (docs/incidents.md). An instance limited by --namespace or --vm-selector never runs it.")
+	fs.IntVar(&o.IncidentThreshold, "incident-threshold", o.IncidentThreshold, "A VMIncident opens once this many VMs turn Unknown, Degraded or Failed for a shared cause within 5 minutes of each other (docs/incidents.md).")
 	fs.IntVar(&o.NodeIncidentThreshold, "node-incident-threshold", o.NodeIncidentThreshold, "A node's NodeObservation names an incident once this many of its VMs are Unknown, Degraded or Failed under a cause of the node's own (its kubelet or virt-handler layer), docs/nodeobservation.md.")
 	fs.BoolVar(&o.Storage, "storage", o.Storage, "Read the VMs' PersistentVolumeClaims, StorageClasses, VolumeAttachments, CDI DataVolumes (when CDI's CRD is served) and Warning Events for the storage layer; false judges storage only from what the VM and VMI say.")
 	o.WriteOptions.BindFlags(fs)
@@ -67,6 +69,9 @@ func (f *Flags) Validate() error {
 	o := f.o
 	if f.qps < 0 || o.KubeAPIBurst < 0 || o.StartupGCPercent < 0 {
 		return errors.New("--kube-api-qps, --kube-api-burst and --startup-gc-percent must not be negative")
+	}
+	if o.IncidentThreshold < 1 {
+		return errors.New("--incident-threshold must be at least 1")
 	}
 	if o.NodeIncidentThreshold < 1 {
 		return errors.New("--node-incident-threshold must be at least 1")

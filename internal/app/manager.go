@@ -37,6 +37,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/domainstats"
 	"github.com/vmobs/vmobs/internal/guestprobe"
+	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/metricsauth"
 	"github.com/vmobs/vmobs/internal/nodeverdict"
@@ -139,6 +140,17 @@ type Options struct {
 	// non-Healthy under a node cause for its NodeObservation to name an
 	// incident.
 	NodeIncidentThreshold int
+	// Incidents runs the VMIncident controller: one VMIncident per shared
+	// cause that is not a node (a StorageClass, a CSI driver, virt-api,
+	// the domain-stats source), docs/incidents.md.
+	Incidents bool
+	// IncidentThreshold is how many VMs must turn non-Healthy for a
+	// shared cause within incident.DefaultWindow to open a VMIncident.
+	IncidentThreshold int
+	// IncidentCoalesce is how long the VMIncident controller waits to
+	// write the changes of a burst together; 0 is its default. Tests that
+	// scale the alerts' `for` down scale it too.
+	IncidentCoalesce time.Duration
 	// StartupGCPercent is the collector's GC percent until the caches have
 	// synced (at most MaxStartup), so that the projections of the initial
 	// lists sit densely in the heap (internal/startupgc); 0 leaves the
@@ -207,6 +219,8 @@ func Defaults() Options {
 		AutoCreate:              true,
 		NodeObservations:        true,
 		NodeIncidentThreshold:   nodeverdict.DefaultIncidentThreshold,
+		Incidents:               true,
+		IncidentThreshold:       incident.DefaultThreshold,
 		Storage:                 true,
 		WriteOptions:            controllers.WriteOptions{EvidenceRefreshInterval: 0, EvidenceRefreshQPS: 20, ProgressCoalesceWindow: time.Second},
 		Policy:                  verdict.DefaultPolicy(),
@@ -339,8 +353,10 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		guestMetrics = guestprobe.NewMetrics()
 		copts.GuestProbe = &controllers.GuestProbe{API: api, Config: opts.GuestProbe, Metrics: guestMetrics}
 	}
-	if err := r.SetupWithManager(mgr, copts); err != nil {
-		return nil, fmt.Errorf("setting up the controller: %w", err)
+	copts.Incidents = newIncidentTracker(mgr, opts)
+	incidentCollectors, incErr := setupIncidents(mgr, opts, copts.Incidents)
+	if err := errors.Join(incErr, r.SetupWithManager(mgr, copts)); err != nil {
+		return nil, fmt.Errorf("setting up the controllers: %w", err)
 	}
 	var nodeMetrics *metrics.NodeObservations
 	if opts.NodeObservations && !opts.observesEveryVM() {
@@ -382,6 +398,7 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if nodeMetrics != nil {
 		collectors = append(collectors, nodeMetrics.Collectors()...)
 	}
+	collectors = append(collectors, incidentCollectors...)
 	for _, c := range append(collectors, &metrics.Collector{Observations: r.Store.Observations}) {
 		if err := reg.Register(c); err != nil {
 			var already prometheus.AlreadyRegisteredError
@@ -410,6 +427,47 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// newIncidentTracker is the incident tracker the VMObservation and
+// VMIncident controllers share (docs/incidents.md), nil when incidents are
+// off or the instance does not observe every VM: one that sees part of the
+// VMs would count its part and overwrite the other instances' VMIncidents.
+func newIncidentTracker(mgr ctrl.Manager, opts Options) *incident.Tracker {
+	if !opts.Incidents {
+		return nil
+	}
+	if !opts.observesEveryVM() {
+		ctrl.Log.WithName("setup").Info("Not running the VMIncident controller: this instance does not observe every VM (--namespace or --vm-selector)")
+		return nil
+	}
+	return incident.NewTracker(incident.Policy{Threshold: opts.IncidentThreshold}, func(name string) bool {
+		var inc v1alpha1.VMIncident
+		err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &inc)
+		return err == nil && inc.Status.State == v1alpha1.IncidentOpen
+	})
+}
+
+// setupIncidents runs the VMIncident controller on tracker's groups and
+// returns its metrics' collectors; nothing without a tracker.
+func setupIncidents(mgr ctrl.Manager, opts Options, tracker *incident.Tracker) ([]prometheus.Collector, error) {
+	if tracker == nil {
+		return nil, nil
+	}
+	m := metrics.NewIncidents(func() ([]v1alpha1.VMIncident, error) {
+		var l v1alpha1.VMIncidentList
+		err := mgr.GetCache().List(context.Background(), &l)
+		return l.Items, err
+	})
+	ir := &controllers.IncidentReconciler{
+		Client: mgr.GetClient(), Tracker: tracker, Policy: incident.Policy{Threshold: opts.IncidentThreshold}, Now: opts.Now,
+		Recorder: mgr.GetEventRecorder("vmobs"), Metrics: m, Coalesce: opts.IncidentCoalesce,
+	}
+	// One worker and one key: every incident is one decision.
+	if err := ir.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 1}); err != nil {
+		return nil, fmt.Errorf("setting up the incident controller: %w", err)
+	}
+	return m.Collectors(), nil
 }
 
 // onCacheSync runs do once the manager's caches have synced, on every

@@ -47,6 +47,7 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		vmim = &kubevirtv1.VirtualMachineInstanceMigration{}
 		obs  = &v1alpha1.VMObservation{}
 		nobs = &v1alpha1.NodeObservation{}
+		inc  = &v1alpha1.VMIncident{}
 	)
 	// Sharded, VMs, VMIs and VMObservations keep the labels the selector
 	// names, and VMIs their owners (controllers/shard.go).
@@ -65,6 +66,8 @@ func Options(namespaces []string, vmSelector labels.Selector, informers *Informe
 		// One per node, whole: the controller compares its status with
 		// the one it computes. Only the managed fields are dropped.
 		nobs: {Transform: cache.TransformStripManagedFields()},
+		// A few, whole, for the same reason (controllers/vmincident_controller.go).
+		inc: {Transform: cache.TransformStripManagedFields()},
 	}
 	storageByObject(byObject, project)
 	// The selector decides a VM's shard from the VM's own labels (a

@@ -51,10 +51,10 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 	// Pods, nodes, VMIs, VMs, migrations and VMObservations, and the
 	// storage layer's claims, StorageClasses, VolumeAttachments, Warning
 	// Events and DataVolumes: every kind the controller reads is cached as
-	// its projection; NodeObservations (one per node) whole, without
-	// managed fields.
-	if len(seen) != 12 {
-		t.Fatalf("%d kinds configured, want 12", len(seen))
+	// its projection; NodeObservations (one per node) and VMIncidents
+	// whole, without managed fields.
+	if len(seen) != 13 {
+		t.Fatalf("%d kinds configured, want 13", len(seen))
 	}
 	if ev := seen["*v1.Event"]; ev.Field == nil || ev.Field.String() != "type=Warning" {
 		t.Errorf("events are cached with field selector %v, want type=Warning", ev.Field)

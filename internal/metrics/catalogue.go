@@ -39,6 +39,9 @@ const (
 	// SourceNodes is the NodeObservation controller: registered unless
 	// --node-observations=false.
 	SourceNodes Source = "node observations"
+	// SourceIncidents is the VMIncident controller: registered unless
+	// --incidents=false.
+	SourceIncidents Source = "incidents"
 )
 
 var (
@@ -59,6 +62,8 @@ var Catalogue = []Family{
 		Help: "Current verdict of one layer of a VM; always 1, one series per layer."},
 	{Name: "vmobs_layer_reason", Type: gauge, Labels: withVM("layer", "reason"), Source: SourceController,
 		Help: "Reason of the current verdict of one layer of a VM; always 1."},
+	{Name: "vmobs_incident_member", Type: gauge, Labels: withVM("incident"), Source: SourceController,
+		Help: "The VMIncident a VM is a member of (status.incident.name); always 1, only for a member. The per-VM alerts take its incident label, which the Alertmanager inhibition matches."},
 	{Name: "vmobs_layer_evidence_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
 		Help: "Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime)."},
 	{Name: "vmobs_layer_stale_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
@@ -121,6 +126,14 @@ var Catalogue = []Family{
 		Help: "Writes of NodeObservations, per op (create, status, delete); none while no node changes."},
 	{Name: "vmobs_drain_outcomes_total", Type: counter, Labels: []string{"predicted", "observed"}, Source: SourceNodes,
 		Help: "VMs of ended drains by predicted and observed outcome (a NodeObservation's status.drain, counted once when the drain ends); predicted equal to observed is a right prediction."},
+	{Name: "vmobs_incident_open", Type: gauge, Labels: []string{"incident", "cause", "source", "reason"}, Source: SourceIncidents,
+		Help: "An open VMIncident: its name, cause kind (StorageClass, CSIDriver, VirtAPI, DomainStats), the cause's name (source) and the members' reason; always 1, only while it is Open."},
+	{Name: "vmobs_incident_members", Type: gauge, Labels: []string{"incident", "state"}, Source: SourceIncidents,
+		Help: "VMs of a VMIncident (status.memberCount), labelled with its state (Open, Resolved); only while the VMIncident exists."},
+	{Name: "vmobs_incident_collector_errors", Type: gauge, Source: SourceIncidents,
+		Help: "1 when the last scrape could not read the VMIncidents in the cache."},
+	{Name: "vmobs_incident_writes_total", Type: counter, Labels: []string{"op"}, Source: SourceIncidents,
+		Help: "Writes of VMIncidents, per op (create, status, delete); none while no incident changes."},
 }
 
 // Removal is a family an earlier version exported and this one does not,

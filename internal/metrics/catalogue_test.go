@@ -51,8 +51,9 @@ func registered(t *testing.T) []prometheus.Collector {
 		EvidenceTime: &at, StaleAt: ptr.To(metav1.NewTime(at.Add(time.Minute)))}
 	if err := store.Add(observation("vm", v1alpha1.VMObservationStatus{
 		Verdict: v1alpha1.VerdictHealthy, Reason: v1alpha1.ReasonRunning,
-		VMI: &v1alpha1.VMISummary{Name: "vm", NodeName: "node-a"},
-		VM:  &v1alpha1.VMLife{Restarts: 2, LastRestart: &v1alpha1.Restart{Time: at, Layer: v1alpha1.LayerGuest}},
+		VMI:      &v1alpha1.VMISummary{Name: "vm", NodeName: "node-a"},
+		Incident: &v1alpha1.IncidentRef{Kind: "VMIncident", Name: "storageclass-ceph-rbd"},
+		VM:       &v1alpha1.VMLife{Restarts: 2, LastRestart: &v1alpha1.Restart{Time: at, Layer: v1alpha1.LayerGuest}},
 		Layers: &v1alpha1.Layers{
 			ControlPlane: layer(v1alpha1.VerdictHealthy, v1alpha1.ReasonRunning),
 			Node:         node,
@@ -68,6 +69,13 @@ func registered(t *testing.T) []prometheus.Collector {
 	// internal/guestprobe make them (their tests count through them).
 	cs = append(cs, NewSet(SourceDomainStats).Collectors()...)
 	cs = append(cs, NewSet(SourceGuestProbe).Collectors()...)
+	cs = append(cs, NewIncidents(func() ([]v1alpha1.VMIncident, error) {
+		return []v1alpha1.VMIncident{{
+			ObjectMeta: metav1.ObjectMeta{Name: "storageclass-ceph-rbd"},
+			Status: v1alpha1.VMIncidentStatus{State: v1alpha1.IncidentOpen, Reason: v1alpha1.ReasonVolumeAttachFailed, MemberCount: 3,
+				Cause: &v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: "ceph-rbd"}},
+		}}, nil
+	}).Collectors()...)
 	return append(cs, NewNodeObservations(func() ([]v1alpha1.NodeObservation, error) {
 		return []v1alpha1.NodeObservation{{
 			ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
@@ -122,7 +130,7 @@ func TestCatalogueIsWhatIsRegistered(t *testing.T) {
 	for _, c := range registered(t) {
 		reg.MustRegister(c)
 		switch c.(type) {
-		case *Collector, nodeCollector:
+		case *Collector, nodeCollector, incidentCollector:
 			// Scrape-time collectors: their series come from the list.
 			continue
 		}
@@ -224,6 +232,7 @@ var sections = []section{
 	{SourceDomainStats, "Domain stats", "Registered with `--prometheus-url` only ([domain-stats.md](domain-stats.md)). None has a per-VM label."},
 	{SourceGuestProbe, "Guest probe", "Registered with a `--guest-probe-interval` above 0 only ([guest-probe.md](guest-probe.md)). None has a per-VM label."},
 	{SourceNodes, "Node observations", "Registered unless `--node-observations=false` ([nodeobservation.md](nodeobservation.md)). The per-node series are computed at scrape time from the cache, so a deleted node leaves none behind."},
+	{SourceIncidents, "Incidents", "Registered unless `--incidents=false` ([incidents.md](incidents.md)). The per-incident series are computed at scrape time from the cache, so a deleted VMIncident leaves none behind."},
 }
 
 // removedWhen introduces the families that are gone (Removed).

@@ -43,6 +43,8 @@ var (
 	layerReasonDesc = prometheus.NewDesc("vmobs_layer_reason",
 		"Reason of the current verdict of one layer of a VM; always 1.",
 		withVM("layer", "reason"), nil)
+	incidentMemberDesc = prometheus.NewDesc("vmobs_incident_member",
+		family("vmobs_incident_member").Help, family("vmobs_incident_member").Labels, nil)
 	evidenceTimeDesc = prometheus.NewDesc("vmobs_layer_evidence_timestamp_seconds",
 		"Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime).",
 		withVM("layer"), nil)
@@ -70,6 +72,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- verdictDesc
 	ch <- layerVerdictDesc
 	ch <- layerReasonDesc
+	ch <- incidentMemberDesc
 	ch <- evidenceTimeDesc
 	ch <- staleDesc
 	ch <- restartsDesc
@@ -94,6 +97,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if v := o.Verdict.String(); v != "" {
 			ch <- prometheus.MustNewConstMetric(verdictDesc, prometheus.GaugeValue, 1, ns, o.Name, node, v, o.Reason.String())
 			ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(o.Restarts), ns, o.Name, node)
+		}
+		if inc := o.Incident.String(); inc != "" {
+			ch <- prometheus.MustNewConstMetric(incidentMemberDesc, prometheus.GaugeValue, 1, ns, o.Name, node, inc)
 		}
 		if r := o.LastRestart; r != nil {
 			ch <- prometheus.MustNewConstMetric(lastRestartDesc, prometheus.GaugeValue, float64(r.Time.Unix()), ns, o.Name, node)

@@ -51,8 +51,12 @@ type Observation struct {
 	// VMIPhase and VMIReason are status.vmi.phase and .reason: a restart
 	// records the replaced VMI's last ones (internal/history).
 	VMIPhase, VMIReason Sym
-	AgentConnected      bool
-	HasLayers           bool
+	// Incident is status.incident.name: the VMIncident the VM is a member
+	// of, which the metrics label its series vmobs_incident_member with
+	// and the next status keeps while the VM still claims it.
+	Incident       Sym
+	AgentConnected bool
+	HasLayers      bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
 	// OtherConditions. A list of the six cost 152 bytes; in place they
@@ -154,6 +158,9 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 		}
 	}
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
+	if st.Incident != nil {
+		out.Incident = Intern(st.Incident.Name)
+	}
 	if vm := st.VM; vm != nil {
 		out.Restarts, out.LastRestart, out.EndedVMI = vm.Restarts, vm.LastRestart.DeepCopy(), vm.EndedVMI.DeepCopy()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
@@ -226,15 +227,6 @@ func TestAlertmanagerPages(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	pg := &pager{}
-	hook := httptest.NewServer(pg)
-	t.Cleanup(hook.Close)
-	am, err := testenv.StartAlertmanager(pagerConfig(t, hook.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopOnCleanup(t, "alertmanager", am.Stop, am.Log)
-
 	// The fleet, and the manager judging it (no domain stats: they play
 	// no part in these alerts). virt-handler's heartbeat turns stale 5s
 	// after it stops.
@@ -255,33 +247,8 @@ func TestAlertmanagerPages(t *testing.T) {
 	}
 	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})
 	opts := app.InProcessOptions()
-	reg := opts.Registry.(*prometheus.Registry)
 	opts.Policy.HeartbeatTimeout = 5 * time.Second
-	mgr, err := app.StartInProcess(ctx, env.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopOnCleanup(t, "the manager", mgr.Stop, func() string { return "" })
-	metricsSrv := httptest.NewServer(promhttp.HandlerFor(prometheus.Gatherers{reg, ctrlmetrics.Registry}, promhttp.HandlerOpts{}))
-	t.Cleanup(metricsSrv.Close)
-
-	rulesFile := filepath.Join(t.TempDir(), "vmobs.rules.yaml")
-	if err := os.WriteFile(rulesFile, scaledRules(t), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	prom, err := testenv.StartPrometheus(testenv.PrometheusOptions{
-		ScrapeInterval: time.Second,
-		RuleFiles:      []string{rulesFile},
-		Alertmanagers:  []string{am.Address},
-		Jobs: []testenv.ScrapeJob{{Name: "vmobs", HonorLabels: true, Targets: []testenv.ScrapeTarget{{
-			Address: strings.TrimPrefix(metricsSrv.URL, "http://"),
-			Labels:  map[string]string{"namespace": support.SystemNS, "pod": "vmobs-controller-manager-0"},
-		}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopOnCleanup(t, "prometheus", prom.Stop, prom.Log)
+	pg, am, prom := alertingChain(ctx, t, env.Config, opts)
 
 	// The fleet runs: every VM Healthy in Prometheus, then quiet for the
 	// longest scaled `for` and a notification's wait.
@@ -356,4 +323,145 @@ func TestAlertmanagerPages(t *testing.T) {
 		}
 	}
 	t.Logf("pages: %v", pg.since(0))
+}
+
+// alertingChain starts the chain a cluster runs: a real Alertmanager with
+// the documented inhibition, sending to a webhook receiver in the test
+// (the pager); the manager with opts on the control plane at cfg; and a
+// real Prometheus scraping its /metrics and evaluating the shipped rules,
+// their `for` divided by forScale.
+func alertingChain(ctx context.Context, t *testing.T, cfg *rest.Config, opts app.Options) (*pager, *testenv.Alertmanager, *testenv.Prometheus) {
+	t.Helper()
+	pg := &pager{}
+	hook := httptest.NewServer(pg)
+	t.Cleanup(hook.Close)
+	am, err := testenv.StartAlertmanager(pagerConfig(t, hook.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, "alertmanager", am.Stop, am.Log)
+
+	reg := opts.Registry.(*prometheus.Registry)
+	mgr, err := app.StartInProcess(ctx, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, "the manager", mgr.Stop, func() string { return "" })
+	metricsSrv := httptest.NewServer(promhttp.HandlerFor(prometheus.Gatherers{reg, ctrlmetrics.Registry}, promhttp.HandlerOpts{}))
+	t.Cleanup(metricsSrv.Close)
+
+	rulesFile := filepath.Join(t.TempDir(), "vmobs.rules.yaml")
+	if err := os.WriteFile(rulesFile, scaledRules(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prom, err := testenv.StartPrometheus(testenv.PrometheusOptions{
+		ScrapeInterval: time.Second,
+		RuleFiles:      []string{rulesFile},
+		Alertmanagers:  []string{am.Address},
+		Jobs: []testenv.ScrapeJob{{Name: "vmobs", HonorLabels: true, Targets: []testenv.ScrapeTarget{{
+			Address: strings.TrimPrefix(metricsSrv.URL, "http://"),
+			Labels:  map[string]string{"namespace": support.SystemNS, "pod": "vmobs-controller-manager-0"},
+		}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOnCleanup(t, "prometheus", prom.Stop, prom.Log)
+	return pg, am, prom
+}
+
+// TestAlertmanagerIncidentPage: a StorageClass fails under VMs on three
+// nodes and pages once, for the incident. Nine VMs boot from claims of
+// sim-immediate on node-a, node-b and node-c (kube-controller-manager's PV
+// binder binds them and finds them Lost); every PV is deleted at once. The
+// VMs turn Failed (PVCLost) and their per-VM alerts fire in Prometheus
+// labelled with the incident, which Alertmanager holds back behind
+// VMObservationIncident: one page.
+func TestAlertmanagerIncidentPage(t *testing.T) {
+	support.BuiltTool(t, "alertmanager", "ALERTMANAGER")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	env, admin := testenv.StartForTest(t, testenv.Options{ControllerManager: true})
+	nodes := []string{"node-a", "node-b", "node-c"}
+	sim := simulatedCluster(ctx, t, admin, []string{"prod"}, nil)
+	if err := sim.EnsureStorage(ctx, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})
+	opts := app.InProcessOptions()
+	// Scaled with the alerts' `for`: the incident is written well before
+	// the per-VM alerts' 5s.
+	opts.IncidentCoalesce = 100 * time.Millisecond
+	pg, am, prom := alertingChain(ctx, t, env.Config, opts)
+
+	const n = 9
+	pvs := make([]string, n)
+	for i := range n {
+		vm := fmt.Sprintf("vm-%02d", i)
+		claim := simulator.RootClaim(vm)
+		if err := sim.CreateClaim(ctx, simulator.ClaimSpec{Namespace: "prod", Name: claim}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.CreateVM(ctx, simulator.VMSpec{Namespace: "prod", Name: vm, RootClaim: claim}); err != nil {
+			t.Fatal(err)
+		}
+		pv, err := sim.AwaitBound(ctx, "prod", claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pvs[i] = pv
+		if err := sim.BootWithVolumes(ctx, "prod", vm, nodes[i%len(nodes)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "9 Healthy VMs in Prometheus", func() error {
+		vec, err := promQuery(ctx, prom, `sum(verdict:vmobs_verdict:count{verdict="Healthy"})`)
+		if err != nil {
+			return err
+		}
+		if sumOf(vec) != n {
+			return fmt.Errorf("%v Healthy", sumOf(vec))
+		}
+		return nil
+	})
+	time.Sleep(15*time.Minute/forScale + 3*time.Second)
+	if pages := pg.since(0); len(pages) > 0 {
+		t.Fatalf("a fleet that boots and runs paged: %v", pages)
+	}
+
+	lost := time.Now()
+	for _, pv := range pvs {
+		if err := sim.DeleteVolume(ctx, pv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isIncident := func(p page) bool {
+		return p.labels["alertname"] == "VMObservationIncident" && p.labels["incident"] == "storageclass-"+simulator.StorageClassImmediate
+	}
+	pg.waitFor(t, "the StorageClass's incident", 0, time.Minute, isIncident)
+	t.Logf("the incident paged %s after the volumes were lost", time.Since(lost).Round(time.Millisecond))
+	eventually(t, "the per-VM alerts of the 9 VMs held back by the incident's", func() error {
+		alerts, err := alertmanagerAlerts(ctx, am)
+		if err != nil {
+			return err
+		}
+		vms, onNodes := map[string]bool{}, map[string]bool{}
+		for _, a := range alerts {
+			if a.Labels["vm"] == "" {
+				continue
+			}
+			if a.Status.State != "suppressed" || a.Labels["incident"] == "" {
+				return fmt.Errorf("%s of %s (incident %q) is %s", a.Labels["alertname"], a.Labels["vm"], a.Labels["incident"], a.Status.State)
+			}
+			vms[a.Labels["vm"]], onNodes[a.Labels["node"]] = true, true
+		}
+		if len(vms) != n || len(onNodes) != len(nodes) {
+			return fmt.Errorf("per-VM alerts for %d VMs on %d nodes in Alertmanager", len(vms), len(onNodes))
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // past group_wait, had anything escaped
+	if pages := pg.since(0); len(pages) != 1 || !isIncident(pages[0]) {
+		t.Fatalf("a StorageClass failing under %d VMs on 3 nodes paged %d times, want once, for the incident: %v", n, len(pages), pages)
+	}
 }

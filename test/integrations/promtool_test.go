@@ -300,34 +300,34 @@ func matchesAll(t *testing.T, matchers []string, labels map[string]string) bool 
 	return true
 }
 
-// TestAlertmanagerInhibition checks the inhibition rule of
+// TestAlertmanagerInhibition checks the inhibition rules of
 // docs/alertmanager-inhibition.yaml against the alerts promtool's unit
 // tests expect (config/prometheus/tests/alerts_test.yaml, which
 // TestPrometheusRuleWithPromtool runs, so these are the labels the rules
-// really give): the node alert is a source and no target, every per-VM
-// alert is a target, and a per-VM alert is held back exactly when a node
-// alert of its own node fires.
+// really give): the node alert and the incident alert are sources and no
+// targets, every per-VM alert is a target, and a per-VM alert is held back
+// exactly when a node alert of its own node, or the alert of its own
+// incident, fires.
 func TestAlertmanagerInhibition(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "docs", "alertmanager-inhibition.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	type inhibitRule struct {
+		SourceMatchers []string `json:"source_matchers"`
+		TargetMatchers []string `json:"target_matchers"`
+		Equal          []string `json:"equal"`
+	}
 	var cfg struct {
-		InhibitRules []struct {
-			SourceMatchers []string `json:"source_matchers"`
-			TargetMatchers []string `json:"target_matchers"`
-			Equal          []string `json:"equal"`
-		} `json:"inhibit_rules"`
+		InhibitRules []inhibitRule `json:"inhibit_rules"`
 	}
 	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.InhibitRules) != 1 {
-		t.Fatalf("%d inhibit rules, want 1", len(cfg.InhibitRules))
-	}
-	rule := cfg.InhibitRules[0]
-	if !slices.Equal(rule.Equal, []string{"node"}) {
-		t.Errorf("equal %v, want [node]", rule.Equal)
+	// Each source alert, and the label its targets must share with it.
+	want := map[string]string{"VMObservationNodeUnknown": "node", "VMObservationIncident": "incident"}
+	if len(cfg.InhibitRules) != len(want) {
+		t.Fatalf("%d inhibit rules, want %d", len(cfg.InhibitRules), len(want))
 	}
 
 	tb, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
@@ -359,38 +359,47 @@ func TestAlertmanagerInhibition(t *testing.T) {
 			}
 		}
 	}
-	var sources, targets int
-	for _, a := range alerts {
-		src, tgt := matchesAll(t, rule.SourceMatchers, a), matchesAll(t, rule.TargetMatchers, a)
-		nodeAlert := a["alertname"] == "VMObservationNodeUnknown"
-		if src != nodeAlert {
-			t.Errorf("%v: source %v", a, src)
-		}
-		if perVM := a["vm"] != ""; tgt != perVM {
-			t.Errorf("%v: target %v, want %v (per-VM alert)", a, tgt, perVM)
-		}
-		if src {
-			sources++
-			if a["node"] == "" {
-				t.Errorf("%v: a node alert without a node inhibits nothing", a)
+	sources := map[string]int{}
+	var targets int
+	for _, rule := range cfg.InhibitRules {
+		for _, a := range alerts {
+			src, tgt := matchesAll(t, rule.SourceMatchers, a), matchesAll(t, rule.TargetMatchers, a)
+			if label, isSource := want[a["alertname"]]; src && (!isSource || !slices.Equal(rule.Equal, []string{label})) {
+				t.Errorf("%v: a source of the rule on %v", a, rule.Equal)
+			}
+			if perVM := a["vm"] != ""; tgt != perVM {
+				t.Errorf("%v: target %v, want %v (per-VM alert)", a, tgt, perVM)
+			}
+			if src {
+				sources[a["alertname"]]++
+				if a[rule.Equal[0]] == "" {
+					t.Errorf("%v: a source without %s inhibits nothing", a, rule.Equal[0])
+				}
+			}
+			if tgt {
+				targets++
 			}
 		}
-		if tgt {
-			targets++
+	}
+	for name := range want {
+		if sources[name] == 0 {
+			t.Errorf("the unit tests expect no %s", name)
 		}
 	}
-	if sources == 0 || targets == 0 {
-		t.Fatalf("the unit tests expect %d source and %d target alerts", sources, targets)
+	if targets == 0 {
+		t.Fatal("the unit tests expect no per-VM alert")
 	}
-	// The lost node-b of the unit tests: its VMs' alerts are held back,
-	// another node's are not.
+	// The lost node-b and the StorageClass incident of the unit tests:
+	// their VMs' alerts are held back, others are not.
 	inhibited := func(target map[string]string) bool {
-		for _, s := range alerts {
-			if !matchesAll(t, rule.SourceMatchers, s) || !matchesAll(t, rule.TargetMatchers, target) {
-				continue
-			}
-			if !slices.ContainsFunc(rule.Equal, func(l string) bool { return s[l] != target[l] }) {
-				return true
+		for _, rule := range cfg.InhibitRules {
+			for _, s := range alerts {
+				if !matchesAll(t, rule.SourceMatchers, s) || !matchesAll(t, rule.TargetMatchers, target) {
+					continue
+				}
+				if !slices.ContainsFunc(rule.Equal, func(l string) bool { return s[l] != target[l] }) {
+					return true
+				}
 			}
 		}
 		return false
@@ -400,11 +409,12 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		if a["vm"] == "" {
 			continue
 		}
-		lost := slices.ContainsFunc(alerts, func(s map[string]string) bool {
-			return s["alertname"] == "VMObservationNodeUnknown" && s["node"] == a["node"]
+		covered := slices.ContainsFunc(alerts, func(s map[string]string) bool {
+			return (s["alertname"] == "VMObservationNodeUnknown" && s["node"] == a["node"]) ||
+				(s["alertname"] == "VMObservationIncident" && a["incident"] != "" && s["incident"] == a["incident"])
 		})
-		if got := inhibited(a); got != lost {
-			t.Errorf("%v: inhibited %v, its node's alert firing %v", a, got, lost)
+		if got := inhibited(a); got != covered {
+			t.Errorf("%v: inhibited %v, its node's or incident's alert firing %v", a, got, covered)
 		} else if got {
 			held++
 		} else {
@@ -414,5 +424,5 @@ func TestAlertmanagerInhibition(t *testing.T) {
 	if held == 0 || kept == 0 {
 		t.Errorf("%d per-VM alerts held back, %d kept: the unit tests should have both", held, kept)
 	}
-	t.Logf("%d alerts: %d sources, %d targets; %d per-VM alerts held back by a lost node, %d kept", len(alerts), sources, targets, held, kept)
+	t.Logf("%d alerts: sources %v, %d targets; %d per-VM alerts held back by a lost node or an incident, %d kept", len(alerts), sources, targets, held, kept)
 }

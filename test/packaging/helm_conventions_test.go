@@ -390,7 +390,7 @@ func ruleTriples(rules []rbacv1.PolicyRule) map[string]bool {
 func TestHelmNamespacedRoles(t *testing.T) {
 	role := managerRoleYAML(t)
 	want := ruleTriples(role.Rules)
-	clusterScoped := map[string]bool{"/nodes": true, "observability.vmobs.io/nodeobservations": true, "observability.vmobs.io/nodeobservations/status": true, "authentication.k8s.io/tokenreviews": true, "authorization.k8s.io/subjectaccessreviews": true}
+	clusterScoped := map[string]bool{"/nodes": true, "observability.vmobs.io/nodeobservations": true, "observability.vmobs.io/nodeobservations/status": true, "observability.vmobs.io/vmincidents": true, "observability.vmobs.io/vmincidents/status": true, "authentication.k8s.io/tokenreviews": true, "authorization.k8s.io/subjectaccessreviews": true}
 
 	objs := helmTemplate(t, helmRelease, support.SystemNS, "--set", "watchNamespaces={vms-prod,vms-dev}")
 	cr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", "vmobs-manager-role"))
@@ -520,7 +520,7 @@ func TestHelmNamespacedRolesOnAPIServer(t *testing.T) {
 		}
 		return sar.Status.Allowed
 	}
-	clusterScoped := map[string]bool{"nodes": true, "nodeobservations": true, "nodeobservations/status": true, "tokenreviews": true, "subjectaccessreviews": true}
+	clusterScoped := map[string]bool{"nodes": true, "nodeobservations": true, "nodeobservations/status": true, "vmincidents": true, "vmincidents/status": true, "tokenreviews": true, "subjectaccessreviews": true}
 	n := 0
 	for _, r := range role.Rules {
 		for _, g := range r.APIGroups {

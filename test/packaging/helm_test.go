@@ -588,6 +588,7 @@ func TestHelmTemplateAllOptions(t *testing.T) {
 		"CustomResourceDefinition/vmobservations.observability.vmobs.io",
 		"CustomResourceDefinition/vmobservationpolicies.observability.vmobs.io",
 		"CustomResourceDefinition/nodeobservations.observability.vmobs.io",
+		"CustomResourceDefinition/vmincidents.observability.vmobs.io",
 	}
 	if got := slices.Sorted(maps.Keys(kindNames(objs))); !slices.Equal(got, slices.Sorted(slices.Values(wantNames))) {
 		t.Errorf("objects %v, want %v", got, wantNames)

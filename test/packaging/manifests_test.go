@@ -230,8 +230,8 @@ func TestKustomizeOtherDirs(t *testing.T) {
 	mustFind(t, prom, "PrometheusRule", "vmobs-alerts")
 
 	crd := render(t, "config/crd")
-	if len(crd) != 3 {
-		t.Errorf("config/crd renders %d objects, want the VMObservation, VMObservationPolicy and NodeObservation CRDs", len(crd))
+	if len(crd) != 4 {
+		t.Errorf("config/crd renders %d objects, want the VMObservation, VMObservationPolicy, NodeObservation and VMIncident CRDs", len(crd))
 	}
 	samples := render(t, "config/samples")
 	if len(samples) == 0 {

@@ -1,0 +1,78 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/incident"
+	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/storagefacts"
+)
+
+// incidentWake ties the VMObservation reconciler to the incident Tracker:
+// each evaluation tells the Tracker the VM's claims before the write is
+// decided, so that the VM's status points at its incident in the same
+// write as the transition that makes it a member, and its Warning Event
+// is left to the incident. The members evaluated before their incident
+// opened (the first threshold-1 of a burst) are enqueued again, to point
+// at it: the only writes an incident adds to its members'.
+type incidentWake struct {
+	tracker *incident.Tracker
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// source hands the controller's queue over when the controller starts.
+func (w *incidentWake) source() source.Source {
+	return source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		w.mu.Lock()
+		w.queue = q
+		w.mu.Unlock()
+		return nil
+	})
+}
+
+// observe sets st.Incident from the VM's claims and returns the layers
+// whose Warning Events the incident speaks for. A nil w (incidents off)
+// leaves st alone.
+func (w *incidentWake) observe(key types.NamespacedName, obs *projection.Observation, st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []string {
+	if w == nil {
+		return nil
+	}
+	a := w.tracker.Observe(key, obs.Incident.String(), incident.ClaimsOf(st, storage))
+	if a.Incident != "" {
+		st.Incident = &v1alpha1.IncidentRef{Kind: "VMIncident", Name: a.Incident}
+	}
+	if len(a.Wake) > 0 {
+		w.mu.Lock()
+		q := w.queue
+		w.mu.Unlock()
+		for _, k := range a.Wake {
+			if q != nil {
+				q.Add(reconcile.Request{NamespacedName: k})
+			}
+		}
+	}
+	return a.Quiet
+}
+
+// forget drops a deleted VM's claims.
+func (w *incidentWake) forget(key types.NamespacedName) {
+	if w != nil {
+		w.tracker.Forget(key)
+	}
+}
+
+// settled tells the Tracker that the initial lists were evaluated.
+func (w *incidentWake) settled() {
+	if w != nil {
+		w.tracker.SetWarm()
+	}
+}

@@ -1,0 +1,404 @@
+package incident
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/storagefacts"
+)
+
+// now is the fixed clock of every table.
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+var (
+	ceph = v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: "ceph-rbd"}
+	rbd  = v1alpha1.IncidentCause{Kind: v1alpha1.CauseCSIDriver, Name: "rbd.csi.ceph.com"}
+)
+
+func TestName(t *testing.T) {
+	long := make([]byte, 300)
+	for i := range long {
+		long[i] = 'a'
+	}
+	for _, tc := range []struct {
+		cause v1alpha1.IncidentCause
+		want  string
+	}{
+		{ceph, "storageclass-ceph-rbd"},
+		{rbd, "csidriver-rbd.csi.ceph.com"},
+		{v1alpha1.IncidentCause{Kind: v1alpha1.CauseVirtAPI}, "virtapi"},
+		{v1alpha1.IncidentCause{Kind: v1alpha1.CauseDomainStats}, "domainstats"},
+		// Not a valid name part: cleaned, and a hash keeps it apart from
+		// "fast-ssd".
+		{v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: "Fast_SSD"}, "storageclass-fast-ssd-" + hash("Fast_SSD")},
+	} {
+		if got := Name(tc.cause); got != tc.want {
+			t.Errorf("Name(%v) = %q, want %q", tc.cause, got, tc.want)
+		}
+	}
+	n := Name(v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: string(long)})
+	if len(n) > maxName || n == Name(v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: string(long[:299])}) {
+		t.Errorf("a long name: %q (%d characters), or not apart from a shorter one", n, len(n))
+	}
+}
+
+func hash(s string) string {
+	n := Name(v1alpha1.IncidentCause{Kind: "x", Name: s})
+	return n[len(n)-8:]
+}
+
+// status builds a VMObservation status whose layer name says verdict for
+// reason, turned at since.
+func status(layer string, verdict v1alpha1.Verdict, reason string, since time.Time) *v1alpha1.VMObservationStatus {
+	st := &v1alpha1.VMObservationStatus{Layers: &v1alpha1.Layers{}}
+	for name, l := range st.Layers.All() {
+		*l = v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictHealthy, Reason: "Fine"}
+		if name == layer {
+			*l = v1alpha1.LayerStatus{Verdict: verdict, Reason: reason, Message: reason + " here",
+				LastTransitionTime: &metav1.Time{Time: since},
+				Evidence:           []v1alpha1.Evidence{{Kind: "Pod", Name: "virt-launcher-x", Field: "events", Value: reason}}}
+		}
+	}
+	return st
+}
+
+func volumes(classes ...string) *storagefacts.Facts {
+	f := &storagefacts.Facts{}
+	for i, c := range classes {
+		f.Volumes = append(f.Volumes, storagefacts.Volume{Name: fmt.Sprint("v", i), ClaimName: fmt.Sprint("c", i),
+			PVC: &storagefacts.PVC{StorageClassName: c, Class: &storagefacts.StorageClass{Name: c, Exists: true, Provisioner: "rbd.csi.ceph.com"}}})
+	}
+	return f
+}
+
+func causes(cs []Claim) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, Name(c.Cause))
+	}
+	return out
+}
+
+func TestClaimsOf(t *testing.T) {
+	for name, tc := range map[string]struct {
+		st      *v1alpha1.VMObservationStatus
+		storage *storagefacts.Facts
+		want    []string
+	}{
+		"storage Degraded: the driver, then the class": {
+			st:      status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, now),
+			storage: volumes("ceph-rbd", "ceph-rbd"),
+			want:    []string{"csidriver-rbd.csi.ceph.com", "storageclass-ceph-rbd"},
+		},
+		"storage Degraded over two classes of one driver": {
+			st:      status(v1alpha1.LayerStorage, v1alpha1.VerdictFailed, v1alpha1.ReasonPVCLost, now),
+			storage: volumes("b", "a"),
+			want:    []string{"csidriver-rbd.csi.ceph.com", "storageclass-a", "storageclass-b"},
+		},
+		"storage Healthy: no claim": {
+			st:      status(v1alpha1.LayerStorage, v1alpha1.VerdictHealthy, v1alpha1.ReasonVolumesReady, now),
+			storage: volumes("ceph-rbd"),
+		},
+		"storage Progressing (an import on its way): no claim": {
+			st:      status(v1alpha1.LayerStorage, v1alpha1.VerdictProgressing, v1alpha1.ReasonDataVolumeImporting, now),
+			storage: volumes("ceph-rbd"),
+		},
+		"storage source off: no claim": {
+			st: status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, now),
+		},
+		"domain stats missing": {
+			st:   status(v1alpha1.LayerGuest, v1alpha1.VerdictUnknown, v1alpha1.ReasonDomainStatsMissing, now),
+			want: []string{"domainstats"},
+		},
+		"guest info unreachable through virt-api": {
+			st:   status(v1alpha1.LayerNode, v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInfoUnreachable, now),
+			want: []string{"virtapi"},
+		},
+		"a node cause is the node's incident, not one of these": {
+			st: status(v1alpha1.LayerNode, v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now),
+		},
+		"no status": {st: &v1alpha1.VMObservationStatus{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := causes(ClaimsOf(tc.st, tc.storage))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("claims %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func member(name string, cause v1alpha1.IncidentCause, class string, since time.Time) Member {
+	return Member{Namespace: "prod", Name: name, Claim: Claim{Cause: cause, Class: class, Layer: v1alpha1.LayerStorage,
+		Reason: v1alpha1.ReasonVolumeAttachFailed, Message: "attach failed for " + name, Since: since,
+		Evidence: &v1alpha1.Evidence{Kind: "Pod", Name: "virt-launcher-" + name, Field: "events"}}}
+}
+
+func TestQualifies(t *testing.T) {
+	p := Policy{Threshold: 3, Window: 5 * time.Minute}
+	at := func(mins ...int) []Member {
+		var out []Member
+		for i, m := range mins {
+			out = append(out, member(fmt.Sprint("vm-", i), ceph, "ceph-rbd", now.Add(time.Duration(m)*time.Minute)))
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		kind    v1alpha1.IncidentCauseKind
+		members []Member
+		want    bool
+	}{
+		"three at once":                       {members: at(0, 0, 0), want: true},
+		"two":                                 {members: at(0, 0)},
+		"three within the window":             {members: at(0, 2, 5), want: true},
+		"three spread past the window":        {members: at(0, 6, 12)},
+		"three of five within a window":       {members: at(-30, 0, 1, 20, 2), want: true},
+		"a driver over one class":             {kind: v1alpha1.CauseCSIDriver, members: at(0, 0, 0)},
+		"no members":                          {},
+		"a zero time counts as the same time": {members: []Member{member("a", ceph, "c", time.Time{}), member("b", ceph, "c", time.Time{}), member("c", ceph, "c", time.Time{})}, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			kind := tc.kind
+			if kind == "" {
+				kind = v1alpha1.CauseStorageClass
+			}
+			if got := Qualifies(p, kind, tc.members); got != tc.want {
+				t.Errorf("Qualifies = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	driver := []Member{member("a", rbd, "x", now), member("b", rbd, "x", now), member("c", rbd, "y", now)}
+	if !Qualifies(p, v1alpha1.CauseCSIDriver, driver) {
+		t.Error("a driver over two classes, three VMs at once, does not qualify")
+	}
+}
+
+func TestJudge(t *testing.T) {
+	p := Policy{Retention: time.Hour}
+	three := []Member{member("vm-c", ceph, "ceph-rbd", now.Add(-time.Minute)), member("vm-a", ceph, "ceph-rbd", now.Add(-2*time.Minute)), member("vm-b", ceph, "ceph-rbd", now)}
+	opened, _ := Judge(p, ceph, three, nil, now)
+	resolvedAt := now.Add(10 * time.Minute)
+	resolved, _ := Judge(p, ceph, nil, opened, resolvedAt)
+
+	for name, tc := range map[string]struct {
+		members []Member
+		stored  *v1alpha1.VMIncidentStatus
+		at      time.Time
+		check   func(t *testing.T, st *v1alpha1.VMIncidentStatus, next time.Time)
+	}{
+		"opens with the first member's finding and start, members sorted": {
+			members: three, at: now,
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, next time.Time) {
+				if st.State != v1alpha1.IncidentOpen || !st.StartTime.Equal(&metav1.Time{Time: now.Add(-2 * time.Minute)}) ||
+					st.FirstEvidence == nil || st.FirstEvidence.Name != "virt-launcher-vm-a" || st.Message != "attach failed for vm-a" {
+					t.Errorf("opened %+v", st)
+				}
+				if st.MemberCount != 3 || st.Members[0].Name != "vm-a" || st.Members[2].Name != "vm-c" {
+					t.Errorf("members %d %v", st.MemberCount, st.Members)
+				}
+				if !next.IsZero() || st.Conditions[0].Status != metav1.ConditionFalse {
+					t.Errorf("next %v, conditions %v", next, st.Conditions)
+				}
+			},
+		},
+		"stays open while a member holds, with what it opened with": {
+			members: three[2:], stored: opened, at: now.Add(5 * time.Minute),
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, _ time.Time) {
+				if st.State != v1alpha1.IncidentOpen || st.MemberCount != 1 || st.FirstEvidence.Name != "virt-launcher-vm-a" || !st.StartTime.Equal(opened.StartTime) {
+					t.Errorf("%+v", st)
+				}
+			},
+		},
+		"resolves when no member holds, and looks again when its retention ends": {
+			stored: opened, at: resolvedAt,
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, next time.Time) {
+				if st.State != v1alpha1.IncidentResolved || !st.ResolvedTime.Time.Equal(resolvedAt) || !next.Equal(resolvedAt.Add(time.Hour)) ||
+					st.Conditions[0].Status != metav1.ConditionTrue {
+					t.Errorf("%+v next %v", st, next)
+				}
+			},
+		},
+		"a resolved one is kept during its retention, unchanged": {
+			stored: resolved, at: resolvedAt.Add(30 * time.Minute),
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, _ time.Time) {
+				if st == nil || st.State != v1alpha1.IncidentResolved || !st.ResolvedTime.Time.Equal(resolvedAt) {
+					t.Errorf("%+v", st)
+				}
+			},
+		},
+		"and deleted after it": {
+			stored: resolved, at: resolvedAt.Add(time.Hour),
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, next time.Time) {
+				if st != nil || !next.IsZero() {
+					t.Errorf("%+v next %v", st, next)
+				}
+			},
+		},
+		"a resolved one reopens with a new start": {
+			members: three[:1], stored: resolved, at: resolvedAt.Add(time.Minute),
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, _ time.Time) {
+				if st.State != v1alpha1.IncidentOpen || st.ResolvedTime != nil || st.MemberCount != 1 {
+					t.Errorf("%+v", st)
+				}
+			},
+		},
+		"nothing, and nothing stored": {
+			at: now,
+			check: func(t *testing.T, st *v1alpha1.VMIncidentStatus, _ time.Time) {
+				if st != nil {
+					t.Errorf("%+v", st)
+				}
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, next := Judge(p, ceph, tc.members, tc.stored, tc.at)
+			tc.check(t, st, next)
+			// The same input gives the same status: no write at idle.
+			again, _ := Judge(p, ceph, tc.members, tc.stored, tc.at)
+			if !equality.Semantic.DeepEqual(again, st) {
+				t.Errorf("not deterministic:\n%+v\n%+v", st, again)
+			}
+		})
+	}
+	var many []Member
+	for i := range 100 {
+		many = append(many, member(fmt.Sprintf("vm-%03d", i), ceph, "ceph-rbd", now))
+	}
+	st, _ := Judge(p, ceph, many, nil, now)
+	if st.MemberCount != 100 || len(st.Members) != MaxMembers {
+		t.Errorf("100 members: count %d, listed %d", st.MemberCount, len(st.Members))
+	}
+}
+
+func key(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "prod", Name: fmt.Sprintf("vm-%02d", i)}
+}
+
+func storageClaims(since time.Time, classes ...string) []Claim {
+	return ClaimsOf(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, since), volumes(classes...))
+}
+
+// TestTrackerBurst: 40 VMs of one StorageClass turn Degraded in a burst.
+// The first two learn of no incident (there is none yet); the third opens
+// it and wakes them; every later one learns it in its own evaluation.
+func TestTrackerBurst(t *testing.T) {
+	tr := NewTracker(Policy{Threshold: 3}, nil)
+	var woken []types.NamespacedName
+	for i := range 40 {
+		a := tr.Observe(key(i), "", storageClaims(now, "ceph-rbd"))
+		switch {
+		case i < 2 && a.Incident != "":
+			t.Fatalf("VM %d of 3 is in %q", i+1, a.Incident)
+		case i >= 2 && a.Incident != "storageclass-ceph-rbd":
+			t.Fatalf("VM %d is in %q", i+1, a.Incident)
+		}
+		if i >= 2 && !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
+			t.Fatalf("VM %d quiets %v", i+1, a.Quiet)
+		}
+		woken = append(woken, a.Wake...)
+	}
+	if !slices.Equal(woken, []types.NamespacedName{key(0), key(1)}) {
+		t.Fatalf("woken %v, want the first two", woken)
+	}
+	for i := range 2 {
+		if a := tr.Observe(key(i), "", storageClaims(now, "ceph-rbd")); a.Incident != "storageclass-ceph-rbd" || len(a.Wake) != 0 {
+			t.Fatalf("woken VM %d: %+v", i, a)
+		}
+	}
+	gs := tr.Groups()
+	if len(gs) != 1 || gs[0].Name != "storageclass-ceph-rbd" || len(gs[0].Members) != 40 || gs[0].Cause != ceph {
+		t.Fatalf("groups %+v", gs)
+	}
+	// They heal: the VM leaves, and its Event is quiet for the storage
+	// layer it leaves.
+	for i := range 40 {
+		a := tr.Observe(key(i), "storageclass-ceph-rbd", nil)
+		if a.Incident != "" || !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
+			t.Fatalf("healed VM %d: %+v", i, a)
+		}
+	}
+	if gs := tr.Groups(); len(gs) != 0 {
+		t.Fatalf("groups after healing: %+v", gs)
+	}
+	if len(tr.vms) != 0 || len(tr.claimants) != 0 || len(tr.opened) != 0 {
+		t.Errorf("the tracker holds %d VMs, %d claims, %d opened after healing", len(tr.vms), len(tr.claimants), len(tr.opened))
+	}
+}
+
+func TestTrackerSpreadAndRestart(t *testing.T) {
+	// Three VMs turned an hour apart: no incident, each its own cause.
+	tr := NewTracker(Policy{Threshold: 3}, nil)
+	for i := range 3 {
+		if a := tr.Observe(key(i), "", storageClaims(now.Add(time.Duration(i)*time.Hour), "ceph-rbd")); a.Incident != "" {
+			t.Fatalf("VM %d: %+v", i, a)
+		}
+	}
+	// After a restart, a VMIncident stored Open keeps its members,
+	// however long ago they turned.
+	tr = NewTracker(Policy{Threshold: 3}, func(n string) bool { return n == "storageclass-ceph-rbd" })
+	if a := tr.Observe(key(0), "storageclass-ceph-rbd", storageClaims(now.Add(-3*time.Hour), "ceph-rbd")); a.Incident != "storageclass-ceph-rbd" {
+		t.Fatalf("after a restart: %+v", a)
+	}
+}
+
+// TestTrackerKeepsMembers: a VM stays in the incident it points at when a
+// broader one opens (moving it would cost a write), and a new one joins
+// the broadest open one.
+func TestTrackerKeepsMembers(t *testing.T) {
+	tr := NewTracker(Policy{Threshold: 3}, nil)
+	for i := range 3 {
+		tr.Observe(key(i), "", storageClaims(now, "a"))
+	}
+	// Two VMs of another class of the same driver: the driver now spans
+	// two classes.
+	a := tr.Observe(key(3), "", storageClaims(now, "b"))
+	if a.Incident != "csidriver-rbd.csi.ceph.com" {
+		t.Fatalf("VM of class b: %+v", a)
+	}
+	if a := tr.Observe(key(0), "storageclass-a", storageClaims(now, "a")); a.Incident != "storageclass-a" {
+		t.Fatalf("a member moved: %+v", a)
+	}
+	tr.Forget(key(3))
+	if gs := tr.Groups(); len(gs) != 1 || gs[0].Name != "storageclass-a" {
+		t.Fatalf("groups %+v", gs)
+	}
+}
+
+// FuzzClaimsOf: a status and storage facts of any shape (JSON-decoded)
+// never make ClaimsOf panic, and every claim names a cause Name turns into
+// a valid object name.
+func FuzzClaimsOf(f *testing.F) {
+	seed, _ := json.Marshal(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, now))
+	facts, _ := json.Marshal(volumes("ceph-rbd", "Fast_SSD"))
+	f.Add(seed, facts)
+	f.Add([]byte(`{"layers":{"node":{"verdict":"Unknown","reason":"DomainStatsMissing"}}}`), []byte(`{"Volumes":[{"PVC":null}]}`))
+	f.Fuzz(func(t *testing.T, st, sf []byte) {
+		var s v1alpha1.VMObservationStatus
+		var facts *storagefacts.Facts
+		if json.Unmarshal(st, &s) != nil {
+			return
+		}
+		if len(sf) > 0 {
+			facts = &storagefacts.Facts{}
+			if json.Unmarshal(sf, facts) != nil {
+				return
+			}
+		}
+		for _, c := range ClaimsOf(&s, facts) {
+			n := Name(c.Cause)
+			if len(n) == 0 || len(n) > maxName || strings.ToLower(n) != n || strings.ContainsAny(n, " /_") {
+				t.Errorf("claim %+v: name %q", c.Cause, n)
+			}
+		}
+	})
+}
