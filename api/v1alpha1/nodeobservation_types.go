@@ -215,9 +215,10 @@ type NodeDrainStatus struct {
 
 // NodeDrainVM is one VM of a drain.
 type NodeDrainVM struct {
-	// Namespace and Name of the VMI.
+	// Namespace of the VMI.
 	// +kubebuilder:validation:MaxLength=253
 	Namespace string `json:"namespace"`
+	// Name of the VMI (and of its VM, when it has one).
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// UID of the VMI predicted for: another UID later is a new VMI.
@@ -251,9 +252,9 @@ type NodeDrainVM struct {
 type NodeDrainOutcome struct {
 	// EndedAt is when vmobs saw the drain end.
 	EndedAt metav1.Time `json:"endedAt"`
-	// Right and Wrong count the VMs whose observed outcome is (not) the
-	// predicted one.
+	// Right counts the VMs whose observed outcome is the predicted one.
 	Right int32 `json:"right"`
+	// Wrong counts the VMs whose observed outcome is another.
 	Wrong int32 `json:"wrong"`
 }
 
