@@ -107,12 +107,7 @@ func Next(in Input) Record {
 	for _, e := range candidates {
 		e = cut(e)
 		k := keyOf(&e)
-		// A life event is read again from the objects at every write, so
-		// one stored already is skipped. A transition is computed from
-		// the stored verdict and is new each time: a verdict that flaps
-		// within a second (Unknown → Progressing → Unknown → Progressing)
-		// repeats an entry of the same second, which must not be lost.
-		if have[k] && e.Event != v1alpha1.EventVerdictChanged {
+		if have[k] {
 			continue
 		}
 		switch {
@@ -136,17 +131,13 @@ func Next(in Input) Record {
 	sortNewestFirst(entries)
 	h := &v1alpha1.History{Entries: entries, Dropped: dropped}
 	bound(h, limit)
-	// The added entries that the bound kept, in the ring's order: at one
-	// key an added entry sorts before a stored one (the sort is stable).
-	pending := make(map[key]int, len(added))
-	for i := range added {
-		pending[keyOf(&added[i])]++
-	}
 	var fresh []v1alpha1.HistoryEntry
 	for _, e := range h.Entries {
-		if k := keyOf(&e); pending[k] > 0 {
-			pending[k]--
-			fresh = append(fresh, e)
+		for _, a := range added {
+			if keyOf(&e) == keyOf(&a) {
+				fresh = append(fresh, e)
+				break
+			}
 		}
 	}
 	if len(h.Entries) == 0 && h.Dropped == 0 {

@@ -88,30 +88,6 @@ func TestHistory(t *testing.T) {
 		}
 	})
 
-	t.Run("a verdict that flaps within one second keeps every transition, chained", func(t *testing.T) {
-		// Four writes in one second: Healthy, Unknown, Healthy, Unknown.
-		// The third repeats the first's entry of that second exactly.
-		unknown := status("a", v1alpha1.VerdictUnknown, "NodeNotReady", at(10*time.Second))
-		st, _ := step(nil, running, verdict.Input{VMI: vmi("a")}, t0.Add(time.Minute))
-		var last Record
-		for _, next := range []*v1alpha1.VMObservationStatus{unknown, running, unknown} {
-			st, last = step(st, next, verdict.Input{VMI: vmi("a")}, t0.Add(time.Minute))
-		}
-		var overall []string
-		for _, e := range st.History.Entries {
-			if e.Event == v1alpha1.EventVerdictChanged && e.Layer == v1alpha1.LayerOverall {
-				overall = append(overall, string(e.From)+">"+string(e.To))
-			}
-		}
-		want := "Healthy>Unknown Unknown>Healthy Healthy>Unknown Unknown>Healthy"
-		if got := strings.Join(overall, " "); got != want {
-			t.Errorf("overall transitions, newest first: %s\nwant %s", got, want)
-		}
-		if len(last.New) == 0 || last.New[0].From != v1alpha1.VerdictHealthy {
-			t.Errorf("the last write's new entries %v: want its own Healthy>Unknown, not the stored one", last.New)
-		}
-	})
-
 	t.Run("a VMI that Succeeded and was replaced is a restart caused by the guest", func(t *testing.T) {
 		first, _ := step(nil, running, verdict.Input{VMI: vmi("a")}, t0.Add(time.Minute))
 		done := vmi("a", func(v *kubevirtv1.VirtualMachineInstance) {
