@@ -59,7 +59,13 @@ type backlogQueue struct {
 	// no key of the initial lists came for quiet (the informers deliver
 	// their initial lists one after another, and the workers may empty the
 	// backlog before the last of them arrives).
-	used     bool
+	used bool
+	// listed is set when a worker first asks for a key: controller-runtime
+	// starts the workers once every source has synced, so the informers'
+	// initial lists have all been handed over by then, and a queue that
+	// got no key of them had empty lists (a fleet that starts with no VM
+	// settles at once, or its incidents could never resolve).
+	listed   bool
 	drained  func(keys int)
 	keys     int
 	quiet    time.Duration
@@ -139,6 +145,7 @@ func (q *backlogQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 // GetWithPriority implements priorityqueue.PriorityQueue (the controller's
 // workers take keys with it).
 func (q *backlogQueue) GetWithPriority() (reconcile.Request, int, bool) {
+	q.workersStarted()
 	it, prio, shutdown := q.PriorityQueue.GetWithPriority()
 	if !shutdown {
 		q.took()
@@ -148,11 +155,23 @@ func (q *backlogQueue) GetWithPriority() (reconcile.Request, int, bool) {
 
 // Get implements workqueue.Interface.
 func (q *backlogQueue) Get() (reconcile.Request, bool) {
+	q.workersStarted()
 	it, shutdown := q.PriorityQueue.Get()
 	if !shutdown {
 		q.took()
 	}
 	return it, shutdown
+}
+
+// workersStarted records that the initial lists were handed over (see
+// listed) before a worker waits for its first key.
+func (q *backlogQueue) workersStarted() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.listed {
+		q.listed = true
+		q.settleLocked()
+	}
 }
 
 func (q *backlogQueue) took() {
@@ -182,7 +201,7 @@ func (q *backlogQueue) Done(it reconcile.Request) {
 // again after quiet until the lists are quiet; a later Done looks again
 // while keys are ready or busy.
 func (q *backlogQueue) settleLocked() {
-	if !q.used || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 || q.busy > 0 {
+	if !(q.used || q.listed) || q.drained == nil || q.settling || len(q.backlog) > 0 || len(q.fed) > 0 || q.busy > 0 {
 		return
 	}
 	if q.PriorityQueue.Len() > 0 { // ready keys only: a requeue's delay does not hold it up

@@ -106,7 +106,9 @@ func TestBacklogQueueFeedsTheInitialListsAFewAtATime(t *testing.T) {
 
 // A fleet small enough never to need the backlog still tells when its
 // initial lists are reconciled (the manager's start-up ends there); a
-// queue that saw none never does.
+// queue that saw none (a fleet that starts empty) tells so as soon as a
+// worker asks for a key: controller-runtime starts the workers once every
+// source has synced. Incidents resolve only once it has.
 func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 	for _, n := range []int{0, 2} {
 		q, drained := settlingQueue(t, "backlog-settle-"+string(rune('0'+n)), 10, 50*time.Millisecond)
@@ -119,21 +121,20 @@ func TestBacklogQueueSettlesWithoutABacklog(t *testing.T) {
 			it, _ := q.Get()
 			q.Done(it)
 		}
-		// With keys, drained runs 50ms after the last one: the wait only
-		// catches a hang. Without, it must not run: that wait is a sample.
-		wait := 30 * time.Second
-		if n == 0 {
-			wait = 500 * time.Millisecond
-		}
+		// drained runs 50ms after the last key, or at the first Get
+		// without one: the wait only catches a hang.
 		select {
 		case keys := <-drained:
-			if n == 0 || keys != n {
+			if keys != n {
 				t.Errorf("%d keys: drained after %d", n, keys)
 			}
-		case <-time.After(wait):
-			if n > 0 {
-				t.Errorf("%d keys: drained did not run", n)
-			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%d keys: drained did not run", n)
+		}
+		select {
+		case <-drained:
+			t.Errorf("%d keys: drained ran twice", n)
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

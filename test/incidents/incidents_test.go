@@ -282,7 +282,16 @@ func TestStorageClassIncident(t *testing.T) {
 			return err
 		}
 		if inc.Status.State != v1alpha1.IncidentResolved || inc.Status.ResolvedTime == nil {
-			return fmt.Errorf("%s", inc.Status.State)
+			// What still holds it open, for the failure's message.
+			var obs v1alpha1.VMObservationList
+			if err := k8s.List(ctx, &obs, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			left := make([]string, 0, len(obs.Items))
+			for _, o := range obs.Items {
+				left = append(left, fmt.Sprintf("%s(incident %v, %s)", o.Name, o.Status.Incident, o.Status.Verdict))
+			}
+			return fmt.Errorf("%s with %d members; VMObservations left: %v", inc.Status.State, inc.Status.MemberCount, left)
 		}
 		return nil
 	})
