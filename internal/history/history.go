@@ -89,7 +89,7 @@ func Next(in Input) Record {
 	var stored []v1alpha1.HistoryEntry
 	var dropped int64
 	if prev.History != nil {
-		stored, dropped = prev.History.Entries, prev.History.Dropped
+		stored, dropped = slices.Clone(prev.History.Entries), prev.History.Dropped
 	}
 	have := make(map[key]bool, len(stored))
 	for i := range stored {
@@ -103,9 +103,26 @@ func Next(in Input) Record {
 	if dropped > 0 && len(stored) > 0 {
 		floor = stored[len(stored)-1].Time.Time
 	}
-	var added []v1alpha1.HistoryEntry
+	// added are the entries that go into the ring; logged[i] is what the
+	// log says of added[i]: the transition as it happened, where the ring
+	// keeps it folded into the one of its second (fold).
+	var added, logged []v1alpha1.HistoryEntry
+	var folded []v1alpha1.HistoryEntry // transitions folded away: logged only
 	for _, e := range candidates {
 		e = cut(e)
+		raw := e
+		if e.Event == v1alpha1.EventVerdictChanged {
+			var gone *v1alpha1.HistoryEntry
+			var keep bool
+			stored, gone, keep = fold(stored, &e)
+			if gone != nil {
+				delete(have, keyOf(gone))
+			}
+			if !keep {
+				folded = append(folded, raw)
+				continue
+			}
+		}
 		k := keyOf(&e)
 		if have[k] {
 			continue
@@ -121,8 +138,9 @@ func Next(in Input) Record {
 		}
 		have[k] = true
 		added = append(added, e)
+		logged = append(logged, raw)
 	}
-	if len(added) == 0 && prev.History == nil {
+	if len(added) == 0 && len(folded) == 0 && prev.History == nil {
 		return Record{VM: vm}
 	}
 	// The entries added go first: at the same second they are newer than
@@ -131,19 +149,47 @@ func Next(in Input) Record {
 	sortNewestFirst(entries)
 	h := &v1alpha1.History{Entries: entries, Dropped: dropped}
 	bound(h, limit)
-	var fresh []v1alpha1.HistoryEntry
+	// What the log says: every transition as it happened (those folded
+	// away too) and every entry added that the bounds kept, newest first.
+	fresh := slices.Clone(folded)
 	for _, e := range h.Entries {
-		for _, a := range added {
-			if keyOf(&e) == keyOf(&a) {
-				fresh = append(fresh, e)
+		for i := range added {
+			if keyOf(&e) == keyOf(&added[i]) {
+				fresh = append(fresh, logged[i])
 				break
 			}
 		}
 	}
+	sortNewestFirst(fresh)
 	if len(h.Entries) == 0 && h.Dropped == 0 {
 		h = nil
 	}
 	return Record{VM: vm, History: h, New: fresh}
+}
+
+// fold folds transition c into the transition of its layer the ring
+// already holds for the same second, if that one ends where c starts: the
+// history's resolution is a second, and a verdict that flaps within one
+// (Unknown → Progressing → Unknown → Progressing while a restarted
+// controller's sources warm up) keeps one entry per layer and second, so
+// that a flap neither fills the ring nor breaks the chain of from and to.
+// W → X then X → Y becomes W → Y with c's reason and evidence; W → X then
+// X → W leaves nothing of that second. It returns the entries, the entry
+// removed (nil for none) and whether c is still to be added.
+func fold(stored []v1alpha1.HistoryEntry, c *v1alpha1.HistoryEntry) ([]v1alpha1.HistoryEntry, *v1alpha1.HistoryEntry, bool) {
+	i := slices.IndexFunc(stored, func(e v1alpha1.HistoryEntry) bool {
+		return e.Event == v1alpha1.EventVerdictChanged && e.Layer == c.Layer && e.Time.Unix() == c.Time.Unix()
+	})
+	if i < 0 || stored[i].To != c.From {
+		return stored, nil, true
+	}
+	gone := stored[i]
+	stored = slices.Delete(stored, i, i+1)
+	if gone.From == c.To {
+		return stored, &gone, false
+	}
+	c.From = gone.From
+	return stored, &gone, true
 }
 
 // key identifies an entry: an event of one object at one second is
