@@ -130,7 +130,7 @@ func TestCatalogueIsWhatIsRegistered(t *testing.T) {
 	for _, c := range registered(t) {
 		reg.MustRegister(c)
 		switch c.(type) {
-		case *Collector, nodeCollector, incidentCollector:
+		case *Collector, listCollector[v1alpha1.NodeObservation], listCollector[v1alpha1.VMIncident]:
 			// Scrape-time collectors: their series come from the list.
 			continue
 		}

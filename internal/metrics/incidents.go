@@ -42,37 +42,19 @@ func (n *Incidents) Wrote(op string) {
 
 // Collectors returns what to register.
 func (n *Incidents) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{n.writes, incidentCollector{n}}
+	return []prometheus.Collector{n.writes, listCollector[v1alpha1.VMIncident]{
+		list: n.List, errors: incidentErrorsDesc, descs: []*prometheus.Desc{incidentOpenDesc, incidentMembersDesc},
+		each: collectIncident,
+	}}
 }
 
-type incidentCollector struct{ n *Incidents }
-
-func (c incidentCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- incidentOpenDesc
-	ch <- incidentMembersDesc
-	ch <- incidentErrorsDesc
-}
-
-func (c incidentCollector) Collect(ch chan<- prometheus.Metric) {
-	var items []v1alpha1.VMIncident
-	err := error(nil)
-	if c.n.List != nil {
-		items, err = c.n.List()
+func collectIncident(ch chan<- prometheus.Metric, o *v1alpha1.VMIncident) {
+	st := &o.Status
+	if st.State == "" || st.Cause == nil {
+		return
 	}
-	failed := 0.0
-	if err != nil || c.n.List == nil {
-		failed = 1
+	if st.State == v1alpha1.IncidentOpen {
+		ch <- prometheus.MustNewConstMetric(incidentOpenDesc, prometheus.GaugeValue, 1, o.Name, string(st.Cause.Kind), st.Cause.Name, st.Reason)
 	}
-	ch <- prometheus.MustNewConstMetric(incidentErrorsDesc, prometheus.GaugeValue, failed)
-	for i := range items {
-		o := &items[i]
-		st := &o.Status
-		if st.State == "" || st.Cause == nil {
-			continue
-		}
-		if st.State == v1alpha1.IncidentOpen {
-			ch <- prometheus.MustNewConstMetric(incidentOpenDesc, prometheus.GaugeValue, 1, o.Name, string(st.Cause.Kind), st.Cause.Name, st.Reason)
-		}
-		ch <- prometheus.MustNewConstMetric(incidentMembersDesc, prometheus.GaugeValue, float64(st.MemberCount), o.Name, string(st.State))
-	}
+	ch <- prometheus.MustNewConstMetric(incidentMembersDesc, prometheus.GaugeValue, float64(st.MemberCount), o.Name, string(st.State))
 }

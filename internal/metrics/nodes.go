@@ -53,49 +53,32 @@ func (n *NodeObservations) Wrote(op string) {
 
 // Collectors returns what to register.
 func (n *NodeObservations) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{n.writes, n.drains, nodeCollector{n}}
+	return []prometheus.Collector{n.writes, n.drains, listCollector[v1alpha1.NodeObservation]{
+		list: n.List, errors: nodeErrorsDesc, descs: []*prometheus.Desc{nodeVerdictDesc, nodeVMsDesc, nodeIncidentDesc},
+		each: collectNode,
+	}}
 }
 
-type nodeCollector struct{ n *NodeObservations }
-
-func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- nodeVerdictDesc
-	ch <- nodeVMsDesc
-	ch <- nodeIncidentDesc
-	ch <- nodeErrorsDesc
-}
-
-func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	var items []v1alpha1.NodeObservation
-	err := error(nil)
-	if c.n.List != nil {
-		items, err = c.n.List()
+func collectNode(ch chan<- prometheus.Metric, o *v1alpha1.NodeObservation) {
+	st := &o.Status
+	if st.Verdict != "" {
+		ch <- prometheus.MustNewConstMetric(nodeVerdictDesc, prometheus.GaugeValue, 1, o.Name, string(st.Verdict), st.Reason)
 	}
-	failed := 0.0
-	if err != nil || c.n.List == nil {
-		failed = 1
+	if i := st.Incident; i != nil {
+		ch <- prometheus.MustNewConstMetric(nodeIncidentDesc, prometheus.GaugeValue, float64(i.MemberCount), o.Name, i.Cause, string(i.State))
 	}
-	ch <- prometheus.MustNewConstMetric(nodeErrorsDesc, prometheus.GaugeValue, failed)
-	for i := range items {
-		o := &items[i]
-		st := &o.Status
-		if st.Verdict != "" {
-			ch <- prometheus.MustNewConstMetric(nodeVerdictDesc, prometheus.GaugeValue, 1, o.Name, string(st.Verdict), st.Reason)
-		}
-		if i := st.Incident; i != nil {
-			ch <- prometheus.MustNewConstMetric(nodeIncidentDesc, prometheus.GaugeValue, float64(i.MemberCount), o.Name, i.Cause, string(i.State))
-		}
-		if vms := st.VMs; vms != nil {
-			for _, v := range [...]struct {
-				verdict v1alpha1.Verdict
-				n       int32
-			}{
-				{v1alpha1.VerdictHealthy, vms.Healthy}, {v1alpha1.VerdictProgressing, vms.Progressing},
-				{v1alpha1.VerdictSuspended, vms.Suspended}, {v1alpha1.VerdictDegraded, vms.Degraded},
-				{v1alpha1.VerdictFailed, vms.Failed}, {v1alpha1.VerdictUnknown, vms.Unknown}, {"Unobserved", vms.Unobserved},
-			} {
-				ch <- prometheus.MustNewConstMetric(nodeVMsDesc, prometheus.GaugeValue, float64(v.n), o.Name, string(v.verdict))
-			}
-		}
+	vms := st.VMs
+	if vms == nil {
+		return
+	}
+	for _, v := range [...]struct {
+		verdict v1alpha1.Verdict
+		n       int32
+	}{
+		{v1alpha1.VerdictHealthy, vms.Healthy}, {v1alpha1.VerdictProgressing, vms.Progressing},
+		{v1alpha1.VerdictSuspended, vms.Suspended}, {v1alpha1.VerdictDegraded, vms.Degraded},
+		{v1alpha1.VerdictFailed, vms.Failed}, {v1alpha1.VerdictUnknown, vms.Unknown}, {"Unobserved", vms.Unobserved},
+	} {
+		ch <- prometheus.MustNewConstMetric(nodeVMsDesc, prometheus.GaugeValue, float64(v.n), o.Name, string(v.verdict))
 	}
 }
