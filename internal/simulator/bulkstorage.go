@@ -97,29 +97,7 @@ func (s *Simulator) bulkDataVolume(ctx context.Context, vm *kubevirtv1.VirtualMa
 
 	// The external provisioner's PV, then the PV binder's binding of both.
 	pvName := "pvc-" + string(pvc.UID)
-	handle := "vol-" + string(pvc.UID)
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        pvName,
-			Annotations: map[string]string{provisionedByAnnotation: CSIDriver},
-			Finalizers:  []string{provisionerFinalizer},
-		},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pvc.Spec.Resources.Requests[corev1.ResourceStorage]},
-			AccessModes:                   pvc.Spec.AccessModes,
-			VolumeMode:                    pvc.Spec.VolumeMode,
-			StorageClassName:              class,
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			ClaimRef: &corev1.ObjectReference{
-				Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name,
-				UID: pvc.UID, ResourceVersion: pvc.ResourceVersion,
-			},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: CSIDriver, VolumeHandle: handle, FSType: "ext4",
-				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": s.provisionerIdentity()},
-			}},
-		},
-	}
+	pv := provisionedPV(pvName, pvc, class, corev1.PersistentVolumeReclaimDelete, s.provisionerIdentity(), "")
 	if err := s.Client.Create(ctx, pv, client.FieldOwner(managerProvisioner)); err != nil {
 		return nil, nil, fmt.Errorf("creating PV %s: %w", pvName, err)
 	}
@@ -156,6 +134,7 @@ func (s *Simulator) bulkDataVolume(ctx context.Context, vm *kubevirtv1.VirtualMa
 	// node, named as it names them
 	// (k8s:pkg/volume/csi/csi_attacher.go getAttachmentName), attached by
 	// the external attacher.
+	handle := pv.Spec.CSI.VolumeHandle
 	va := &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("csi-%x", sha256.Sum256([]byte(handle+CSIDriver+node)))},
 		Spec: storagev1.VolumeAttachmentSpec{

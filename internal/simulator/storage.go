@@ -305,37 +305,7 @@ func (s *Simulator) provision(ctx context.Context, pvc *corev1.PersistentVolumeC
 		fmt.Sprintf("External provisioner is provisioning volume for claim %q", pvc.Namespace+"/"+pvc.Name), component, ""); err != nil {
 		return "", err
 	}
-	fsType := "ext4"
-	if ptr.Deref(pvc.Spec.VolumeMode, corev1.PersistentVolumeFilesystem) == corev1.PersistentVolumeBlock {
-		fsType = ""
-	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{provisionedByAnnotation: CSIDriver},
-			Finalizers:  []string{provisionerFinalizer},
-		},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pvc.Spec.Resources.Requests[corev1.ResourceStorage]},
-			AccessModes:                   pvc.Spec.AccessModes,
-			VolumeMode:                    pvc.Spec.VolumeMode,
-			StorageClassName:              sc.Name,
-			PersistentVolumeReclaimPolicy: ptr.Deref(sc.ReclaimPolicy, corev1.PersistentVolumeReclaimDelete),
-			ClaimRef: &corev1.ObjectReference{
-				Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name,
-				UID: pvc.UID, ResourceVersion: pvc.ResourceVersion,
-			},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: CSIDriver, VolumeHandle: "vol-" + string(pvc.UID), FSType: fsType,
-				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": component},
-			}},
-		},
-	}
-	if node != "" {
-		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-		}}}}
-	}
+	pv := provisionedPV(name, pvc, sc.Name, ptr.Deref(sc.ReclaimPolicy, corev1.PersistentVolumeReclaimDelete), component, node)
 	if err := s.Client.Create(ctx, pv, client.FieldOwner(managerProvisioner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return "", nil
@@ -686,4 +656,43 @@ func (s *Simulator) boundLauncher(ctx context.Context, vmi *kubevirtv1.VirtualMa
 		}
 	}
 	return nil, fmt.Errorf("VMI %s/%s has no launcher pod bound to a node and waiting for its volumes", vmi.Namespace, vmi.Name)
+}
+
+// provisionedPV is the volume the external provisioner creates for pvc
+// (kubernetes-csi/external-provisioner pkg/controller/controller.go): a
+// CSI volume of the driver, bound to the claim by its claimRef, with the
+// node's topology when the claim waited for its first consumer (node set).
+func provisionedPV(name string, pvc *corev1.PersistentVolumeClaim, class string, reclaim corev1.PersistentVolumeReclaimPolicy, identity, node string) *corev1.PersistentVolume {
+	fsType := "ext4"
+	if ptr.Deref(pvc.Spec.VolumeMode, corev1.PersistentVolumeFilesystem) == corev1.PersistentVolumeBlock {
+		fsType = ""
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{provisionedByAnnotation: CSIDriver},
+			Finalizers:  []string{provisionerFinalizer},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: pvc.Spec.Resources.Requests[corev1.ResourceStorage]},
+			AccessModes:                   pvc.Spec.AccessModes,
+			VolumeMode:                    pvc.Spec.VolumeMode,
+			StorageClassName:              class,
+			PersistentVolumeReclaimPolicy: reclaim,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name,
+				UID: pvc.UID, ResourceVersion: pvc.ResourceVersion,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: CSIDriver, VolumeHandle: "vol-" + string(pvc.UID), FSType: fsType,
+				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": identity},
+			}},
+		},
+	}
+	if node != "" {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}
+	}
+	return pv
 }
