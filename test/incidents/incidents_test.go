@@ -12,7 +12,6 @@ package incidents
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 var (
@@ -37,26 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{ControllerManager: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if k8s, err = env.Client(); err == nil {
-		sim = simulator.New(k8s)
-		err = sim.EnsureStorage(context.Background())
-	}
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	support.RunWithStorage(m, testenv.Options{}, func(w support.StorageWorld) { env, k8s, sim = w.Env, w.K8s, w.Sim })
 }
 
 // eventually polls cond every 250ms for up to two minutes.

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/vmobs/vmobs/internal/simulator"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/test/support"
 )
 
 var (
@@ -34,37 +34,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{ControllerManager: true, CDI: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if k8s, err = env.Client(); err == nil {
-		sim = simulator.New(k8s)
-		err = sim.EnsureStorage(context.Background())
-	}
-	code := 1
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "kube-controller-manager's log:\n%s\n", tail(env.ControllerManagerLog(), 60))
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	support.RunWithStorage(m, testenv.Options{CDI: true}, func(w support.StorageWorld) { env, k8s, sim = w.Env, w.K8s, w.Sim })
 }
 
 func must(t *testing.T, err error) {
