@@ -195,8 +195,14 @@ func (e *engine) domainSync(l *layer) {
 // Policy.LagGrace of since the layer keeps its previous verdict for the
 // same VMI, or says Progressing; the verdict comes at since + LagGrace.
 func (e *engine) contradiction(l *layer, since time.Time, v v1alpha1.Verdict, reason, msg string) {
+	e.contradictionWithin(l, since, e.f.pol.LagGrace, v, reason, msg)
+}
+
+// contradictionWithin is contradiction with a grace of its own, for a lag
+// known to take longer than LagGrace.
+func (e *engine) contradictionWithin(l *layer, since time.Time, grace time.Duration, v v1alpha1.Verdict, reason, msg string) {
 	f := &e.f
-	end := ceilSec(since.Add(f.pol.LagGrace))
+	end := ceilSec(since.Add(grace))
 	if since.IsZero() || f.future(since) || crossed(f.now, end) {
 		l.add(v, reason, msg, since)
 		return
@@ -383,7 +389,7 @@ func (e *engine) judgeRunningPod(l *layer) {
 			// the pause, long past; the gate's is the unpause, so the lag
 			// grace runs from the later of the two. A gate still False is
 			// virt-controller not caught up with the unpause yet.
-			since := readyT
+			since, grace := readyT, f.pol.LagGrace
 			if g := podCond(p, kubevirtv1.VirtualMachineUnpaused); g != nil {
 				gt := mt(g.LastTransitionTime)
 				if g.Status != corev1.ConditionTrue {
@@ -394,10 +400,18 @@ func (e *engine) judgeRunningPod(l *layer) {
 					return
 				}
 				if gt.After(since) {
-					since = gt
+					// The kubelet recomputes Ready when it reconciles
+					// the pod's status change (k8s:pkg/kubelet/
+					// kubelet.go HandlePodReconcile,
+					// status.NeedToReconcilePodReadiness), a sync that
+					// queues behind the pod's other work in its pod
+					// worker: on a busy node it comes some seconds
+					// after the gate, so the unpause's wait is twice
+					// the lag grace (a pause ends with no fault).
+					since, grace = gt, 2*f.pol.LagGrace
 				}
 			}
-			e.contradiction(l, since, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
+			e.contradictionWithin(l, since, grace, v1alpha1.VerdictDegraded, v1alpha1.ReasonLauncherPodNotReady,
 				"launcher pod "+p.Name+" is "+string(p.Status.Phase)+" but not Ready")
 			l.cite(kindPod, p.Name, field, status, readyT)
 			return

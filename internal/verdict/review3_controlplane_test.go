@@ -273,7 +273,24 @@ func kubevirtWaitSituations() []situation {
 				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionTrue, -3*time.Second))}
 			}),
 			overall: "Progressing/LauncherPodNotReady", node: "Progressing/LauncherPodNotReady",
-			check: wantStaleAt(layerNode, 7*time.Second),
+			check: wantStaleAt(layerNode, 17*time.Second),
+		},
+		{
+			// The soak's loaded machine: the kubelet's Ready came 4–10 s
+			// after the gate and tripped a wait of one LagGrace.
+			name: "C11: the gate flipped 15 s ago, the kubelet not yet: still no Degraded (twice the lag grace)",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionTrue, -15*time.Second))}
+			}),
+			overall: "Progressing/LauncherPodNotReady", node: "Progressing/LauncherPodNotReady",
+			check: wantStaleAt(layerNode, 5*time.Second),
+		},
+		{
+			name: "C11: the gate flipped 21 s ago and the pod is still not Ready: Degraded",
+			in: input(func(in *Input) {
+				in.Pods = []*corev1.Pod{launcherPod(pausedFor(-time.Hour), unpauseGate(corev1.ConditionTrue, -21*time.Second))}
+			}),
+			overall: "Degraded/LauncherPodNotReady", node: "Degraded/LauncherPodNotReady",
 		},
 		{
 			name: "C11: unpaused, virt-controller has not flipped the gate yet: Progressing",
