@@ -159,6 +159,21 @@ func TestDrainCheckAgainstKubectlDrain(t *testing.T) {
 		return err == nil && o.Status.VMs != nil && o.Status.VMs.Total == int32(len(members)), fmt.Sprintf("%v %+v", err, o.Status.VMs)
 	})
 
+	// Cordon first and drain once the NodeObservation has predicted, as
+	// docs/drain-check.md advises: kubectl drain evicts right after its
+	// cordon, and a controller that sees the cordon late (a loaded
+	// machine) would predict without the VMs already moved.
+	cordon := exec.CommandContext(ctx, filepath.Join(testenv.AssetsDir(), "kubectl"), "--kubeconfig", kubeconfig, "cordon", drained)
+	if out, err := cordon.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl cordon: %v\n%s", err, out)
+	}
+	waitFor(ctx, t, "the NodeObservation's prediction of "+drained, func() (bool, string) {
+		var o v1alpha1.NodeObservation
+		err := k8s.Get(ctx, client.ObjectKey{Name: drained}, &o)
+		return err == nil && o.Status.Drain != nil && !o.Status.Drain.PredictedAt.IsZero() && len(o.Status.Drain.VMs) == len(members),
+			fmt.Sprintf("%v %+v", err, o.Status.Drain)
+	})
+
 	// KubeVirt's controllers, played while kubectl drain runs.
 	actx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
