@@ -126,7 +126,7 @@ test-reliability: envtest-bin ## Fault injection on the real control plane: lead
 UNIT_PKGS = $(shell go list ./... | grep -v '^github.com/vmobs/vmobs/test/')
 
 .PHONY: update-golden
-update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, the flags and metrics references, the Argo CD health check's testdata, the OpenShift user-workload rules); review the diff.
+update-golden: ## Rewrite every golden file from the current code (analyzer outputs, the accuracy table, fuzz seeds, plugin renderings, Grafana dashboards, the flags and metrics references, the Argo CD health check's testdata, the OpenShift user-workload rules and their promtool tests); review the diff.
 	go test ./internal/analyze ./internal/verdict ./internal/kubectlvmobs ./internal/dashboards ./internal/metrics ./cmd/vmobs -update
 	go test ./test/integrations -run TestArgoCDHealthOnEngineOutput -update
 	go test ./test/packaging -run TestUserWorkloadRules -update
