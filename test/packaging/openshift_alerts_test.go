@@ -356,24 +356,6 @@ func failedAlerts(out string) map[string]bool {
 	return m
 }
 
-// unitTests is what TestUserWorkloadAlerts reads of a promtool test file.
-type unitTests struct {
-	Tests []struct {
-		AlertRuleTest []struct {
-			Alertname string `json:"alertname"`
-			ExpAlerts []struct {
-				ExpLabels map[string]string `json:"exp_labels"`
-			} `json:"exp_alerts"`
-		} `json:"alert_rule_test"`
-		PromQLExprTest []struct {
-			Expr       string `json:"expr"`
-			ExpSamples []struct {
-				Labels string `json:"labels"`
-			} `json:"exp_samples"`
-		} `json:"promql_expr_test"`
-	} `json:"tests"`
-}
-
 // TestUserWorkloadAlerts runs the alerts of config/openshift-user-workload
 // in promtool on the series OpenShift's user-workload Prometheus holds
 // (config/openshift-user-workload/tests/alerts_test.yaml, generated from
@@ -400,10 +382,7 @@ func TestUserWorkloadAlerts(t *testing.T) {
 
 	// Every alert fires and stays silent in some case, every recording rule
 	// has samples; all carry vmobs' namespace, the per-VM ones the VM's.
-	var unit unitTests
-	if err := yaml.Unmarshal(tests, &unit); err != nil {
-		t.Fatal(err)
-	}
+	unit := support.ReadPromtoolTests(t, filepath.Join(root, uwmAlertTests))
 	fires, silent, recorded := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var incidentMembers int
 	for i, tc := range unit.Tests {
