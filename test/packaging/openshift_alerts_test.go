@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -339,7 +340,8 @@ func promtoolTest(t *testing.T, rules, tests []byte) (string, bool) {
 	cmd := exec.Command(support.BuiltTool(t, "promtool", "PROMTOOL"), "test", "rules", "alerts_test.yaml") //nolint:gosec // the built promtool
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if _, exit := err.(*exec.ExitError); err != nil && !exit {
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("promtool test rules: %v", err)
 	}
 	return string(out), err == nil
