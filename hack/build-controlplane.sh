@@ -20,6 +20,11 @@
 # another index (setup-envtest --index). Nothing is done when the three
 # binaries exist and are newer than their tool modules' go.mod.
 #
+# CONTROLPLANE_MODULE names the tool module under hack/ that kube-apiserver,
+# kubectl and kube-controller-manager are built from (controlplane, which
+# pins K8S_VERSION's k8s.io/kubernetes); `make test-min-kube` builds the
+# oldest supported release from hack/controlplane-min.
+#
 # kube-controller-manager is always built (hack/controlplane, the same
 # release and linker flags as kube-apiserver): envtest releases do not carry
 # it. On top of kube-apiserver's build most of its packages are in the Go
@@ -31,6 +36,7 @@ K8S_VERSION=${K8S_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 ENVTEST_SOURCE=${ENVTEST_SOURCE:-auto}
 CONTROLLER_MANAGER=${CONTROLLER_MANAGER:-build}
+CONTROLPLANE_MODULE=${CONTROLPLANE_MODULE:-controlplane}
 ENVTEST_INDEX=${ENVTEST_INDEX:-}
 ENVTEST_INDEX_TIMEOUT=${ENVTEST_INDEX_TIMEOUT:-20}
 ENVTEST_DOWNLOAD_TIMEOUT=${ENVTEST_DOWNLOAD_TIMEOUT:-300}
@@ -50,7 +56,7 @@ mkdir -p "$out"
 
 # module names the tool module a binary is built from (a function, not an
 # associative array: macOS ships bash 3.2).
-module() { if [[ $1 == etcd ]]; then echo etcd; else echo controlplane; fi; }
+module() { if [[ $1 == etcd ]]; then echo etcd; else echo "$CONTROLPLANE_MODULE"; fi; }
 up_to_date() { [[ -x "$out/$1" && "$out/$1" -nt "$root/hack/$(module "$1")/go.mod" ]]; }
 
 # bounded runs a command for at most $1 seconds where timeout(1) exists

@@ -284,7 +284,8 @@ func TestReferencePage(t *testing.T) {
 // Where the docs, rules and dashboards name metrics, relative to the root.
 var namingFiles = []string{
 	"README.md", "docs/*.md", "docs/*.yaml", "docs/runbooks/*.md",
-	"config/prometheus/*.yaml", "config/prometheus/tests/*.yaml", "config/openshift-user-workload/*.yaml", "charts/vmobs/files/*.yaml",
+	"config/prometheus/*.yaml", "config/prometheus/tests/*.yaml", "config/openshift-user-workload/*.yaml", "config/openshift-user-workload/tests/*.yaml",
+	"charts/vmobs/files/*.yaml",
 	"config/grafana/*.json", "internal/dashboards/*.go",
 }
 

@@ -124,27 +124,7 @@ func TestPrometheusRuleConventions(t *testing.T) {
 		verdicts[string(v)] = true
 	}
 
-	testsYAML, err := os.ReadFile(filepath.Join(root, "config", "prometheus", "tests", "alerts_test.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var unit struct {
-		Tests []struct {
-			AlertRuleTest []struct {
-				Alertname string `json:"alertname"`
-				ExpAlerts []struct {
-					ExpLabels map[string]string `json:"exp_labels"`
-				} `json:"exp_alerts"`
-			} `json:"alert_rule_test"`
-			PromQLExprTest []struct {
-				Expr       string `json:"expr"`
-				ExpSamples []any  `json:"exp_samples"`
-			} `json:"promql_expr_test"`
-		} `json:"tests"`
-	}
-	if err := yaml.Unmarshal(testsYAML, &unit); err != nil {
-		t.Fatal(err)
-	}
+	unit := support.ReadPromtoolTests(t, filepath.Join(root, "config", "prometheus", "tests", "alerts_test.yaml"))
 	fires, silent, evaluated := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	firedLabels := map[string][]map[string]string{}
 	for _, tc := range unit.Tests {
@@ -330,23 +310,7 @@ func TestAlertmanagerInhibition(t *testing.T) {
 		t.Fatalf("%d inhibit rules, want %d", len(cfg.InhibitRules), len(want))
 	}
 
-	tb, err := os.ReadFile(filepath.Join(support.RepoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tests struct {
-		Tests []struct {
-			AlertRuleTest []struct {
-				Alertname string `json:"alertname"`
-				ExpAlerts []struct {
-					ExpLabels map[string]string `json:"exp_labels"`
-				} `json:"exp_alerts"`
-			} `json:"alert_rule_test"`
-		} `json:"tests"`
-	}
-	if err := yaml.Unmarshal(tb, &tests); err != nil {
-		t.Fatal(err)
-	}
+	tests := support.ReadPromtoolTests(t, filepath.Join(support.RepoRoot(t), "config", "prometheus", "tests", "alerts_test.yaml"))
 	var alerts []map[string]string
 	for _, tc := range tests.Tests {
 		for _, a := range tc.AlertRuleTest {

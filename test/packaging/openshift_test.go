@@ -18,7 +18,7 @@ import (
 )
 
 var update = flag.Bool("update", false,
-	"rewrite config/openshift-user-workload/prometheusrule.yaml from config/prometheus/prometheusrule.yaml (make update-golden)")
+	"rewrite config/openshift-user-workload/prometheusrule.yaml and tests/alerts_test.yaml from config/prometheus' (make update-golden)")
 
 const (
 	uwmOverlay = "config/openshift-user-workload"
@@ -82,7 +82,9 @@ const uwmRulesHeader = `# Generated from config/prometheus/prometheusrule.yaml b
 `
 
 // TestUserWorkloadRules checks that the user-workload overlay's rules are
-// config/prometheus' own, rewritten by userWorkloadRules.
+// config/prometheus' own, rewritten by userWorkloadRules, and their unit
+// tests config/prometheus' own, rewritten by userWorkloadTests
+// (TestUserWorkloadAlerts runs them).
 func TestUserWorkloadRules(t *testing.T) {
 	root := support.RepoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, baseRules))
@@ -110,6 +112,24 @@ func TestUserWorkloadRules(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s is stale: run `go test ./test/packaging -run TestUserWorkloadRules -update` (make update-golden)", uwmRules)
+	}
+
+	// The unit tests of the rules, from config/prometheus' cases.
+	want = generatedAlertTests(t, root)
+	path = filepath.Join(root, uwmAlertTests)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil { //nolint:gosec // a committed directory
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, want, 0o644); err != nil { //nolint:gosec // a committed file, read by all
+			t.Fatal(err)
+		}
+	}
+	if got, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale: run `go test ./test/packaging -run TestUserWorkloadRules -update` (make update-golden)", uwmAlertTests)
 	}
 }
 
