@@ -259,6 +259,18 @@ func DataVolumesServed(cfg *rest.Config) (bool, error) {
 
 // NewManager builds a manager running the VMObservation reconciler.
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	return newManager(cfg, opts, nil)
+}
+
+// managerParts are parts of a manager that newManager hands out besides
+// (InProcess reads them).
+type managerParts struct {
+	// Events is the store of the Warning Events; nil without storage.
+	Events *cachestore.Events
+}
+
+// newManager is NewManager; parts, when not nil, receives its parts.
+func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manager, error) {
 	cfg = withRateLimit(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)
 	metricsOpts, err := metricsServerOptions(opts)
 	if err != nil {
@@ -318,12 +330,28 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Informers:  informers,
 		Startup:    startup,
 	}
+	var events *cachestore.Events
+	if opts.Storage {
+		// The Warning Events the storage rules read, in a store of their
+		// own (no informer): listed and watched by every replica, as
+		// the cache's informers are.
+		if events, err = cachestore.NewEvents(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(events); err != nil {
+			return nil, err
+		}
+		if parts != nil {
+			parts.Events = events
+		}
+	}
 	policy, sources := enginePolicy(opts), metrics.NewFactSources()
 	copts := controllers.Options{
 		Policy:            policy,
 		AutoCreate:        opts.AutoCreate,
 		Storage:           opts.Storage,
 		DataVolumes:       dataVolumes,
+		Events:            events,
 		Write:             opts.WriteOptions,
 		Shard:             opts.VMSelector,
 		FactSourceMetrics: sources,
@@ -420,6 +448,9 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			// controller would judge VMs on a partial view.
 			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 				return errors.New("caches not synced")
+			}
+			if events != nil && !events.HasSynced() {
+				return errors.New("warning events not listed")
 			}
 			return nil
 		}); err != nil {
