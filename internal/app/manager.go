@@ -330,20 +330,12 @@ func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manag
 		Informers:  informers,
 		Startup:    startup,
 	}
-	var events *cachestore.Events
-	if opts.Storage {
-		// The Warning Events the storage rules read, in a store of their
-		// own (no informer): listed and watched by every replica, as
-		// the cache's informers are.
-		if events, err = cachestore.NewEvents(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces); err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(events); err != nil {
-			return nil, err
-		}
-		if parts != nil {
-			parts.Events = events
-		}
+	events, err := addEvents(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if parts != nil {
+		parts.Events = events
 	}
 	policy, sources := enginePolicy(opts), metrics.NewFactSources()
 	copts := controllers.Options{
@@ -440,24 +432,48 @@ func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manag
 		return nil, err
 	}
 	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
-		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-			return nil, err
-		}
-		if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-			// Ready once the caches have synced: before that the
-			// controller would judge VMs on a partial view.
-			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-				return errors.New("caches not synced")
-			}
-			if events != nil && !events.HasSynced() {
-				return errors.New("warning events not listed")
-			}
-			return nil
-		}); err != nil {
+		if err := addProbes(mgr, events); err != nil {
 			return nil, err
 		}
 	}
 	return mgr, nil
+}
+
+// addEvents adds the store of the Warning Events the storage rules read
+// to the manager, nil without storage. It is a store of its own (no
+// informer, cachestore.Events), listed and watched by every replica, as
+// the cache's informers are.
+func addEvents(mgr ctrl.Manager, opts Options) (*cachestore.Events, error) {
+	if !opts.Storage {
+		return nil, nil
+	}
+	events, err := cachestore.NewEvents(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(events); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// addProbes adds the health and readiness checks. Ready once the caches
+// have synced and the Warning Events (events, nil without storage) have
+// been listed: before that the controller would judge VMs on a partial
+// view.
+func addProbes(mgr ctrl.Manager, events *cachestore.Events) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		if events != nil && !events.HasSynced() {
+			return errors.New("warning events not listed")
+		}
+		return nil
+	})
 }
 
 // newIncidentTracker is the incident tracker the VMObservation and
