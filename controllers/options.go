@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/metrics"
 	"github.com/vmobs/vmobs/internal/verdict"
@@ -49,6 +50,11 @@ type Options struct {
 	// API server serves them (and the cache's options keep their entry,
 	// cachestore.WithoutDataVolumes).
 	DataVolumes bool
+	// Events holds the Warning Events the storage rules read, required
+	// with Storage. The caller runs it (cachestore.Events.Start, a
+	// manager Runnable, as the cache runs the informers); the controller
+	// reads it and waits for its first lists.
+	Events *cachestore.Events
 	// Incidents, when set, groups the VMs that turn non-Healthy for a
 	// shared cause (incident.go); the IncidentReconciler reads the same
 	// Tracker. Sharded, it is not used: a shard sees part of the VMs.

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -32,15 +31,18 @@ import (
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
 
 // watchStorage opens the storage stores and watches them, each change
-// mapped through an index to the VMs it affects. CDI is optional, as
-// KubeVirt treats it: without its CRD no DataVolume informer is made and
-// the storage layer reads no DataVolume.
+// mapped through an index to the VMs it affects; a change of the Warning
+// Events kept about an object (a new one among its newest, a repeat of
+// one, since its time is the evidence time, or one gone) maps to the VMs
+// of that object. CDI is optional, as KubeVirt treats it: without its CRD
+// no DataVolume informer is made and the storage layer reads no
+// DataVolume.
 func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl.Request]) (*builder.TypedBuilder[ctrl.Request], error) {
 	if !r.opts.Storage {
 		return b, nil
 	}
 	cdi := r.opts.DataVolumes
-	st, err := r.Store.OpenStorage(context.Background(), mgr.GetCache(), r.Informers, cdi)
+	st, err := r.Store.OpenStorage(context.Background(), mgr.GetCache(), r.Informers, r.opts.Events, cdi)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +52,7 @@ func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl
 		WatchesRawSource(runtimekit.WatchKind(c, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimToVMs), claimChanged())).
 		WatchesRawSource(runtimekit.WatchKind(c, &storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToVMs), classChanged())).
 		WatchesRawSource(runtimekit.WatchKind(c, &storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.attachmentToVMs), attachmentChanged())).
-		WatchesRawSource(runtimekit.WatchKind(c, &corev1.Event{}, handler.EnqueueRequestsFromMapFunc(r.eventToVMs), eventChanged()))
+		WatchesRawSource(st.Events.Source(r.eventToVMs))
 	if cdi {
 		dv := &unstructured.Unstructured{}
 		dv.SetGroupVersionKind(projection.DataVolumeGVK)
@@ -75,7 +77,13 @@ func (r *Reconciler) storageFacts(in *verdict.Input) (*storagefacts.Facts, error
 	if err != nil {
 		return nil, err
 	}
-	return storagefacts.Assemble(vols, o), nil
+	f := storagefacts.Assemble(vols, o)
+	// The events no rule can read again leave the store (they are
+	// still in f, which no rule reads them from either).
+	for _, u := range verdict.UnreadEvents(in.Pods, f) {
+		r.storage.Events.Forget(in.Namespace, u)
+	}
+	return f, nil
 }
 
 func keysToRequests(keys []string) []reconcile.Request {
@@ -127,20 +135,16 @@ func (r *Reconciler) claimsToVMs(ctx context.Context, claims []*projection.Claim
 	return out
 }
 
-// eventToVMs maps a Warning Event to the VM its involved object belongs
-// to: the VM or VMI itself, a launcher pod's VMI, a claim's or a
+// eventToVMs maps an object whose Warning Events changed to the VM it
+// belongs to: the VM or VMI itself, a launcher pod's VMI, a claim's or a
 // DataVolume's VMs.
-func (r *Reconciler) eventToVMs(ctx context.Context, o client.Object) []reconcile.Request {
-	e, ok := o.(*projection.Event)
-	if !ok || !e.Relevant() {
-		return nil
-	}
-	ns := e.GetNamespace()
-	switch e.F.Kind {
+func (r *Reconciler) eventToVMs(ctx context.Context, o cachestore.EventObject) []reconcile.Request {
+	ns := o.Namespace
+	switch o.Kind {
 	case storagefacts.KindVM, storagefacts.KindVMI:
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: e.F.Name}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: o.Name}}}
 	case storagefacts.KindPod:
-		p, ok, err := cachestore.Get[*projection.Pod](r.Store.Pods, ns+"/"+e.F.Name)
+		p, ok, err := cachestore.Get[*projection.Pod](r.Store.Pods, ns+"/"+o.Name)
 		if err != nil || !ok {
 			return nil
 		}
@@ -148,9 +152,9 @@ func (r *Reconciler) eventToVMs(ctx context.Context, o client.Object) []reconcil
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ref.Name}}}
 		}
 	case storagefacts.KindPVC, storagefacts.KindDataVolume:
-		keys, err := r.Store.VMsOfClaim(ns, e.F.Name)
+		keys, err := r.Store.VMsOfClaim(ns, o.Name)
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing VMs of a claim failed", "claim", e.F.Name)
+			ctrl.LoggerFrom(ctx).Error(err, "Listing VMs of a claim failed", "claim", o.Name)
 			return nil
 		}
 		return keysToRequests(keys)
@@ -181,16 +185,4 @@ func dataVolumeChanged() predicate.Funcs {
 		oc, nc := *o, *n
 		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
 	})
-}
-
-// eventChanged passes an event about the VM's objects; a repeat of one
-// (count and last seen moved) passes too, since its time is the evidence
-// time.
-func eventChanged() predicate.Funcs {
-	p := updateOnly(func(o, n *projection.Event) bool { return n.Relevant() && (!o.Relevant() || *o.F != *n.F) })
-	p.CreateFunc = func(e event.CreateEvent) bool {
-		ev, ok := e.Object.(*projection.Event)
-		return !ok || ev.Relevant()
-	}
-	return p
 }

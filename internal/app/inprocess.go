@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/vmobs/vmobs/internal/cachestore"
 )
 
 // InProcessOptions are Defaults with nothing that listens or registers
@@ -31,6 +33,9 @@ func InProcessOptions() Options {
 // InProcess is a manager running in a goroutine of this process.
 type InProcess struct {
 	ctrl.Manager
+	// Events is the manager's store of Warning Events, nil without
+	// storage (the scale harness measures it).
+	Events *cachestore.Events
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -38,12 +43,13 @@ type InProcess struct {
 // StartInProcess builds the manager and runs it until ctx ends or Cancel
 // or Stop is called.
 func StartInProcess(ctx context.Context, cfg *rest.Config, opts Options) (*InProcess, error) {
-	mgr, err := NewManager(cfg, opts)
+	var parts managerParts
+	mgr, err := newManager(cfg, opts, &parts)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &InProcess{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	m := &InProcess{Manager: mgr, Events: parts.Events, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	return m, nil
 }

@@ -259,6 +259,18 @@ func DataVolumesServed(cfg *rest.Config) (bool, error) {
 
 // NewManager builds a manager running the VMObservation reconciler.
 func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	return newManager(cfg, opts, nil)
+}
+
+// managerParts are parts of a manager that newManager hands out besides
+// (InProcess reads them).
+type managerParts struct {
+	// Events is the store of the Warning Events; nil without storage.
+	Events *cachestore.Events
+}
+
+// newManager is NewManager; parts, when not nil, receives its parts.
+func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manager, error) {
 	cfg = withRateLimit(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)
 	metricsOpts, err := metricsServerOptions(opts)
 	if err != nil {
@@ -318,12 +330,20 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Informers:  informers,
 		Startup:    startup,
 	}
+	events, err := addEvents(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+	if parts != nil {
+		parts.Events = events
+	}
 	policy, sources := enginePolicy(opts), metrics.NewFactSources()
 	copts := controllers.Options{
 		Policy:            policy,
 		AutoCreate:        opts.AutoCreate,
 		Storage:           opts.Storage,
 		DataVolumes:       dataVolumes,
+		Events:            events,
 		Write:             opts.WriteOptions,
 		Shard:             opts.VMSelector,
 		FactSourceMetrics: sources,
@@ -412,21 +432,48 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
-		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-			return nil, err
-		}
-		if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-			// Ready once the caches have synced: before that the
-			// controller would judge VMs on a partial view.
-			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-				return errors.New("caches not synced")
-			}
-			return nil
-		}); err != nil {
+		if err := addProbes(mgr, events); err != nil {
 			return nil, err
 		}
 	}
 	return mgr, nil
+}
+
+// addEvents adds the store of the Warning Events the storage rules read
+// to the manager, nil without storage. It is a store of its own (no
+// informer, cachestore.Events), listed and watched by every replica, as
+// the cache's informers are.
+func addEvents(mgr ctrl.Manager, opts Options) (*cachestore.Events, error) {
+	if !opts.Storage {
+		return nil, nil
+	}
+	events, err := cachestore.NewEvents(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(events); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// addProbes adds the health and readiness checks. Ready once the caches
+// have synced and the Warning Events (events, nil without storage) have
+// been listed: before that the controller would judge VMs on a partial
+// view.
+func addProbes(mgr ctrl.Manager, events *cachestore.Events) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		if events != nil && !events.HasSynced() {
+			return errors.New("warning events not listed")
+		}
+		return nil
+	})
 }
 
 // newIncidentTracker is the incident tracker the VMObservation and

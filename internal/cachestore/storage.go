@@ -2,12 +2,12 @@ package cachestore
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,11 +16,13 @@ import (
 	"github.com/vmobs/vmobs/internal/storagefacts"
 )
 
-// StorageStores are the informer stores the storage layer reads: the
-// claims, StorageClasses, VolumeAttachments and Warning Events, and CDI's
-// DataVolumes when the cluster serves them (nil otherwise).
+// StorageStores are the stores the storage layer reads: the informer
+// stores of the claims, StorageClasses and VolumeAttachments, and of CDI's
+// DataVolumes when the cluster serves them (nil otherwise), and the
+// Warning Events the rules read (Events, no informer's).
 type StorageStores struct {
-	Claims, Classes, Attachments, Events Index
+	Claims, Classes, Attachments Index
+	Events                       *Events
 	// DataVolumes is nil when CDI's CRD is not served: the storage layer
 	// then reads no DataVolume, as KubeVirt treats CDI as optional.
 	DataVolumes Index
@@ -37,18 +39,11 @@ const (
 	// IndexAttachmentPV indexes VolumeAttachments by the bucket of their
 	// PersistentVolume.
 	IndexAttachmentPV = "vmobs.spec.source.persistentVolumeName"
-	// IndexEventObject indexes the Warning Events the rules read by the
-	// bucket of their involved object's namespace/kind/name.
-	IndexEventObject = "vmobs.involvedObject"
 	// IndexVMClaim indexes VMs and VMIs by the buckets of namespace/claim
 	// of every volume a claim backs (VMsOfClaim): a claim's, a
 	// DataVolume's or an event's change maps to the VM through it.
 	IndexVMClaim = "vmobs.spec.volumes.claim"
 )
-
-// warningEvents selects the events the cache holds: Warnings only, which
-// the API server filters (type is a field selector of events).
-var warningEvents = fields.OneTermEqualSelector("type", corev1.EventTypeWarning)
 
 // storageByObject adds the storage kinds to the cache's options; an entry
 // whose informer is never asked for (DataVolumes without CDI) makes none.
@@ -58,7 +53,6 @@ func storageByObject(byObject map[client.Object]cache.ByObject, project toolscac
 	byObject[&corev1.PersistentVolumeClaim{}] = cache.ByObject{Transform: project}
 	byObject[&storagev1.StorageClass{}] = cache.ByObject{Transform: project}
 	byObject[&storagev1.VolumeAttachment{}] = cache.ByObject{Transform: project}
-	byObject[&corev1.Event{}] = cache.ByObject{Field: warningEvents, Transform: project}
 	byObject[dv] = cache.ByObject{Transform: project}
 }
 
@@ -77,12 +71,16 @@ func WithoutDataVolumes(o cache.Options) cache.Options {
 	return o
 }
 
-// OpenStorage opens the storage stores; dataVolumes says CDI's CRD is
-// served (the caller asks the REST mapper). Their indexes are registered
-// here, before the informers start, as are those of the VMs and VMIs that
-// map a claim to its VMs.
-func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Informers, dataVolumes bool) (*StorageStores, error) {
-	st := &StorageStores{}
+// OpenStorage opens the storage stores, with events the Warning Events'
+// (run by the caller); dataVolumes says CDI's CRD is served (the caller
+// asks the REST mapper). Their indexes are registered here, before the
+// informers start, as are those of the VMs and VMIs that map a claim to
+// its VMs.
+func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Informers, events *Events, dataVolumes bool) (*StorageStores, error) {
+	if events == nil {
+		return nil, errors.New("the storage layer needs the Warning Events' store")
+	}
+	st := &StorageStores{Events: events}
 	dv := &unstructured.Unstructured{}
 	dv.SetGroupVersionKind(projection.DataVolumeGVK)
 	kinds := []struct {
@@ -90,7 +88,7 @@ func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Infor
 		dst *Index
 	}{
 		{&corev1.PersistentVolumeClaim{}, &st.Claims}, {&storagev1.StorageClass{}, &st.Classes},
-		{&storagev1.VolumeAttachment{}, &st.Attachments}, {&corev1.Event{}, &st.Events},
+		{&storagev1.VolumeAttachment{}, &st.Attachments},
 	}
 	if dataVolumes {
 		kinds = append(kinds, struct {
@@ -111,7 +109,6 @@ func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Infor
 	}{
 		{st.Claims, toolscache.Indexers{IndexClaimVolume: claimVolumeIndex, IndexClaimClass: claimClassIndex}},
 		{st.Attachments, toolscache.Indexers{IndexAttachmentPV: attachmentPVIndex}},
-		{st.Events, toolscache.Indexers{IndexEventObject: eventObjectIndex}},
 		{s.VMs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
 		{s.VMIs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
 	} {
@@ -150,19 +147,6 @@ func attachmentPVIndex(o any) ([]string, error) {
 		return []string{bucket(a.PV)}, nil
 	}
 	return nil, nil
-}
-
-func eventObjectIndex(o any) ([]string, error) {
-	if e, ok := o.(*projection.Event); ok && e.Relevant() {
-		return []string{bucket(EventObjectKey(e.GetNamespace(), e.F.Kind, e.F.Name))}, nil
-	}
-	return nil, nil
-}
-
-// EventObjectKey names an involved object in IndexEventObject (its
-// bucket is the index value).
-func EventObjectKey(namespace, kind, name string) string {
-	return namespace + "/" + kind + "/" + name
 }
 
 func vmClaimIndex(o any) ([]string, error) {
@@ -236,27 +220,14 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 		DataVolumesRead: st.DataVolumes != nil, DataVolumes: map[string]storagefacts.DataVolume{},
 		Attachments: map[string][]storagefacts.Attachment{},
 	}
-	events := func(kind, name string) error {
-		evs, err := ByIndex[*projection.Event](st.Events, IndexEventObject, bucket(EventObjectKey(namespace, kind, name)))
-		if err != nil {
-			return err
-		}
-		for _, e := range evs {
-			if e.Relevant() && e.F.Kind == kind && e.F.Name == name && e.GetNamespace() == namespace {
-				o.Events = append(o.Events, *e.F)
-			}
-		}
-		return nil
+	events := func(kind, name string) {
+		o.Events = st.Events.AppendOf(o.Events, namespace, kind, name)
 	}
 	for _, k := range []string{storagefacts.KindVM, storagefacts.KindVMI} {
-		if err := events(k, vm); err != nil {
-			return o, err
-		}
+		events(k, vm)
 	}
 	for _, p := range pods {
-		if err := events(storagefacts.KindPod, p); err != nil {
-			return o, err
-		}
+		events(storagefacts.KindPod, p)
 	}
 	for _, v := range vols {
 		c, ok, err := Get[*projection.Claim](st.Claims, namespace+"/"+v.ClaimName)
@@ -265,9 +236,7 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 		}
 		if ok {
 			o.PVCs[v.ClaimName] = c.F
-			if err := events(storagefacts.KindPVC, v.ClaimName); err != nil {
-				return o, err
-			}
+			events(storagefacts.KindPVC, v.ClaimName)
 			if sc := c.F.StorageClassName; sc != "" {
 				if cl, ok, err := Get[*projection.Class](st.Classes, sc); err != nil {
 					return o, err
@@ -300,9 +269,7 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 			}
 			if ok {
 				o.DataVolumes[v.DataVolume] = d.F
-				if err := events(storagefacts.KindDataVolume, v.DataVolume); err != nil {
-					return o, err
-				}
+				events(storagefacts.KindDataVolume, v.DataVolume)
 			}
 		}
 	}

@@ -18,8 +18,8 @@ import (
 )
 
 // TestStorageObjects puts a VM's storage objects, as the API server hands
-// them, through the informers' transform into indexed stores, and reads
-// them back the way the reconciler does: the facts hold what the rules
+// them, through the informers' transform into indexed stores (the events
+// into the Event store), and reads them back the way the reconciler does: the facts hold what the rules
 // read, events of other objects and kinds stay out, and a claim, a
 // DataVolume or an attachment maps to the VM through the indexes.
 func TestStorageObjects(t *testing.T) {
@@ -28,14 +28,13 @@ func TestStorageObjects(t *testing.T) {
 		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	}
 	s := &Store{VMs: newStore(), VMIs: newStore(), Nodes: newStore(), Pods: newStore()}
-	st := &StorageStores{Claims: newStore(), Classes: newStore(), Attachments: newStore(), Events: newStore(), DataVolumes: newStore()}
+	st := &StorageStores{Claims: newStore(), Classes: newStore(), Attachments: newStore(), Events: newEvents(nil), DataVolumes: newStore()}
 	for _, ix := range []struct {
 		s Index
 		i toolscache.Indexers
 	}{
 		{st.Claims, toolscache.Indexers{IndexClaimVolume: claimVolumeIndex, IndexClaimClass: claimClassIndex}},
 		{st.Attachments, toolscache.Indexers{IndexAttachmentPV: attachmentPVIndex}},
-		{st.Events, toolscache.Indexers{IndexEventObject: eventObjectIndex}},
 		{s.VMs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
 		{s.VMIs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
 	} {
@@ -101,11 +100,17 @@ func TestStorageObjects(t *testing.T) {
 			Count: 2, FirstTimestamp: metav1.NewTime(now.Add(-time.Hour)), LastTimestamp: metav1.NewTime(now.Add(-last)),
 		}
 	}
-	add(st.Events, event("e1", corev1.EventTypeWarning, "Pod", "virt-launcher-vm1-x", "FailedMount", time.Minute))
-	add(st.Events, event("e2", corev1.EventTypeWarning, "PersistentVolumeClaim", "vm1-data", "ProvisioningFailed", 2*time.Minute))
-	add(st.Events, event("e3", corev1.EventTypeWarning, "ConfigMap", "vm1-data", "Whatever", time.Minute))
-	add(st.Events, event("e4", corev1.EventTypeNormal, "PersistentVolumeClaim", "vm1-data", "WaitForFirstConsumer", time.Minute))
-	add(st.Events, event("e5", corev1.EventTypeWarning, "Pod", "virt-launcher-other-y", "FailedMount", time.Minute))
+	for _, ev := range []*corev1.Event{
+		event("e1", corev1.EventTypeWarning, "Pod", "virt-launcher-vm1-x", "FailedMount", time.Minute),
+		event("e2", corev1.EventTypeWarning, "PersistentVolumeClaim", "vm1-data", "ProvisioningFailed", 2*time.Minute),
+		event("e3", corev1.EventTypeWarning, "ConfigMap", "vm1-data", "Whatever", time.Minute),
+		event("e4", corev1.EventTypeNormal, "PersistentVolumeClaim", "vm1-data", "WaitForFirstConsumer", time.Minute),
+		event("e5", corev1.EventTypeWarning, "Pod", "virt-launcher-other-y", "FailedMount", time.Minute),
+	} {
+		if err := st.Events.put(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	vols := storagefacts.VolumesOf(vm, nil)
 	o, err := st.StorageObjects("prod", "vm1", []string{"virt-launcher-vm1-x"}, vols, s.Nodes)

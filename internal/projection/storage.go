@@ -42,10 +42,11 @@ type DataVolume struct {
 	F storagefacts.DataVolume
 }
 
-// Event is a Warning Event as the storage layer reads it. An event no rule
-// reads (storagefacts.Read) keeps its name only, since the informer still
-// holds a key for it: F is nil, and the struct is a third of one the rules
-// read (docs/scale.md, the storage budget).
+// Event is a Warning Event as the storage layer reads it, on its way into
+// the controller's Event store (cachestore.Events), which keeps the facts
+// of the newest few per involved object and no informer object at all. An
+// event no rule reads (storagefacts.Read) keeps its name only: F is nil,
+// and the store drops it.
 type Event struct {
 	Meta
 	F *storagefacts.Event
@@ -72,7 +73,9 @@ func fromAttachment(va *storagev1.VolumeAttachment) *Attachment {
 	return out
 }
 
-func fromEvent(e *corev1.Event) *Event {
+// FromEvent is the Event of a decoded Warning Event: the facts
+// (storagefacts.FromEvent, its strings interned) when a rule reads it.
+func FromEvent(e *corev1.Event) *Event {
 	out := &Event{Meta: Meta{Name: e.Name, Namespace: Intern(e.Namespace)}}
 	if e.Type == corev1.EventTypeWarning && storagefacts.Read(e.InvolvedObject.Kind, e.Reason) {
 		f := storagefacts.FromEvent(e)

@@ -87,7 +87,7 @@ func project(o any, s Sharding) (any, error) {
 		}
 	case *corev1.Event:
 		if x != nil {
-			return fromEvent(x), nil
+			return FromEvent(x), nil
 		}
 	case *unstructured.Unstructured:
 		if x != nil && x.GroupVersionKind() == DataVolumeGVK {

@@ -181,6 +181,24 @@ type Event struct {
 	First, Last time.Time
 }
 
+// Unread names Warning Events of one object that no storage rule can read
+// again, whatever comes (internal/verdict UnreadEvents): all of them, or
+// those last seen before Before. The controller's Event store forgets
+// them.
+type Unread struct {
+	// Kind and Name are the involved object's.
+	Kind, Name string
+	// All is every event of the object; else those last seen before
+	// Before.
+	All    bool
+	Before time.Time
+}
+
+// Covers says e is one of the events u names.
+func (u Unread) Covers(e Event) bool {
+	return e.Kind == u.Kind && e.Name == u.Name && (u.All || e.Last.Before(u.Before))
+}
+
 const (
 	// MaxEvents is how many Warning Events are kept per involved object,
 	// newest first.
@@ -192,22 +210,28 @@ const (
 	MaxVolumes = 16
 )
 
-// Newest sorts events newest first (by last seen, then reason) and keeps at
-// most MaxEvents of them, their messages cut; the slice is reused.
+// Newest sorts events newest first (Newer) and keeps at most MaxEvents of
+// them, their messages cut; the slice is reused.
 func Newest(evs []Event) []Event {
 	for i := range evs {
 		evs[i].Message = Cut(evs[i].Message, MaxMessage)
 	}
-	slices.SortStableFunc(evs, func(a, b Event) int {
-		if c := b.Last.Compare(a.Last); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Reason, b.Reason)
-	})
+	slices.SortStableFunc(evs, Newer)
 	if len(evs) > MaxEvents {
 		evs = evs[:MaxEvents:MaxEvents]
 	}
 	return evs
+}
+
+// Newer orders events newest first: by last seen (lastTimestamp, or the
+// series' last observed time, or eventTime: FromEvent), then by reason. It
+// is negative when a comes first. The controller's Event store keeps the
+// first MaxEvents of each involved object in this order, as Newest does.
+func Newer(a, b Event) int {
+	if c := b.Last.Compare(a.Last); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Reason, b.Reason)
 }
 
 // Cut shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -495,6 +495,50 @@ func (e *engine) launcherVolumeEvents(l *layer, s *storagefacts.Facts) {
 	}
 }
 
+// UnreadEvents names the Warning Events of the VM's objects that no storage
+// rule can read again, whatever comes, so that the controller's Event store
+// forgets them (most of a healthy fleet's events: the warnings its boots
+// left behind):
+//   - a launcher pod's last seen before its Ready condition last changed
+//     (launcherVolumeEvents reads none of them, and the condition's
+//     lastTransitionTime only moves on), and all of a finished pod's;
+//   - all of a claim's that is Bound or Lost: only volumeNotBound reads
+//     them, for a claim that is not, and a claim never returns to Pending;
+//   - all of a Succeeded DataVolume's: judgeDataVolume reads none, and
+//     Succeeded is where a DataVolume ends.
+//
+// A claim or DataVolume deleted and created again under the same name is
+// another object, whose events come after; one that comes while the
+// controller's cache still holds the old object is forgotten, and its
+// writer's next retry (a count update) brings it back. pods are the
+// VMI's launcher pods (Input.Pods); s may be nil (nothing to forget).
+func UnreadEvents(pods []*corev1.Pod, s *storagefacts.Facts) []storagefacts.Unread {
+	if s == nil {
+		return nil
+	}
+	var out []storagefacts.Unread
+	for _, p := range pods {
+		if p == nil {
+			continue
+		}
+		if podFinished(p) {
+			out = append(out, storagefacts.Unread{Kind: storagefacts.KindPod, Name: p.Name, All: true})
+		} else if _, _, _, since := podReadiness(p); !since.IsZero() {
+			out = append(out, storagefacts.Unread{Kind: storagefacts.KindPod, Name: p.Name, Before: since})
+		}
+	}
+	for i := range s.Volumes {
+		v := &s.Volumes[i]
+		if p := v.PVC; p != nil && (p.Phase == string(corev1.ClaimBound) || p.Phase == string(corev1.ClaimLost)) {
+			out = append(out, storagefacts.Unread{Kind: storagefacts.KindPVC, Name: p.Name, All: true})
+		}
+		if d := v.DV; d != nil && d.Phase == dvSucceeded {
+			out = append(out, storagefacts.Unread{Kind: storagefacts.KindDataVolume, Name: d.Name, All: true})
+		}
+	}
+	return out
+}
+
 // newestOf is the newest event with the reason, nil with none.
 func newestOf(evs []storagefacts.Event, reason string) *storagefacts.Event {
 	var out *storagefacts.Event

@@ -2,11 +2,13 @@ package verdict
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -390,6 +392,40 @@ func storageSituations() []situation {
 }
 
 func TestStorage(t *testing.T) { run(t, storageSituations()) }
+
+// TestUnreadEvents: the events the controller's Event store may forget
+// are a launcher pod's before its readiness last changed, all of a
+// finished pod's, of a claim Bound or Lost and of a Succeeded DataVolume;
+// none of a pod with no readiness yet, a Pending claim or a DataVolume on
+// its way. checkInvariants holds every situation to the same status
+// without them.
+func TestUnreadEvents(t *testing.T) {
+	readySince := metav1.NewTime(now.Add(-time.Hour))
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "ready"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readySince}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Status: corev1.PodStatus{Phase: corev1.PodFailed}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "creating"}, Status: corev1.PodStatus{Phase: corev1.PodPending}},
+	}
+	s := &storagefacts.Facts{Volumes: []storagefacts.Volume{
+		{Name: "a", PVC: &storagefacts.PVC{Name: "a", Phase: string(corev1.ClaimBound)}, DV: &storagefacts.DataVolume{Name: "a", Phase: storagefacts.DataVolumeSucceeded}},
+		{Name: "b", PVC: &storagefacts.PVC{Name: "b", Phase: string(corev1.ClaimPending)}, DV: &storagefacts.DataVolume{Name: "b", Phase: "ImportInProgress"}},
+		{Name: "c", PVC: &storagefacts.PVC{Name: "c", Phase: string(corev1.ClaimLost)}},
+	}}
+	want := []storagefacts.Unread{
+		{Kind: storagefacts.KindPod, Name: "ready", Before: readySince.Time},
+		{Kind: storagefacts.KindPod, Name: "done", All: true},
+		{Kind: storagefacts.KindPVC, Name: "a", All: true},
+		{Kind: storagefacts.KindDataVolume, Name: "a", All: true},
+		{Kind: storagefacts.KindPVC, Name: "c", All: true},
+	}
+	if got := UnreadEvents(pods, s); !slices.Equal(got, want) {
+		t.Errorf("unread %+v\nwant %+v", got, want)
+	}
+	if got := UnreadEvents(pods, nil); got != nil {
+		t.Errorf("without storage facts: %+v", got)
+	}
+}
 
 // TestStorageEventsDoNotLeak checks that the events of the storage facts
 // never reach another layer's verdict: they explain storage only.

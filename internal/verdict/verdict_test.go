@@ -1,17 +1,20 @@
 package verdict
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 )
 
 type situation struct {
@@ -110,6 +113,19 @@ func checkInvariants(t *testing.T, in Input, r Result) {
 	if r.NextDeadline < 0 {
 		t.Errorf("negative NextDeadline %v", r.NextDeadline)
 	}
+	// The Warning Events UnreadEvents names change nothing: the
+	// controller's Event store forgets them.
+	if unread := UnreadEvents(in.Pods, in.Storage); len(unread) > 0 {
+		forgot := in
+		forgot.Storage = forgetEvents(in.Storage, unread)
+		r2 := Evaluate(forgot)
+		if !apiequality.Semantic.DeepEqual(r2.Status, r.Status) {
+			t.Errorf("without the events no rule reads again (%+v), the status differs:\n%+v\nwant\n%+v", unread, r2.Status, st)
+		}
+		if !sameDeadlines(r2.Deadlines, r.Deadlines) {
+			t.Errorf("without the events no rule reads again (%+v), the deadlines differ: %+v, want %+v", unread, r2.Deadlines, r.Deadlines)
+		}
+	}
 	// A stored deadline is one still to come: a status must never look
 	// stale while its verdict is current (docs/verdicts.md, Freshness).
 	if !in.Policy.RenewingEvidence {
@@ -119,6 +135,42 @@ func checkInvariants(t *testing.T, in Input, r Result) {
 			}
 		}
 	}
+}
+
+// sameDeadlines says a and b are the same deadlines, their times equal
+// instants.
+func sameDeadlines(a, b Deadlines) bool {
+	if !a.RenewedAt.Equal(b.RenewedAt) {
+		return false
+	}
+	a.RenewedAt, b.RenewedAt = time.Time{}, time.Time{}
+	return a == b
+}
+
+// forgetEvents is a copy of s without the events unread names.
+func forgetEvents(s *storagefacts.Facts, unread []storagefacts.Unread) *storagefacts.Facts {
+	keep := func(evs []storagefacts.Event) []storagefacts.Event {
+		return slices.DeleteFunc(slices.Clone(evs), func(e storagefacts.Event) bool {
+			return slices.ContainsFunc(unread, func(u storagefacts.Unread) bool { return u.Covers(e) })
+		})
+	}
+	out := *s
+	out.Events = keep(s.Events)
+	out.Volumes = slices.Clone(s.Volumes)
+	for i := range out.Volumes {
+		v := &out.Volumes[i]
+		if v.PVC != nil {
+			p := *v.PVC
+			p.Events = keep(p.Events)
+			v.PVC = &p
+		}
+		if v.DV != nil {
+			d := *v.DV
+			d.Events = keep(d.Events)
+			v.DV = &d
+		}
+	}
+	return &out
 }
 
 func validVerdict(v v1alpha1.Verdict) bool {

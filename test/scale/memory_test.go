@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,6 +38,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/startupgc"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 	"github.com/vmobs/vmobs/internal/testenv"
 )
 
@@ -220,7 +223,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			st.WindowMaxHeapInuse = sampler.windowMax()
 			st.VmRSS = procStatus("VmRSS")
 			st.VmHWM = procStatus("VmHWM")
-			st.Cache = cacheSizes(ctx, mgr.GetCache())
+			st.Cache = cacheSizes(ctx, mgr.GetCache(), mgr.Events)
 			runtime.GC()
 			runtime.GC()
 			var ms runtime.MemStats
@@ -243,10 +246,10 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	return mgr.Stop()
 }
 
-// cacheSizes estimates what the manager's informer stores hold, by kind.
-// A value shared between objects (an interned string) counts once, in the
-// first kind that reaches it.
-func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
+// cacheSizes estimates what the manager's informer stores and its store
+// of Warning Events hold, by kind. A value shared between objects (an
+// interned string) counts once, in the first kind that reaches it.
+func cacheSizes(ctx context.Context, c cache.Cache, events *cachestore.Events) map[string]cacheSize {
 	store, err := cachestore.Open(ctx, c, nil)
 	if err != nil {
 		return nil
@@ -277,7 +280,7 @@ func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
 		obj  client.Object
 	}{
 		{"PersistentVolumeClaim", &corev1.PersistentVolumeClaim{}}, {"StorageClass", &storagev1.StorageClass{}},
-		{"VolumeAttachment", &storagev1.VolumeAttachment{}}, {"Event", &corev1.Event{}}, {"DataVolume", dv},
+		{"VolumeAttachment", &storagev1.VolumeAttachment{}}, {"DataVolume", dv},
 	} {
 		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 		if err != nil {
@@ -293,6 +296,21 @@ func cacheSizes(ctx context.Context, c cache.Cache) map[string]cacheSize {
 			cs.Bytes += deepSizeSeen(o, seen)
 		}
 		out[k.name] = cs
+	}
+	// The Warning Events (no informer's: cachestore.Events), by event
+	// kept: a map slot a involved object, its events' facts and strings.
+	if events != nil {
+		var cs cacheSize
+		slot := int64(unsafe.Sizeof(cachestore.EventObject{})) + int64(unsafe.Sizeof([]storagefacts.Event{}))
+		kept := int64(unsafe.Sizeof(storagefacts.Event{})) + 8 // and its id
+		events.Range(func(o cachestore.EventObject, evs []storagefacts.Event) {
+			cs.Objects += len(evs)
+			cs.Bytes += slot*8/7 + sizeOf(reflect.ValueOf(o), seen, false) + roundClass(int64(len(evs))*kept)
+			for _, ev := range evs {
+				cs.Bytes += sizeOf(reflect.ValueOf(ev), seen, false)
+			}
+		})
+		out["Event"] = cs
 	}
 	return out
 }

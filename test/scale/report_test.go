@@ -504,8 +504,9 @@ func (r *results) printTable(out io.Writer) {
 	if s := r.Storm; s != nil {
 		row(fmt.Sprintf("Event storm at %d VMs: %.0f/s asked for %.0f s", s.VMs, s.RateAsked, s.Seconds), fmt.Sprintf("%d events (%.0f/s), live heap +%s",
 			s.Events, s.EventsPerSec, mib(uint64(max(s.HeapGrowth, 0)))),
-			fmt.Sprintf("%.0f B an event; cached events %d → %d → %d after deletion; heap %s → %s → %s after deletion",
-				s.HeapGrowthPerEvent, s.CachedEventsBefore, s.CachedEventsAfter, s.CachedEventsGone, mib(s.HeapBefore), mib(s.HeapSettled), mib(s.HeapAfterDelete)))
+			fmt.Sprintf("%.0f B an event; cached events %d → %d (%s) → %d after deletion; heap %s → %s → %s after deletion",
+				s.HeapGrowthPerEvent, s.CachedEventsBefore, s.CachedEventsAfter, mib(uint64(max(s.CachedEventBytesAfter, 0))), s.CachedEventsGone,
+				mib(s.HeapBefore), mib(s.HeapSettled), mib(s.HeapAfterDelete)))
 		row("  other VMs' latency during the storm", fmt.Sprintf("p50 %s, p99 %s (%.2f×)", ms(s.During.P50), ms(s.During.P99), s.P99Ratio),
 			fmt.Sprintf("without it p50 %s, p99 %s; watch p99 %s and %s", ms(s.Baseline.P50), ms(s.Baseline.P99), ms(s.Baseline.WatchP99), ms(s.During.WatchP99)))
 	}

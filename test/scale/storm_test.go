@@ -89,6 +89,11 @@ type stormResult struct {
 	CachedEventsBefore int `json:"cached_events_before"`
 	CachedEventsAfter  int `json:"cached_events_after"`
 	CachedEventsGone   int `json:"cached_events_after_delete"`
+	// CachedEventBytesAfter is what the Event store's events and their
+	// map slots cost right after the storm (cacheSizes): the store's own
+	// share of the heap's growth, which also holds what the latency
+	// windows' changes left.
+	CachedEventBytesAfter int64 `json:"cached_event_bytes_after"`
 	// ChildCPUSeconds is the child's CPU (user and system) over the storm
 	// window.
 	ChildCPUSeconds float64 `json:"child_cpu_seconds"`
@@ -320,6 +325,7 @@ func (r *run) storm(ctx context.Context, t *testing.T, ch *child, vms int, befor
 		return res, err
 	}
 	res.HeapAfter, res.CachedEventsAfter = after.HeapAlloc, after.Cache["Event"].Objects
+	res.CachedEventBytesAfter = after.Cache["Event"].Bytes
 	time.Sleep(cfg.Settle)
 	settled, err := ch.ask("stats")
 	if err != nil {
@@ -330,9 +336,10 @@ func (r *run) storm(ctx context.Context, t *testing.T, ch *child, vms int, befor
 	if res.Events > 0 {
 		res.HeapGrowthPerEvent = float64(res.HeapGrowth) / float64(res.Events)
 	}
-	t.Logf("storm: %d Warning Events in %.1fs (%.0f/s asked %.0f, %d behind, %d failed) over %d VMs (%d hot); live heap %s → %s (settled %s), +%.0f B an event; cached events %d → %d; child CPU %.1fs",
+	t.Logf("storm: %d Warning Events in %.1fs (%.0f/s asked %.0f, %d behind, %d failed) over %d VMs (%d hot); live heap %s → %s (settled %s), +%.0f B an event; cached events %d → %d (%d B); child CPU %.1fs",
 		res.Events, res.Seconds, res.EventsPerSec, res.RateAsked, res.Behind, res.WriteErrors, res.StormVMs, res.HotObjects,
-		mib(res.HeapBefore), mib(res.HeapAfter), mib(res.HeapSettled), res.HeapGrowthPerEvent, res.CachedEventsBefore, res.CachedEventsAfter, res.ChildCPUSeconds)
+		mib(res.HeapBefore), mib(res.HeapAfter), mib(res.HeapSettled), res.HeapGrowthPerEvent, res.CachedEventsBefore, res.CachedEventsAfter,
+		res.CachedEventBytesAfter, res.ChildCPUSeconds)
 	t.Logf("storm: other VMs' latency without it p50 %.1f p99 %.1f ms (watch p99 %.1f), during it p50 %.1f p99 %.1f ms (watch p99 %.1f), %.2f×; %d and %d changes, %d missed",
 		res.Baseline.P50, res.Baseline.P99, res.Baseline.WatchP99, res.During.P50, res.During.P99, res.During.WatchP99, res.P99Ratio,
 		res.Baseline.Changes, res.During.Changes, res.During.Missed)
