@@ -17,9 +17,9 @@ import (
 
 // incidentWake ties the VMObservation reconciler to the incident Tracker:
 // each evaluation tells the Tracker the VM's claims before the write is
-// decided, so that the VM's status points at its incident in the same
-// write as the transition that makes it a member, and its Warning Event
-// is left to the incident. The members evaluated before their incident
+// decided, so that the VM's status points at its incident (a VMIncident,
+// or its node's NodeObservation) in the same write as the transition that
+// makes it a member, and its Warning Event is left to a VMIncident. The members evaluated before their incident
 // opened (the first threshold-1 of a burst) are enqueued again, to point
 // at it: the only writes an incident adds to its members'.
 type incidentWake struct {
@@ -46,10 +46,8 @@ func (w *incidentWake) observe(key types.NamespacedName, obs *projection.Observa
 	if w == nil {
 		return nil
 	}
-	a := w.tracker.Observe(key, obs.Incident.String(), incident.ClaimsOf(st, storage))
-	if a.Incident != "" {
-		st.Incident = &v1alpha1.IncidentRef{Kind: "VMIncident", Name: a.Incident}
-	}
+	a := w.tracker.Observe(key, obs.IncidentRef(), incident.ClaimsOf(st, storage))
+	st.Incident = a.Incident
 	if len(a.Wake) > 0 {
 		w.mu.Lock()
 		q := w.queue

@@ -101,13 +101,22 @@ type VMIncidentStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// The kinds of incident an IncidentRef points at.
+const (
+	// IncidentKindVMIncident: a shared cause that is not a node.
+	IncidentKindVMIncident = "VMIncident"
+	// IncidentKindNodeObservation: the VM's node is the cause; its
+	// NodeObservation's status.incident names it.
+	IncidentKindNodeObservation = "NodeObservation"
+)
+
 // IncidentRef points a VMObservation at the incident it is a member of.
 type IncidentRef struct {
 	// Kind is VMIncident (a shared cause that is not a node) or
-	// NodeObservation (the node is the cause; reserved).
+	// NodeObservation (the node is the cause: its status.incident).
 	// +kubebuilder:validation:Enum=VMIncident;NodeObservation
 	Kind string `json:"kind"`
-	// Name is the VMIncident's (or NodeObservation's) name.
+	// Name is the VMIncident's (or the NodeObservation's: the node's) name.
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }

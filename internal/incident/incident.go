@@ -1,9 +1,11 @@
 // Package incident groups the VMs that turn non-Healthy at once for a
-// cause they share and that is not a node (a node names its own incident,
-// internal/nodeverdict): a StorageClass or CSI driver, virt-api, the
-// domain-stats source. ClaimsOf reads a VM's status for the causes it may
-// share, Qualifies says whether enough VMs share one to name it, and Judge
-// computes the VMIncident's status from its members and the stored one.
+// cause they share: a StorageClass or CSI driver, virt-api, the
+// domain-stats source, each named by a VMIncident, and a node, named by its
+// NodeObservation (internal/nodeverdict judges that incident; here a VM
+// learns that it is a member). ClaimsOf reads a VM's status for the
+// causes it may share, Qualifies says whether enough VMs share one to name
+// it, and Judge computes the VMIncident's status from its members and the
+// stored one.
 // Each is a pure function of its input and now. Tracker holds, in memory,
 // the claims of the VMs the controller evaluated, so that a VM learns its
 // incident before its status is written, in the same write
@@ -41,15 +43,27 @@ const (
 	maxName = 253
 )
 
+// CauseNode is a VM's node failing it (its kubelet or virt-handler): the
+// incident is the NodeObservation's (status.incident), never a VMIncident.
+// It is not one of the VMIncident's cause kinds.
+const CauseNode v1alpha1.IncidentCauseKind = "Node"
+
 // Policy holds the grouping's knobs; a zero field is its default.
 type Policy struct {
 	Threshold int
 	Window    time.Duration
 	Retention time.Duration
+	// Nodes counts the VMs' node claims (CauseNode): only when the
+	// NodeObservations are kept, so that the pointer names one.
+	Nodes bool
+	// NodeThreshold is Threshold for a node cause
+	// (--node-incident-threshold, the NodeObservation's own).
+	NodeThreshold int
 }
 
 func (p Policy) withDefaults() Policy {
 	p.Threshold = cmp.Or(p.Threshold, DefaultThreshold)
+	p.NodeThreshold = cmp.Or(p.NodeThreshold, DefaultThreshold)
 	p.Window = cmp.Or(p.Window, DefaultWindow)
 	p.Retention = cmp.Or(p.Retention, DefaultRetention)
 	return p
@@ -71,6 +85,15 @@ type Claim struct {
 type Member struct {
 	Namespace, Name string
 	Claim
+}
+
+// Ref is what a member's status.incident says of cause: its
+// NodeObservation for a node, else its VMIncident.
+func Ref(c v1alpha1.IncidentCause) v1alpha1.IncidentRef {
+	if c.Kind == CauseNode {
+		return v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: c.Name}
+	}
+	return v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: Name(c)}
 }
 
 // Name is the VMIncident's name for cause: the kind and the source's
@@ -108,8 +131,23 @@ func notHealthy(v v1alpha1.Verdict) bool {
 	return s >= v1alpha1.VerdictUnknown.Severity() && s <= v1alpha1.VerdictFailed.Severity()
 }
 
-// ClaimsOf lists the causes st may share with other VMs, the broadest
-// first (the order Tracker prefers them in):
+// nodeReasons are the node layer's reasons that are its node's own
+// signals, judged by the rules a NodeObservation's kubelet and virtHandler
+// layers share (internal/verdict/noderules.go), and virt-controller's
+// word on the same (NodeUnresponsive). NodeMissing is not: a deleted
+// Node has no NodeObservation to name it.
+var nodeReasons = []string{
+	v1alpha1.ReasonNodeNotReady, v1alpha1.ReasonNodeAgentStale, v1alpha1.ReasonMalformedHeartbeat,
+	v1alpha1.ReasonFutureTimestamp, v1alpha1.ReasonNodeUnresponsive,
+}
+
+// ClaimsOf lists the causes st may share with other VMs, in the order
+// Tracker prefers them in: the node first (its failure explains the
+// rest: a lost node's VMs miss their domain stats and fail their guest
+// probe too), then the broadest first:
+//   - the node layer Unknown or worse for one of its node's own signals
+//     (NodeNotReady, NodeAgentStale, a malformed or future heartbeat,
+//     NodeUnresponsive): the node (CauseNode, status.vmi.nodeName);
 //   - the storage layer Degraded or Failed: the CSI driver of each claim's
 //     StorageClass, then each StorageClass (storage's facts name them);
 //   - a layer Unknown or worse for GuestInfoUnreachable (the guest probe
@@ -132,6 +170,10 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 			c.Evidence = &ev
 		}
 		out = append(out, c)
+	}
+	if l := st.Layers.Get(v1alpha1.LayerNode); l != nil && st.VMI != nil && st.VMI.NodeName != "" &&
+		notHealthy(l.Verdict) && slices.Contains(nodeReasons, l.Reason) {
+		claim(CauseNode, st.VMI.NodeName, "", v1alpha1.LayerNode, l)
 	}
 	if l := st.Layers.Get(v1alpha1.LayerStorage); l != nil && storage != nil &&
 		(l.Verdict == v1alpha1.VerdictDegraded || l.Verdict == v1alpha1.VerdictFailed) {
@@ -181,7 +223,11 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 // the StorageClass says it more precisely.
 func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool {
 	p = p.withDefaults()
-	if len(members) < p.Threshold {
+	threshold := p.Threshold
+	if kind == CauseNode {
+		threshold = p.NodeThreshold
+	}
+	if len(members) < threshold {
 		return false
 	}
 	if kind == v1alpha1.CauseCSIDriver {
@@ -198,8 +244,8 @@ func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool
 		since = append(since, m.Since)
 	}
 	slices.SortFunc(since, time.Time.Compare)
-	for i := 0; i+p.Threshold-1 < len(since); i++ {
-		if since[i+p.Threshold-1].Sub(since[i]) <= p.Window {
+	for i := 0; i+threshold-1 < len(since); i++ {
+		if since[i+threshold-1].Sub(since[i]) <= p.Window {
 			return true
 		}
 	}

@@ -63,7 +63,7 @@ var Catalogue = []Family{
 	{Name: "vmobs_layer_reason", Type: gauge, Labels: withVM("layer", "reason"), Source: SourceController,
 		Help: "Reason of the current verdict of one layer of a VM; always 1."},
 	{Name: "vmobs_incident_member", Type: gauge, Labels: withVM("incident"), Source: SourceController,
-		Help: "The VMIncident a VM is a member of (status.incident.name); always 1, only for a member. The per-VM alerts take its incident label, which the Alertmanager inhibition matches."},
+		Help: "The incident a VM is a member of (status.incident.name: a VMIncident, or its node's NodeObservation); always 1, only for a member. The per-VM alerts take its incident label, which the Alertmanager inhibition matches."},
 	{Name: "vmobs_layer_evidence_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
 		Help: "Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime)."},
 	{Name: "vmobs_layer_stale_timestamp_seconds", Type: gauge, Labels: withVM("layer"), Source: SourceController,
