@@ -752,6 +752,7 @@ type VMObservationStatus struct {
 // +kubebuilder:printcolumn:name="Node-Name",type=string,JSONPath=`.status.vmi.nodeName`,priority=1
 // +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.migration.phase`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=boolean,JSONPath=`.status.guest.agentConnected`,priority=1
+// +kubebuilder:printcolumn:name="Incident",type=string,JSONPath=`.status.incident.name`,priority=1
 type VMObservation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
