@@ -79,7 +79,15 @@ type Claim struct {
 	Since time.Time
 	// Class is the StorageClass behind a CSIDriver claim.
 	Class string
+	// Node is the VM's node, for a node's or a rollout's claim.
+	Node string
 }
+
+// Rollout says which revision of virt-handler's DaemonSet (its pod's
+// controller-revision-hash) runs on node, "" when none is known, and
+// whether another node runs another one: a rollout in progress. nil
+// knows none.
+type Rollout func(node string) (revision string, inProgress bool)
 
 // Member is a VM with its claim on an incident's cause.
 type Member struct {
@@ -131,6 +139,13 @@ func notHealthy(v v1alpha1.Verdict) bool {
 	return s >= v1alpha1.VerdictUnknown.Severity() && s <= v1alpha1.VerdictFailed.Severity()
 }
 
+// handlerReasons are the node reasons that say virt-handler on the node
+// stopped beating (its heartbeat stale, malformed or from the future,
+// and virt-controller's verdict on that, NodeUnresponsive).
+var handlerReasons = []string{
+	v1alpha1.ReasonNodeAgentStale, v1alpha1.ReasonMalformedHeartbeat, v1alpha1.ReasonFutureTimestamp, v1alpha1.ReasonNodeUnresponsive,
+}
+
 // nodeReasons are the node layer's reasons that are its node's own
 // signals, judged by the rules a NodeObservation's kubelet and virtHandler
 // layers share (internal/verdict/noderules.go), and virt-controller's
@@ -142,20 +157,25 @@ var nodeReasons = []string{
 }
 
 // ClaimsOf lists the causes st may share with other VMs, in the order
-// Tracker prefers them in: the node first (its failure explains the
-// rest: a lost node's VMs miss their domain stats and fail their guest
-// probe too), then the broadest first:
+// Tracker prefers them in: a virt-handler rollout, then the node (their
+// failure explains the rest: a lost node's VMs miss their domain stats
+// and fail their guest probe too), then the broadest first:
+//   - the node layer Unknown or worse because virt-handler stopped
+//     beating (NodeAgentStale, a malformed or future heartbeat,
+//     NodeUnresponsive) on a node that runs a revision of virt-handler
+//     while another node runs another (rollout): that revision;
 //   - the node layer Unknown or worse for one of its node's own signals
-//     (NodeNotReady, NodeAgentStale, a malformed or future heartbeat,
-//     NodeUnresponsive): the node (CauseNode, status.vmi.nodeName);
+//     (NodeNotReady and the above): the node (CauseNode,
+//     status.vmi.nodeName);
 //   - the storage layer Degraded or Failed: the CSI driver of each claim's
 //     StorageClass, then each StorageClass (storage's facts name them);
 //   - a layer Unknown or worse for GuestInfoUnreachable (the guest probe
 //     through virt-api fails): VirtAPI;
 //   - a layer Unknown or worse for DomainStatsMissing: DomainStats.
 //
-// storage may be nil (the storage source is off): no storage claim then.
-func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []Claim {
+// storage may be nil (the storage source is off): no storage claim then;
+// rollout may be nil: no rollout claim.
+func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts, rollout Rollout) []Claim {
 	if st == nil || st.Layers == nil {
 		return nil
 	}
@@ -173,7 +193,16 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 	}
 	if l := st.Layers.Get(v1alpha1.LayerNode); l != nil && st.VMI != nil && st.VMI.NodeName != "" &&
 		notHealthy(l.Verdict) && slices.Contains(nodeReasons, l.Reason) {
-		claim(CauseNode, st.VMI.NodeName, "", v1alpha1.LayerNode, l)
+		node := st.VMI.NodeName
+		if rollout != nil && slices.Contains(handlerReasons, l.Reason) {
+			if rev, inProgress := rollout(node); rev != "" && inProgress {
+				claim(v1alpha1.CauseVirtHandlerRollout, rev, "", v1alpha1.LayerNode, l)
+			}
+		}
+		claim(CauseNode, node, "", v1alpha1.LayerNode, l)
+		for i := range out {
+			out[i].Node = node
+		}
 	}
 	if l := st.Layers.Get(v1alpha1.LayerStorage); l != nil && storage != nil &&
 		(l.Verdict == v1alpha1.VerdictDegraded || l.Verdict == v1alpha1.VerdictFailed) {
@@ -220,7 +249,8 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 // Qualifies says whether members are enough to name their cause: at
 // least the threshold of them turned within the window of each other.
 // A CSI driver is named only over more than one StorageClass: over one,
-// the StorageClass says it more precisely.
+// the StorageClass says it more precisely; a virt-handler rollout only
+// over more than one node: over one, the node says it.
 func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool {
 	p = p.withDefaults()
 	threshold := p.Threshold
@@ -230,12 +260,16 @@ func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool
 	if len(members) < threshold {
 		return false
 	}
-	if kind == v1alpha1.CauseCSIDriver {
-		classes := map[string]bool{}
+	spread := map[v1alpha1.IncidentCauseKind]func(Member) string{
+		v1alpha1.CauseCSIDriver:          func(m Member) string { return m.Class },
+		v1alpha1.CauseVirtHandlerRollout: func(m Member) string { return m.Node },
+	}
+	if over := spread[kind]; over != nil {
+		seen := map[string]bool{}
 		for _, m := range members {
-			classes[m.Class] = true
+			seen[over(m)] = true
 		}
-		if len(classes) < 2 {
+		if len(seen) < 2 {
 			return false
 		}
 	}

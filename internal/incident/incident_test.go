@@ -129,7 +129,7 @@ func TestClaimsOf(t *testing.T) {
 		"no status": {st: &v1alpha1.VMObservationStatus{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := causes(ClaimsOf(tc.st, tc.storage))
+			got := causes(ClaimsOf(tc.st, tc.storage, nil))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("claims %v, want %v", got, tc.want)
 			}
@@ -297,7 +297,7 @@ func inName(a Assignment) string {
 }
 
 func storageClaims(since time.Time, classes ...string) []Claim {
-	return ClaimsOf(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, since), volumes(classes...))
+	return ClaimsOf(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, since), volumes(classes...), nil)
 }
 
 // TestTrackerBurst: 40 VMs of one StorageClass turn Degraded in a burst.
@@ -406,7 +406,7 @@ func FuzzClaimsOf(f *testing.F) {
 				return
 			}
 		}
-		for _, c := range ClaimsOf(&s, facts) {
+		for _, c := range ClaimsOf(&s, facts, rolloutOf(map[string]string{"node-a": "abc", "node-b": "def"})) {
 			n := Name(c.Cause)
 			if len(n) == 0 || len(n) > maxName || strings.ToLower(n) != n || strings.ContainsAny(n, " /_") {
 				t.Errorf("claim %+v: name %q", c.Cause, n)
@@ -443,7 +443,7 @@ func TestClaimsOfNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []v1alpha1.IncidentCause
-			for _, c := range ClaimsOf(tc.st, nil) {
+			for _, c := range ClaimsOf(tc.st, nil, nil) {
 				got = append(got, c.Cause)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -454,7 +454,7 @@ func TestClaimsOfNode(t *testing.T) {
 	// The node comes first, before the storage claims of the same VM.
 	st := onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, now)
 	st.Layers.Storage = v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonVolumeAttachFailed}
-	if cs := ClaimsOf(st, volumes("ceph-rbd")); len(cs) != 3 || cs[0].Cause != nodeA || cs[0].Layer != v1alpha1.LayerNode || !cs[0].Since.Equal(now) {
+	if cs := ClaimsOf(st, volumes("ceph-rbd"), nil); len(cs) != 3 || cs[0].Cause != nodeA || cs[0].Layer != v1alpha1.LayerNode || !cs[0].Since.Equal(now) {
 		t.Fatalf("claims %+v", cs)
 	}
 }
@@ -467,7 +467,7 @@ func nodeClaims(since time.Time, failing bool) []Claim {
 		st.Layers.Storage = v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonVolumeAttachFailed,
 			LastTransitionTime: &metav1.Time{Time: since}}
 	}
-	return ClaimsOf(st, volumes("ceph-rbd"))
+	return ClaimsOf(st, volumes("ceph-rbd"), nil)
 }
 
 // TestTrackerNode: a node's VMs learn that they are members of its
@@ -541,5 +541,95 @@ func TestTrackerNode(t *testing.T) {
 	tr = NewTracker(Policy{Nodes: true}, func(r v1alpha1.IncidentRef) bool { return r == *nodeA })
 	if a := tr.Observe(key(0), nil, nodeClaims(now.Add(-3*time.Hour), false)); a.Incident == nil || *a.Incident != *nodeA {
 		t.Fatalf("after a restart: %+v", a)
+	}
+}
+
+// rolloutOf is a Rollout over the revisions by node.
+func rolloutOf(revs map[string]string) Rollout {
+	return func(node string) (string, bool) {
+		rev := revs[node]
+		for _, r := range revs {
+			if r != rev {
+				return rev, rev != ""
+			}
+		}
+		return rev, false
+	}
+}
+
+func TestClaimsOfRollout(t *testing.T) {
+	rollout := rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c", "node-c": "5d4f"})
+	r7b := v1alpha1.IncidentCause{Kind: v1alpha1.CauseVirtHandlerRollout, Name: "7b9c"}
+	nodeA := v1alpha1.IncidentCause{Kind: CauseNode, Name: "node-a"}
+	for _, tc := range []struct {
+		name    string
+		st      *v1alpha1.VMObservationStatus
+		rollout Rollout
+		want    []v1alpha1.IncidentCause
+	}{
+		{"heartbeat stale during a rollout", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), rollout, []v1alpha1.IncidentCause{r7b, nodeA}},
+		{"virt-controller's word on it", onNode("node-a", v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive, now), rollout, []v1alpha1.IncidentCause{r7b, nodeA}},
+		// The kubelet's Ready is the node's, not virt-handler's.
+		{"node not ready", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, now), rollout, []v1alpha1.IncidentCause{nodeA}},
+		{"no rollout: one revision", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now),
+			rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c"}), []v1alpha1.IncidentCause{nodeA}},
+		{"no virt-handler pod seen", onNode("node-x", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), rollout, []v1alpha1.IncidentCause{{Kind: CauseNode, Name: "node-x"}}},
+		{"no rollout source", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), nil, []v1alpha1.IncidentCause{nodeA}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := ClaimsOf(tc.st, nil, tc.rollout)
+			var got []v1alpha1.IncidentCause
+			for _, c := range cs {
+				got = append(got, c.Cause)
+				if c.Node != "node-a" && c.Node != "node-x" {
+					t.Errorf("claim %v has node %q", c.Cause, c.Node)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("claims %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if n := Name(r7b); n != "virthandlerrollout-7b9c" {
+		t.Errorf("Name(%v) = %q", r7b, n)
+	}
+}
+
+// TestTrackerRollout: virt-handler's new revision stops beating on two
+// nodes, three VMs on each. The rollout is one incident over both nodes,
+// and comes before each node's own: the VMs that joined their node's
+// before it opened are woken to move. Over one node it is that node's.
+func TestTrackerRollout(t *testing.T) {
+	rollout := rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c", "node-c": "5d4f"})
+	claims := func(node string) []Claim {
+		return ClaimsOf(onNode(node, v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), nil, rollout)
+	}
+	want := v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: "virthandlerrollout-7b9c"}
+	tr := NewTracker(Policy{Threshold: 3, Nodes: true}, nil)
+	// node-a's three: over one node, the node's incident.
+	for i := range 3 {
+		a := tr.Observe(key(i), nil, claims("node-a"))
+		if i == 2 && (a.Incident == nil || a.Incident.Kind != v1alpha1.IncidentKindNodeObservation) {
+			t.Fatalf("VM %d on node-a: %+v", i, a)
+		}
+	}
+	// node-b's first: the rollout spans two nodes now.
+	a := tr.Observe(key(3), nil, claims("node-b"))
+	if a.Incident == nil || *a.Incident != want || !slices.Equal(a.Wake, []types.NamespacedName{key(0), key(1), key(2)}) {
+		t.Fatalf("VM 3 on node-b: %+v", a)
+	}
+	for i := range 3 {
+		if a := tr.Observe(key(i), &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: "node-a"}, claims("node-a")); a.Incident == nil || *a.Incident != want {
+			t.Fatalf("woken VM %d: %+v", i, a)
+		}
+	}
+	for i := 4; i < 6; i++ {
+		if a := tr.Observe(key(i), nil, claims("node-b")); a.Incident == nil || *a.Incident != want || len(a.Wake) != 0 {
+			t.Fatalf("VM %d on node-b: %+v", i, a)
+		}
+	}
+	gs := tr.Groups()
+	if len(gs) != 1 || gs[0].Name != want.Name || len(gs[0].Members) != 6 || gs[0].Cause.Kind != v1alpha1.CauseVirtHandlerRollout {
+		t.Fatalf("groups %+v", gs)
 	}
 }

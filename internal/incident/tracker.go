@@ -41,8 +41,23 @@ type Tracker struct {
 
 type vmEntry struct {
 	claims []Claim
-	// assigned is the key of the incident the VM is a member of.
+	// assigned is the key of the incident the VM is a member of, and
+	// rank its cause's.
 	assigned string
+	rank     int
+}
+
+// rank orders the causes a VM is a member of first, whatever incident
+// it is in already: a virt-handler rollout, then its node; the others
+// rank last, and among them the VM keeps its incident.
+func rank(k v1alpha1.IncidentCauseKind) int {
+	switch k {
+	case v1alpha1.CauseVirtHandlerRollout:
+		return 0
+	case CauseNode:
+		return 1
+	}
+	return 2
 }
 
 // keyOf is a Tracker's name for the incident of cause: kind and name, so
@@ -84,8 +99,8 @@ type Assignment struct {
 }
 
 // Observe records the claims of the VM vm (ClaimsOf its new status) and
-// says which incident it is a member of: its node's when that incident
-// is open (the node's failure explains the rest), else the one its stored
+// says which incident it is a member of: a virt-handler rollout's, else
+// its node's, when open (their failure explains the rest), else the one its stored
 // status points at (current) while the VM still claims it and it is
 // open, so that a broader cause opening later does not move members
 // (which would cost a write each), else the first open one of claims.
@@ -124,8 +139,8 @@ func (t *Tracker) Observe(vm types.NamespacedName, current *v1alpha1.IncidentRef
 			t.opened[n] = true
 			for k := range t.claimants[n] {
 				// The VMs that are members now: those in no incident,
-				// and, of a node's, those in another (it comes first).
-				if as := t.vms[k].assigned; k != vm && (as == "" || (c.Cause.Kind == CauseNode && as != n)) {
+				// and those in one of a cause that ranks after this one.
+				if e := t.vms[k]; k != vm && (e.assigned == "" || rank(c.Cause.Kind) < e.rank) {
 					a.Wake = append(a.Wake, k)
 				}
 			}
@@ -139,7 +154,8 @@ func (t *Tracker) Observe(vm types.NamespacedName, current *v1alpha1.IncidentRef
 		cur = current.Kind + "/" + current.Name
 	}
 	for _, pick := range []func(Claim) bool{
-		func(c Claim) bool { return c.Cause.Kind == CauseNode },
+		func(c Claim) bool { return rank(c.Cause.Kind) == 0 },
+		func(c Claim) bool { return rank(c.Cause.Kind) == 1 },
 		func(c Claim) bool { return keyOf(c.Cause) == cur },
 		func(Claim) bool { return true },
 	} {
@@ -154,7 +170,7 @@ func (t *Tracker) Observe(vm types.NamespacedName, current *v1alpha1.IncidentRef
 		}
 	}
 	if joined != nil {
-		e.assigned = keyOf(joined.Cause)
+		e.assigned, e.rank = keyOf(joined.Cause), rank(joined.Cause.Kind)
 		ref := Ref(joined.Cause)
 		a.Incident = &ref
 		if joined.Cause.Kind != CauseNode {

@@ -127,7 +127,7 @@ var Catalogue = []Family{
 	{Name: "vmobs_drain_outcomes_total", Type: counter, Labels: []string{"predicted", "observed"}, Source: SourceNodes,
 		Help: "VMs of ended drains by predicted and observed outcome (a NodeObservation's status.drain, counted once when the drain ends); predicted equal to observed is a right prediction."},
 	{Name: "vmobs_incident_open", Type: gauge, Labels: []string{"incident", "cause", "source", "reason"}, Source: SourceIncidents,
-		Help: "An open VMIncident: its name, cause kind (StorageClass, CSIDriver, VirtAPI, DomainStats), the cause's name (source) and the members' reason; always 1, only while it is Open."},
+		Help: "An open VMIncident: its name, cause kind (StorageClass, CSIDriver, VirtAPI, DomainStats, VirtHandlerRollout), the cause's name (source) and the members' reason; always 1, only while it is Open."},
 	{Name: "vmobs_incident_members", Type: gauge, Labels: []string{"incident", "state"}, Source: SourceIncidents,
 		Help: "VMs of a VMIncident (status.memberCount), labelled with its state (Open, Resolved); only while the VMIncident exists."},
 	{Name: "vmobs_incident_collector_errors", Type: gauge, Source: SourceIncidents,
