@@ -5,8 +5,9 @@
 // StorageClass's volumes are lost under twelve running VMs at once: one
 // VMIncident opens with every VM as a member, each VMObservation points at
 // it, one Event is posted for the incident instead of one per VM, and the
-// writes are counted; the VMs are deleted and the incident resolves
-// (docs/incidents.md).
+// writes are counted; the VMs are deleted and the incident resolves. A
+// virt-handler rollout that stops virt-handler on two of three nodes is
+// one VMIncident named after the revision (docs/incidents.md).
 package incidents
 
 import (
