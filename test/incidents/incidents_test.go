@@ -77,6 +77,23 @@ func eventually(t *testing.T, what string, cond func(context.Context) error) {
 	}
 }
 
+// startManager runs the manager in-process with opts until the test
+// ends, and counts its requests.
+func startManager(ctx context.Context, t *testing.T, opts app.Options) *testenv.RequestCounter {
+	t.Helper()
+	counter := testenv.NewRequestCounter()
+	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := mgr.Stop(); err != nil {
+			t.Errorf("stopping the manager: %v", err)
+		}
+	})
+	return counter
+}
+
 // vmobsEvents counts the Events the manager posted (events.k8s.io, the
 // reporting controller vmobs) in namespace ns of type typ, by reason.
 func vmobsEvents(ctx context.Context, ns, typ string) (map[string]int, error) {
@@ -108,17 +125,8 @@ func TestStorageClassIncident(t *testing.T) {
 	if err := sim.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	counter := testenv.NewRequestCounter()
 	opts := app.InProcessOptions()
-	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := mgr.Stop(); err != nil {
-			t.Errorf("stopping the manager: %v", err)
-		}
-	})
+	counter := startManager(ctx, t, opts)
 
 	// virt-handler beats on both nodes throughout.
 	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})

@@ -15,7 +15,6 @@ import (
 	"github.com/vmobs/vmobs/internal/app"
 	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/simulator"
-	"github.com/vmobs/vmobs/internal/testenv"
 )
 
 // TestVirtHandlerRolloutIncident: virt-handler's DaemonSet rolls a broken
@@ -60,20 +59,11 @@ func TestVirtHandlerRolloutIncident(t *testing.T) {
 		return slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return silenced[n] })
 	}})
 
-	counter := testenv.NewRequestCounter()
 	opts := app.InProcessOptions()
 	// A heartbeat older than 5 s is stale: the deadline passes within
 	// the test.
 	opts.Policy.HeartbeatTimeout = 5 * time.Second
-	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := mgr.Stop(); err != nil {
-			t.Errorf("stopping the manager: %v", err)
-		}
-	})
+	startManager(ctx, t, opts)
 
 	// Three VMs on each rolled node, one on the node that stays.
 	placed := map[string]string{}
