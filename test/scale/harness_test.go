@@ -209,7 +209,7 @@ func (r *run) profilePath(name string) string {
 
 // benchmarks measures, at N VMs: the floor and the cold start (interleaved,
 // cfg.ConvergenceRuns times), idle with a forced resync and a restart,
-// latency, and overload.
+// latency, overload, and the latency phases with incidents off and on.
 func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	cfg, res, w := r.cfg, r.res, r.w
 	res.Nodes = len(w.nodeList())
@@ -240,6 +240,7 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	}
 	stopManager(t, m)
 	r.verify(ctx, t, "after the overload phase")
+	r.latencyAB(ctx, t, mc) // -scale.latency-ab (latencyab_test.go)
 	hs, err := historyFigures(ctx, r.w.c)
 	if err != nil {
 		t.Fatal(err)

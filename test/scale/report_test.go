@@ -170,6 +170,9 @@ type results struct {
 	Storage bool `json:"storage"`
 	// Incidents says the managers ran with --incidents (-scale.incidents).
 	Incidents bool `json:"incidents"`
+	// LatencyAB are the latency phases of -scale.latency-ab, incidents
+	// off and on in turns (latencyab_test.go).
+	LatencyAB []latencyRound `json:"latency_ab,omitempty"`
 	// HeapBytesPerVMRuns is heap_bytes_per_vm of each repeat
 	// (-scale.mem-repeats): the slope over that repeat's points.
 	HeapBytesPerVMRuns []float64 `json:"heap_bytes_per_vm_runs"`
