@@ -206,21 +206,7 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts, rol
 	}
 	if l := st.Layers.Get(v1alpha1.LayerStorage); l != nil && storage != nil &&
 		(l.Verdict == v1alpha1.VerdictDegraded || l.Verdict == v1alpha1.VerdictFailed) {
-		type sc struct{ class, driver string }
-		var classes []sc
-		for _, v := range storage.Volumes {
-			if v.PVC == nil || v.PVC.StorageClassName == "" {
-				continue
-			}
-			c := sc{class: v.PVC.StorageClassName}
-			if v.PVC.Class != nil && v.PVC.Class.Exists && v.PVC.Class.Provisioner != storagefacts.NoProvisioner {
-				c.driver = v.PVC.Class.Provisioner
-			}
-			if !slices.Contains(classes, c) {
-				classes = append(classes, c)
-			}
-		}
-		slices.SortFunc(classes, func(a, b sc) int { return cmp.Compare(a.class, b.class) })
+		classes := classesOf(storage)
 		var drivers []string
 		for _, c := range classes {
 			if c.driver != "" && !slices.Contains(drivers, c.driver) {
@@ -244,6 +230,30 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts, rol
 		}
 	}
 	return out
+}
+
+// storageClass is a StorageClass that a VM's claims name, and its CSI
+// driver ("" when the class is missing or provisions nothing).
+type storageClass struct{ class, driver string }
+
+// classesOf lists the StorageClasses the claims of storage's volumes
+// name, by name.
+func classesOf(storage *storagefacts.Facts) []storageClass {
+	var classes []storageClass
+	for _, v := range storage.Volumes {
+		if v.PVC == nil || v.PVC.StorageClassName == "" {
+			continue
+		}
+		c := storageClass{class: v.PVC.StorageClassName}
+		if v.PVC.Class != nil && v.PVC.Class.Exists && v.PVC.Class.Provisioner != storagefacts.NoProvisioner {
+			c.driver = v.PVC.Class.Provisioner
+		}
+		if !slices.Contains(classes, c) {
+			classes = append(classes, c)
+		}
+	}
+	slices.SortFunc(classes, func(a, b storageClass) int { return cmp.Compare(a.class, b.class) })
+	return classes
 }
 
 // Qualifies says whether members are enough to name their cause: at
