@@ -69,21 +69,7 @@ func (r *run) latencyAB(ctx context.Context, t *testing.T, mc *managerConn) {
 		sleepUntil(ctx, time.Now().Add(3*time.Second))
 
 		round := latencyRound{Incidents: on, LoadAvg: loadavg()}
-		prof, err := startCPUProfile(r.profilePath(fmt.Sprintf("cpu-changes-ab-%d.pb.gz", i+1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec1 := readReconcileStats()
-		lat, err := latencyPhase(ctx, r.c, r.c, r.tr, r.w.vmList(), baseline, cfg.Rate, cfg.Latency, r.policy.LagGrace)
-		rec := readReconcileStats().minus(rec1)
-		pp, perr := prof.stop()
-		if err != nil {
-			stopManager(t, m)
-			t.Fatal(err)
-		}
-		if perr != nil {
-			t.Fatal(perr)
-		}
+		lat, rec, cpu := r.profiledLatency(ctx, t, m, baseline, fmt.Sprintf("cpu-changes-ab-%d.pb.gz", i+1))
 		var fig results
 		fig.setLatency(lat, r.w)
 		round.Changes, round.Missed = fig.LatencyChanges, fig.LatencyMissed
@@ -92,7 +78,7 @@ func (r *run) latencyAB(ctx context.Context, t *testing.T, mc *managerConn) {
 			round.P99Ratio = fig.LatencyP99 / fig.LatencyFloorP50
 		}
 		round.Reconciles = int(rec.total)
-		if cpu := r.cpuFigures(t, []*profiledPhase{pp}, cpuLabelManager, int(rec.total), "reconciles", rec); cpu != nil {
+		if cpu != nil {
 			round.CPUPerRec = cpu.USPerUnit
 		}
 		r.res.LatencyAB = append(r.res.LatencyAB, round)
