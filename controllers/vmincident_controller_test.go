@@ -35,7 +35,7 @@ func TestIncidentReconcilerWrites(t *testing.T) {
 			claims = []incident.Claim{{Cause: v1alpha1.IncidentCause{Kind: v1alpha1.CauseStorageClass, Name: "ceph-rbd"},
 				Layer: v1alpha1.LayerStorage, Reason: v1alpha1.ReasonPVCLost, Since: now, Class: "ceph-rbd"}}
 		}
-		tracker.Observe(key, "", claims)
+		tracker.Observe(key, nil, claims)
 	}
 	writes := map[string]int{}
 	stale := false

@@ -106,7 +106,7 @@ func (r *Reconciler) setup(opts Options) {
 	r.shard = newShard(opts.Shard, opts.HandoverGrace)
 	r.beats = runtimekit.NewHeartbeats(nil)
 	if opts.Incidents != nil && r.shard == nil {
-		r.incidents = &incidentWake{tracker: opts.Incidents}
+		r.incidents = &incidentWake{tracker: opts.Incidents, rollout: r.handlerRollout}
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // IncidentCauseKind is the kind of shared cause a VMIncident names.
-// +kubebuilder:validation:Enum=StorageClass;CSIDriver;VirtAPI;DomainStats
+// +kubebuilder:validation:Enum=StorageClass;CSIDriver;VirtAPI;DomainStats;VirtHandlerRollout
 type IncidentCauseKind string
 
 const (
@@ -22,16 +22,21 @@ const (
 	// CauseDomainStats: virt-handler's domain stats of the members are
 	// missing from Prometheus (DomainStatsMissing).
 	CauseDomainStats IncidentCauseKind = "DomainStats"
+	// CauseVirtHandlerRollout: virt-handler stopped beating on the nodes
+	// of the members, on more than one node, each running this revision
+	// of virt-handler's DaemonSet (its pods' controller-revision-hash)
+	// while another node runs another: a rollout in progress.
+	CauseVirtHandlerRollout IncidentCauseKind = "VirtHandlerRollout"
 )
 
 // IncidentCause is what the members of an incident share.
 type IncidentCause struct {
-	// Kind is the kind of cause: StorageClass, CSIDriver, VirtAPI or
-	// DomainStats.
+	// Kind is the kind of cause: StorageClass, CSIDriver, VirtAPI,
+	// DomainStats or VirtHandlerRollout.
 	Kind IncidentCauseKind `json:"kind"`
 	// Name is the StorageClass's name, the CSI driver's (the
-	// provisioner's) name, or empty for VirtAPI and DomainStats, which
-	// are one source for the whole fleet.
+	// provisioner's) name, the virt-handler revision's, or empty for
+	// VirtAPI and DomainStats, which are one source for the whole fleet.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
@@ -101,13 +106,22 @@ type VMIncidentStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// The kinds of incident an IncidentRef points at.
+const (
+	// IncidentKindVMIncident: a shared cause that is not a node.
+	IncidentKindVMIncident = "VMIncident"
+	// IncidentKindNodeObservation: the VM's node is the cause; its
+	// NodeObservation's status.incident names it.
+	IncidentKindNodeObservation = "NodeObservation"
+)
+
 // IncidentRef points a VMObservation at the incident it is a member of.
 type IncidentRef struct {
 	// Kind is VMIncident (a shared cause that is not a node) or
-	// NodeObservation (the node is the cause; reserved).
+	// NodeObservation (the node is the cause: its status.incident).
 	// +kubebuilder:validation:Enum=VMIncident;NodeObservation
 	Kind string `json:"kind"`
-	// Name is the VMIncident's (or NodeObservation's) name.
+	// Name is the VMIncident's (or the NodeObservation's: the node's) name.
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }

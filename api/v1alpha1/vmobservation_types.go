@@ -716,7 +716,8 @@ type VMObservationStatus struct {
 	Policy *PolicyStatus `json:"policy,omitempty"`
 	// Incident points at the incident the VM is a member of: a VMIncident
 	// named after a shared cause (a StorageClass, virt-api, ...) that
-	// turned several VMs non-Healthy at once (docs/incidents.md).
+	// turned several VMs non-Healthy at once, or the NodeObservation of
+	// its node when the node is that cause (docs/incidents.md).
 	// +optional
 	Incident *IncidentRef `json:"incident,omitempty"`
 	// History is the VM's flight recorder: verdict transitions and the life
@@ -751,6 +752,7 @@ type VMObservationStatus struct {
 // +kubebuilder:printcolumn:name="Node-Name",type=string,JSONPath=`.status.vmi.nodeName`,priority=1
 // +kubebuilder:printcolumn:name="Migration",type=string,JSONPath=`.status.migration.phase`,priority=1
 // +kubebuilder:printcolumn:name="Agent",type=boolean,JSONPath=`.status.guest.agentConnected`,priority=1
+// +kubebuilder:printcolumn:name="Incident",type=string,JSONPath=`.status.incident.name`,priority=1
 type VMObservation struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

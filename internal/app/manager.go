@@ -488,9 +488,17 @@ func newIncidentTracker(mgr ctrl.Manager, opts Options) *incident.Tracker {
 		ctrl.Log.WithName("setup").Info("Not running the VMIncident controller: this instance does not observe every VM (--namespace or --vm-selector)")
 		return nil
 	}
-	return incident.NewTracker(incident.Policy{Threshold: opts.IncidentThreshold}, func(name string) bool {
+	// A node's incident is its NodeObservation's: its members point at
+	// it only where the NodeObservations are kept.
+	p := incident.Policy{Threshold: opts.IncidentThreshold, Nodes: opts.NodeObservations, NodeThreshold: opts.NodeIncidentThreshold}
+	return incident.NewTracker(p, func(ref v1alpha1.IncidentRef) bool {
+		if ref.Kind == v1alpha1.IncidentKindNodeObservation {
+			var no v1alpha1.NodeObservation
+			err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: ref.Name}, &no)
+			return err == nil && no.Status.Incident != nil && no.Status.Incident.State == v1alpha1.IncidentOpen
+		}
 		var inc v1alpha1.VMIncident
-		err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &inc)
+		err := mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: ref.Name}, &inc)
 		return err == nil && inc.Status.State == v1alpha1.IncidentOpen
 	})
 }

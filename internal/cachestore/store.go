@@ -43,6 +43,7 @@ type Store struct {
 type Index interface {
 	GetByKey(key string) (item any, exists bool, err error)
 	ByIndex(indexName, indexedValue string) ([]any, error)
+	ListIndexFuncValues(indexName string) []string
 	List() []any
 	AddIndexers(newIndexers toolscache.Indexers) error
 }
@@ -157,6 +158,18 @@ func (ix indexers) ByIndex(indexName, indexedValue string) ([]any, error) {
 	return out, nil
 }
 
+func (ix indexers) ListIndexFuncValues(indexName string) []string {
+	var out []string
+	for _, s := range ix {
+		for _, v := range s.ListIndexFuncValues(indexName) {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 func (ix indexers) List() []any {
 	var out []any
 	for _, s := range ix {
@@ -191,6 +204,10 @@ const (
 	IndexVMINode = "vmobs.status.nodes"
 	// IndexHandlerNode indexes virt-handler pods by their node.
 	IndexHandlerNode = "vmobs.handler.node"
+	// IndexHandlerRevision indexes virt-handler pods by their DaemonSet
+	// revision (controller-revision-hash): more than one value is a
+	// rollout in progress.
+	IndexHandlerRevision = "vmobs.handler.revision"
 	// IndexObservationNode indexes VMObservations by status.vmi.nodeName.
 	IndexObservationNode = "vmobs.status.vmi.nodeName"
 )
@@ -216,7 +233,7 @@ func (s *Store) AddIndexes() error {
 	}
 	// The NodeObservation controller's: virt-handler's pods and the
 	// VMObservations by their node (one value per object, as above).
-	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexHandlerNode: handlerNodeIndex}); err != nil {
+	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexHandlerNode: handlerNodeIndex, IndexHandlerRevision: handlerRevisionIndex}); err != nil {
 		return err
 	}
 	return s.Observations.AddIndexers(toolscache.Indexers{IndexObservationNode: observationNodeIndex})
@@ -228,6 +245,14 @@ func handlerNodeIndex(o any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{p.NodeName.String()}, nil
+}
+
+func handlerRevisionIndex(o any) ([]string, error) {
+	p, ok := o.(*projection.Pod)
+	if !ok || p.App.String() != HandlerApp || p.Revision() == "" || p.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	return []string{p.Revision()}, nil
 }
 
 func observationNodeIndex(o any) ([]string, error) {

@@ -1,9 +1,11 @@
 // Package incident groups the VMs that turn non-Healthy at once for a
-// cause they share and that is not a node (a node names its own incident,
-// internal/nodeverdict): a StorageClass or CSI driver, virt-api, the
-// domain-stats source. ClaimsOf reads a VM's status for the causes it may
-// share, Qualifies says whether enough VMs share one to name it, and Judge
-// computes the VMIncident's status from its members and the stored one.
+// cause they share: a StorageClass or CSI driver, virt-api, the
+// domain-stats source, each named by a VMIncident, and a node, named by its
+// NodeObservation (internal/nodeverdict judges that incident; here a VM
+// learns that it is a member). ClaimsOf reads a VM's status for the
+// causes it may share, Qualifies says whether enough VMs share one to name
+// it, and Judge computes the VMIncident's status from its members and the
+// stored one.
 // Each is a pure function of its input and now. Tracker holds, in memory,
 // the claims of the VMs the controller evaluated, so that a VM learns its
 // incident before its status is written, in the same write
@@ -41,15 +43,27 @@ const (
 	maxName = 253
 )
 
+// CauseNode is a VM's node failing it (its kubelet or virt-handler): the
+// incident is the NodeObservation's (status.incident), never a VMIncident.
+// It is not one of the VMIncident's cause kinds.
+const CauseNode v1alpha1.IncidentCauseKind = "Node"
+
 // Policy holds the grouping's knobs; a zero field is its default.
 type Policy struct {
 	Threshold int
 	Window    time.Duration
 	Retention time.Duration
+	// Nodes counts the VMs' node claims (CauseNode): only when the
+	// NodeObservations are kept, so that the pointer names one.
+	Nodes bool
+	// NodeThreshold is Threshold for a node cause
+	// (--node-incident-threshold, the NodeObservation's own).
+	NodeThreshold int
 }
 
 func (p Policy) withDefaults() Policy {
 	p.Threshold = cmp.Or(p.Threshold, DefaultThreshold)
+	p.NodeThreshold = cmp.Or(p.NodeThreshold, DefaultThreshold)
 	p.Window = cmp.Or(p.Window, DefaultWindow)
 	p.Retention = cmp.Or(p.Retention, DefaultRetention)
 	return p
@@ -65,12 +79,29 @@ type Claim struct {
 	Since time.Time
 	// Class is the StorageClass behind a CSIDriver claim.
 	Class string
+	// Node is the VM's node, for a node's or a rollout's claim.
+	Node string
 }
+
+// Rollout says which revision of virt-handler's DaemonSet (its pod's
+// controller-revision-hash) runs on node, "" when none is known, and
+// whether another node runs another one: a rollout in progress. nil
+// knows none.
+type Rollout func(node string) (revision string, inProgress bool)
 
 // Member is a VM with its claim on an incident's cause.
 type Member struct {
 	Namespace, Name string
 	Claim
+}
+
+// Ref is what a member's status.incident says of cause: its
+// NodeObservation for a node, else its VMIncident.
+func Ref(c v1alpha1.IncidentCause) v1alpha1.IncidentRef {
+	if c.Kind == CauseNode {
+		return v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: c.Name}
+	}
+	return v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: Name(c)}
 }
 
 // Name is the VMIncident's name for cause: the kind and the source's
@@ -108,16 +139,43 @@ func notHealthy(v v1alpha1.Verdict) bool {
 	return s >= v1alpha1.VerdictUnknown.Severity() && s <= v1alpha1.VerdictFailed.Severity()
 }
 
-// ClaimsOf lists the causes st may share with other VMs, the broadest
-// first (the order Tracker prefers them in):
+// handlerReasons are the node reasons that say virt-handler on the node
+// stopped beating (its heartbeat stale, malformed or from the future,
+// and virt-controller's verdict on that, NodeUnresponsive).
+var handlerReasons = []string{
+	v1alpha1.ReasonNodeAgentStale, v1alpha1.ReasonMalformedHeartbeat, v1alpha1.ReasonFutureTimestamp, v1alpha1.ReasonNodeUnresponsive,
+}
+
+// nodeReasons are the node layer's reasons that are its node's own
+// signals, judged by the rules a NodeObservation's kubelet and virtHandler
+// layers share (internal/verdict/noderules.go), and virt-controller's
+// word on the same (NodeUnresponsive). NodeMissing is not: a deleted
+// Node has no NodeObservation to name it.
+var nodeReasons = []string{
+	v1alpha1.ReasonNodeNotReady, v1alpha1.ReasonNodeAgentStale, v1alpha1.ReasonMalformedHeartbeat,
+	v1alpha1.ReasonFutureTimestamp, v1alpha1.ReasonNodeUnresponsive,
+}
+
+// ClaimsOf lists the causes st may share with other VMs, in the order
+// Tracker prefers them in: a virt-handler rollout, then the node (their
+// failure explains the rest: a lost node's VMs miss their domain stats
+// and fail their guest probe too), then the broadest first:
+//   - the node layer Unknown or worse because virt-handler stopped
+//     beating (NodeAgentStale, a malformed or future heartbeat,
+//     NodeUnresponsive) on a node that runs a revision of virt-handler
+//     while another node runs another (rollout): that revision;
+//   - the node layer Unknown or worse for one of its node's own signals
+//     (NodeNotReady and the above): the node (CauseNode,
+//     status.vmi.nodeName);
 //   - the storage layer Degraded or Failed: the CSI driver of each claim's
 //     StorageClass, then each StorageClass (storage's facts name them);
 //   - a layer Unknown or worse for GuestInfoUnreachable (the guest probe
 //     through virt-api fails): VirtAPI;
 //   - a layer Unknown or worse for DomainStatsMissing: DomainStats.
 //
-// storage may be nil (the storage source is off): no storage claim then.
-func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []Claim {
+// storage may be nil (the storage source is off): no storage claim then;
+// rollout may be nil: no rollout claim.
+func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts, rollout Rollout) []Claim {
 	if st == nil || st.Layers == nil {
 		return nil
 	}
@@ -133,23 +191,22 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 		}
 		out = append(out, c)
 	}
-	if l := st.Layers.Get(v1alpha1.LayerStorage); l != nil && storage != nil &&
-		(l.Verdict == v1alpha1.VerdictDegraded || l.Verdict == v1alpha1.VerdictFailed) {
-		type sc struct{ class, driver string }
-		var classes []sc
-		for _, v := range storage.Volumes {
-			if v.PVC == nil || v.PVC.StorageClassName == "" {
-				continue
-			}
-			c := sc{class: v.PVC.StorageClassName}
-			if v.PVC.Class != nil && v.PVC.Class.Exists && v.PVC.Class.Provisioner != storagefacts.NoProvisioner {
-				c.driver = v.PVC.Class.Provisioner
-			}
-			if !slices.Contains(classes, c) {
-				classes = append(classes, c)
+	if l := st.Layers.Get(v1alpha1.LayerNode); l != nil && st.VMI != nil && st.VMI.NodeName != "" &&
+		notHealthy(l.Verdict) && slices.Contains(nodeReasons, l.Reason) {
+		node := st.VMI.NodeName
+		if rollout != nil && slices.Contains(handlerReasons, l.Reason) {
+			if rev, inProgress := rollout(node); rev != "" && inProgress {
+				claim(v1alpha1.CauseVirtHandlerRollout, rev, "", v1alpha1.LayerNode, l)
 			}
 		}
-		slices.SortFunc(classes, func(a, b sc) int { return cmp.Compare(a.class, b.class) })
+		claim(CauseNode, node, "", v1alpha1.LayerNode, l)
+		for i := range out {
+			out[i].Node = node
+		}
+	}
+	if l := st.Layers.Get(v1alpha1.LayerStorage); l != nil && storage != nil &&
+		(l.Verdict == v1alpha1.VerdictDegraded || l.Verdict == v1alpha1.VerdictFailed) {
+		classes := classesOf(storage)
 		var drivers []string
 		for _, c := range classes {
 			if c.driver != "" && !slices.Contains(drivers, c.driver) {
@@ -175,21 +232,54 @@ func ClaimsOf(st *v1alpha1.VMObservationStatus, storage *storagefacts.Facts) []C
 	return out
 }
 
+// storageClass is a StorageClass that a VM's claims name, and its CSI
+// driver ("" when the class is missing or provisions nothing).
+type storageClass struct{ class, driver string }
+
+// classesOf lists the StorageClasses the claims of storage's volumes
+// name, by name.
+func classesOf(storage *storagefacts.Facts) []storageClass {
+	var classes []storageClass
+	for _, v := range storage.Volumes {
+		if v.PVC == nil || v.PVC.StorageClassName == "" {
+			continue
+		}
+		c := storageClass{class: v.PVC.StorageClassName}
+		if v.PVC.Class != nil && v.PVC.Class.Exists && v.PVC.Class.Provisioner != storagefacts.NoProvisioner {
+			c.driver = v.PVC.Class.Provisioner
+		}
+		if !slices.Contains(classes, c) {
+			classes = append(classes, c)
+		}
+	}
+	slices.SortFunc(classes, func(a, b storageClass) int { return cmp.Compare(a.class, b.class) })
+	return classes
+}
+
 // Qualifies says whether members are enough to name their cause: at
 // least the threshold of them turned within the window of each other.
 // A CSI driver is named only over more than one StorageClass: over one,
-// the StorageClass says it more precisely.
+// the StorageClass says it more precisely; a virt-handler rollout only
+// over more than one node: over one, the node says it.
 func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool {
 	p = p.withDefaults()
-	if len(members) < p.Threshold {
+	threshold := p.Threshold
+	if kind == CauseNode {
+		threshold = p.NodeThreshold
+	}
+	if len(members) < threshold {
 		return false
 	}
-	if kind == v1alpha1.CauseCSIDriver {
-		classes := map[string]bool{}
+	spread := map[v1alpha1.IncidentCauseKind]func(Member) string{
+		v1alpha1.CauseCSIDriver:          func(m Member) string { return m.Class },
+		v1alpha1.CauseVirtHandlerRollout: func(m Member) string { return m.Node },
+	}
+	if over := spread[kind]; over != nil {
+		seen := map[string]bool{}
 		for _, m := range members {
-			classes[m.Class] = true
+			seen[over(m)] = true
 		}
-		if len(classes) < 2 {
+		if len(seen) < 2 {
 			return false
 		}
 	}
@@ -198,8 +288,8 @@ func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool
 		since = append(since, m.Since)
 	}
 	slices.SortFunc(since, time.Time.Compare)
-	for i := 0; i+p.Threshold-1 < len(since); i++ {
-		if since[i+p.Threshold-1].Sub(since[i]) <= p.Window {
+	for i := 0; i+threshold-1 < len(since); i++ {
+		if since[i+threshold-1].Sub(since[i]) <= p.Window {
 			return true
 		}
 	}

@@ -129,7 +129,7 @@ func TestClaimsOf(t *testing.T) {
 		"no status": {st: &v1alpha1.VMObservationStatus{}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := causes(ClaimsOf(tc.st, tc.storage))
+			got := causes(ClaimsOf(tc.st, tc.storage, nil))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("claims %v, want %v", got, tc.want)
 			}
@@ -284,8 +284,20 @@ func key(i int) types.NamespacedName {
 	return types.NamespacedName{Namespace: "prod", Name: fmt.Sprintf("vm-%02d", i)}
 }
 
+func vmIncident(name string) *v1alpha1.IncidentRef {
+	return &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: name}
+}
+
+// inName is the VMIncident a's VM is in, "" for none (or a node's).
+func inName(a Assignment) string {
+	if a.Incident == nil || a.Incident.Kind != v1alpha1.IncidentKindVMIncident {
+		return ""
+	}
+	return a.Incident.Name
+}
+
 func storageClaims(since time.Time, classes ...string) []Claim {
-	return ClaimsOf(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, since), volumes(classes...))
+	return ClaimsOf(status(v1alpha1.LayerStorage, v1alpha1.VerdictDegraded, v1alpha1.ReasonVolumeAttachFailed, since), volumes(classes...), nil)
 }
 
 // TestTrackerBurst: 40 VMs of one StorageClass turn Degraded in a burst.
@@ -295,12 +307,12 @@ func TestTrackerBurst(t *testing.T) {
 	tr := NewTracker(Policy{Threshold: 3}, nil)
 	var woken []types.NamespacedName
 	for i := range 40 {
-		a := tr.Observe(key(i), "", storageClaims(now, "ceph-rbd"))
+		a := tr.Observe(key(i), nil, storageClaims(now, "ceph-rbd"))
 		switch {
-		case i < 2 && a.Incident != "":
-			t.Fatalf("VM %d of 3 is in %q", i+1, a.Incident)
-		case i >= 2 && a.Incident != "storageclass-ceph-rbd":
-			t.Fatalf("VM %d is in %q", i+1, a.Incident)
+		case i < 2 && a.Incident != nil:
+			t.Fatalf("VM %d of 3 is in %v", i+1, a.Incident)
+		case i >= 2 && inName(a) != "storageclass-ceph-rbd":
+			t.Fatalf("VM %d is in %v", i+1, a.Incident)
 		}
 		if i >= 2 && !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
 			t.Fatalf("VM %d quiets %v", i+1, a.Quiet)
@@ -311,7 +323,7 @@ func TestTrackerBurst(t *testing.T) {
 		t.Fatalf("woken %v, want the first two", woken)
 	}
 	for i := range 2 {
-		if a := tr.Observe(key(i), "", storageClaims(now, "ceph-rbd")); a.Incident != "storageclass-ceph-rbd" || len(a.Wake) != 0 {
+		if a := tr.Observe(key(i), nil, storageClaims(now, "ceph-rbd")); inName(a) != "storageclass-ceph-rbd" || len(a.Wake) != 0 {
 			t.Fatalf("woken VM %d: %+v", i, a)
 		}
 	}
@@ -322,8 +334,8 @@ func TestTrackerBurst(t *testing.T) {
 	// They heal: the VM leaves, and its Event is quiet for the storage
 	// layer it leaves.
 	for i := range 40 {
-		a := tr.Observe(key(i), "storageclass-ceph-rbd", nil)
-		if a.Incident != "" || !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
+		a := tr.Observe(key(i), vmIncident("storageclass-ceph-rbd"), nil)
+		if a.Incident != nil || !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
 			t.Fatalf("healed VM %d: %+v", i, a)
 		}
 	}
@@ -339,14 +351,14 @@ func TestTrackerSpreadAndRestart(t *testing.T) {
 	// Three VMs turned an hour apart: no incident, each its own cause.
 	tr := NewTracker(Policy{Threshold: 3}, nil)
 	for i := range 3 {
-		if a := tr.Observe(key(i), "", storageClaims(now.Add(time.Duration(i)*time.Hour), "ceph-rbd")); a.Incident != "" {
+		if a := tr.Observe(key(i), nil, storageClaims(now.Add(time.Duration(i)*time.Hour), "ceph-rbd")); a.Incident != nil {
 			t.Fatalf("VM %d: %+v", i, a)
 		}
 	}
 	// After a restart, a VMIncident stored Open keeps its members,
 	// however long ago they turned.
-	tr = NewTracker(Policy{Threshold: 3}, func(n string) bool { return n == "storageclass-ceph-rbd" })
-	if a := tr.Observe(key(0), "storageclass-ceph-rbd", storageClaims(now.Add(-3*time.Hour), "ceph-rbd")); a.Incident != "storageclass-ceph-rbd" {
+	tr = NewTracker(Policy{Threshold: 3}, func(r v1alpha1.IncidentRef) bool { return r == *vmIncident("storageclass-ceph-rbd") })
+	if a := tr.Observe(key(0), vmIncident("storageclass-ceph-rbd"), storageClaims(now.Add(-3*time.Hour), "ceph-rbd")); inName(a) != "storageclass-ceph-rbd" {
 		t.Fatalf("after a restart: %+v", a)
 	}
 }
@@ -357,15 +369,15 @@ func TestTrackerSpreadAndRestart(t *testing.T) {
 func TestTrackerKeepsMembers(t *testing.T) {
 	tr := NewTracker(Policy{Threshold: 3}, nil)
 	for i := range 3 {
-		tr.Observe(key(i), "", storageClaims(now, "a"))
+		tr.Observe(key(i), nil, storageClaims(now, "a"))
 	}
 	// Two VMs of another class of the same driver: the driver now spans
 	// two classes.
-	a := tr.Observe(key(3), "", storageClaims(now, "b"))
-	if a.Incident != "csidriver-rbd.csi.ceph.com" {
+	a := tr.Observe(key(3), nil, storageClaims(now, "b"))
+	if inName(a) != "csidriver-rbd.csi.ceph.com" {
 		t.Fatalf("VM of class b: %+v", a)
 	}
-	if a := tr.Observe(key(0), "storageclass-a", storageClaims(now, "a")); a.Incident != "storageclass-a" {
+	if a := tr.Observe(key(0), vmIncident("storageclass-a"), storageClaims(now, "a")); inName(a) != "storageclass-a" {
 		t.Fatalf("a member moved: %+v", a)
 	}
 	tr.Forget(key(3))
@@ -394,11 +406,230 @@ func FuzzClaimsOf(f *testing.F) {
 				return
 			}
 		}
-		for _, c := range ClaimsOf(&s, facts) {
+		for _, c := range ClaimsOf(&s, facts, rolloutOf(map[string]string{"node-a": "abc", "node-b": "def"})) {
 			n := Name(c.Cause)
 			if len(n) == 0 || len(n) > maxName || strings.ToLower(n) != n || strings.ContainsAny(n, " /_") {
 				t.Errorf("claim %+v: name %q", c.Cause, n)
 			}
 		}
 	})
+}
+
+// onNode builds the status of a VM on node whose node layer says verdict
+// for reason, turned at since.
+func onNode(node string, verdict v1alpha1.Verdict, reason string, since time.Time) *v1alpha1.VMObservationStatus {
+	st := status(v1alpha1.LayerNode, verdict, reason, since)
+	st.VMI = &v1alpha1.VMISummary{NodeName: node}
+	return st
+}
+
+func TestClaimsOfNode(t *testing.T) {
+	nodeA := v1alpha1.IncidentCause{Kind: CauseNode, Name: "node-a"}
+	for _, tc := range []struct {
+		name string
+		st   *v1alpha1.VMObservationStatus
+		want []v1alpha1.IncidentCause
+	}{
+		{"heartbeat stale", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), []v1alpha1.IncidentCause{nodeA}},
+		{"node not ready", onNode("node-a", v1alpha1.VerdictDegraded, v1alpha1.ReasonNodeNotReady, now), []v1alpha1.IncidentCause{nodeA}},
+		{"node unresponsive", onNode("node-a", v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive, now), []v1alpha1.IncidentCause{nodeA}},
+		// The VM's own launcher: its matter, not the node's.
+		{"launcher pod failed", onNode("node-a", v1alpha1.VerdictFailed, v1alpha1.ReasonLauncherPodFailed, now), nil},
+		// A deleted Node has no NodeObservation to point at.
+		{"node missing", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeMissing, now), nil},
+		{"no node", status(v1alpha1.LayerNode, v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), nil},
+		{"guest probe", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonGuestInfoUnreachable, now),
+			[]v1alpha1.IncidentCause{{Kind: v1alpha1.CauseVirtAPI}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []v1alpha1.IncidentCause
+			for _, c := range ClaimsOf(tc.st, nil, nil) {
+				got = append(got, c.Cause)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("claims %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The node comes first, before the storage claims of the same VM.
+	st := onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, now)
+	st.Layers.Storage = v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonVolumeAttachFailed}
+	if cs := ClaimsOf(st, volumes("ceph-rbd"), nil); len(cs) != 3 || cs[0].Cause != nodeA || cs[0].Layer != v1alpha1.LayerNode || !cs[0].Since.Equal(now) {
+		t.Fatalf("claims %+v", cs)
+	}
+}
+
+// nodeClaims are the claims of a VM on node-a whose heartbeat went stale
+// at since, and whose storage, with failing, failed too.
+func nodeClaims(since time.Time, failing bool) []Claim {
+	st := onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, since)
+	if failing {
+		st.Layers.Storage = v1alpha1.LayerStatus{Verdict: v1alpha1.VerdictDegraded, Reason: v1alpha1.ReasonVolumeAttachFailed,
+			LastTransitionTime: &metav1.Time{Time: since}}
+	}
+	return ClaimsOf(st, volumes("ceph-rbd"), nil)
+}
+
+// TestTrackerNode: a node's VMs learn that they are members of its
+// NodeObservation's incident as a VMIncident's do: the first
+// threshold-1 are woken when it opens, the rest learn it in their own
+// evaluation. It is no VMIncident (no group), its members' Warning Events
+// are their own, and it comes before a VMIncident a VM is already in.
+func TestTrackerNode(t *testing.T) {
+	nodeA := &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: "node-a"}
+	tr := NewTracker(Policy{Threshold: 3, Nodes: true, NodeThreshold: 4}, nil)
+	// Three VMs of the node already in a StorageClass incident.
+	for i := range 3 {
+		if a := tr.Observe(key(i), nil, storageClaims(now, "ceph-rbd")); i == 2 && inName(a) != "storageclass-ceph-rbd" {
+			t.Fatalf("VM %d: %+v", i, a)
+		}
+	}
+	var woken []types.NamespacedName
+	for i := range 10 {
+		cur := (*v1alpha1.IncidentRef)(nil)
+		if i < 3 {
+			cur = vmIncident("storageclass-ceph-rbd")
+		}
+		a := tr.Observe(key(i), cur, nodeClaims(now.Add(time.Minute), i < 3))
+		switch {
+		case i < 3 && inName(a) != "storageclass-ceph-rbd":
+			t.Fatalf("VM %d left its incident before the node's opened: %+v", i, a)
+		case i == 3 && (a.Incident == nil || *a.Incident != *nodeA):
+			t.Fatalf("VM %d, the threshold: %+v", i, a)
+		case i > 3 && (a.Incident == nil || *a.Incident != *nodeA || len(a.Wake) != 0):
+			t.Fatalf("VM %d: %+v", i, a)
+		case i > 3 && len(a.Quiet) != 0:
+			t.Fatalf("VM %d quiets %v: a NodeObservation posts no Event for it", i, a.Quiet)
+		}
+		woken = append(woken, a.Wake...)
+	}
+	if !slices.Equal(woken, []types.NamespacedName{key(0), key(1), key(2)}) {
+		t.Fatalf("woken %v, want the first three, in the StorageClass incident", woken)
+	}
+	// The woken ones move to the node's: it explains their storage too.
+	for i := range 3 {
+		a := tr.Observe(key(i), vmIncident("storageclass-ceph-rbd"), nodeClaims(now.Add(time.Minute), true))
+		if a.Incident == nil || *a.Incident != *nodeA || !slices.Equal(a.Quiet, []string{v1alpha1.LayerStorage}) {
+			t.Fatalf("woken VM %d: %+v", i, a)
+		}
+	}
+	if gs := tr.Groups(); len(gs) != 0 {
+		t.Fatalf("groups %+v: a node's incident is no VMIncident", gs)
+	}
+	// The node recovers; the storage of the first three still fails:
+	// back to their StorageClass's incident, in the same write.
+	for i := range 10 {
+		var claims []Claim
+		if i < 3 {
+			claims = storageClaims(now, "ceph-rbd")
+		}
+		a := tr.Observe(key(i), nodeA, claims)
+		if want := i < 3; (inName(a) == "storageclass-ceph-rbd") != want || (!want && a.Incident != nil) {
+			t.Fatalf("VM %d after the node recovered: %+v", i, a)
+		}
+	}
+
+	// Without NodeObservations there is nothing to point at.
+	tr = NewTracker(Policy{Threshold: 3}, nil)
+	for i := range 5 {
+		if a := tr.Observe(key(i), nil, nodeClaims(now, false)); a.Incident != nil || len(a.Wake) != 0 {
+			t.Fatalf("VM %d without NodeObservations: %+v", i, a)
+		}
+	}
+	// A node incident its NodeObservation holds open takes its VMs
+	// however long ago they turned (a restart).
+	tr = NewTracker(Policy{Nodes: true}, func(r v1alpha1.IncidentRef) bool { return r == *nodeA })
+	if a := tr.Observe(key(0), nil, nodeClaims(now.Add(-3*time.Hour), false)); a.Incident == nil || *a.Incident != *nodeA {
+		t.Fatalf("after a restart: %+v", a)
+	}
+}
+
+// rolloutOf is a Rollout over the revisions by node.
+func rolloutOf(revs map[string]string) Rollout {
+	return func(node string) (string, bool) {
+		rev := revs[node]
+		for _, r := range revs {
+			if r != rev {
+				return rev, rev != ""
+			}
+		}
+		return rev, false
+	}
+}
+
+func TestClaimsOfRollout(t *testing.T) {
+	rollout := rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c", "node-c": "5d4f"})
+	r7b := v1alpha1.IncidentCause{Kind: v1alpha1.CauseVirtHandlerRollout, Name: "7b9c"}
+	nodeA := v1alpha1.IncidentCause{Kind: CauseNode, Name: "node-a"}
+	for _, tc := range []struct {
+		name    string
+		st      *v1alpha1.VMObservationStatus
+		rollout Rollout
+		want    []v1alpha1.IncidentCause
+	}{
+		{"heartbeat stale during a rollout", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), rollout, []v1alpha1.IncidentCause{r7b, nodeA}},
+		{"virt-controller's word on it", onNode("node-a", v1alpha1.VerdictFailed, v1alpha1.ReasonNodeUnresponsive, now), rollout, []v1alpha1.IncidentCause{r7b, nodeA}},
+		// The kubelet's Ready is the node's, not virt-handler's.
+		{"node not ready", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeNotReady, now), rollout, []v1alpha1.IncidentCause{nodeA}},
+		{"no rollout: one revision", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now),
+			rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c"}), []v1alpha1.IncidentCause{nodeA}},
+		{"no virt-handler pod seen", onNode("node-x", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), rollout, []v1alpha1.IncidentCause{{Kind: CauseNode, Name: "node-x"}}},
+		{"no rollout source", onNode("node-a", v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), nil, []v1alpha1.IncidentCause{nodeA}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := ClaimsOf(tc.st, nil, tc.rollout)
+			var got []v1alpha1.IncidentCause
+			for _, c := range cs {
+				got = append(got, c.Cause)
+				if c.Node != "node-a" && c.Node != "node-x" {
+					t.Errorf("claim %v has node %q", c.Cause, c.Node)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("claims %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if n := Name(r7b); n != "virthandlerrollout-7b9c" {
+		t.Errorf("Name(%v) = %q", r7b, n)
+	}
+}
+
+// TestTrackerRollout: virt-handler's new revision stops beating on two
+// nodes, three VMs on each. The rollout is one incident over both nodes,
+// and comes before each node's own: the VMs that joined their node's
+// before it opened are woken to move. Over one node it is that node's.
+func TestTrackerRollout(t *testing.T) {
+	rollout := rolloutOf(map[string]string{"node-a": "7b9c", "node-b": "7b9c", "node-c": "5d4f"})
+	claims := func(node string) []Claim {
+		return ClaimsOf(onNode(node, v1alpha1.VerdictUnknown, v1alpha1.ReasonNodeAgentStale, now), nil, rollout)
+	}
+	want := v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: "virthandlerrollout-7b9c"}
+	tr := NewTracker(Policy{Threshold: 3, Nodes: true}, nil)
+	// node-a's three: over one node, the node's incident.
+	for i := range 3 {
+		a := tr.Observe(key(i), nil, claims("node-a"))
+		if i == 2 && (a.Incident == nil || a.Incident.Kind != v1alpha1.IncidentKindNodeObservation) {
+			t.Fatalf("VM %d on node-a: %+v", i, a)
+		}
+	}
+	// node-b's first: the rollout spans two nodes now.
+	a := tr.Observe(key(3), nil, claims("node-b"))
+	if a.Incident == nil || *a.Incident != want || !slices.Equal(a.Wake, []types.NamespacedName{key(0), key(1), key(2)}) {
+		t.Fatalf("VM 3 on node-b: %+v", a)
+	}
+	for i := range 3 {
+		if a := tr.Observe(key(i), &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: "node-a"}, claims("node-a")); a.Incident == nil || *a.Incident != want {
+			t.Fatalf("woken VM %d: %+v", i, a)
+		}
+	}
+	for i := 4; i < 6; i++ {
+		if a := tr.Observe(key(i), nil, claims("node-b")); a.Incident == nil || *a.Incident != want || len(a.Wake) != 0 {
+			t.Fatalf("VM %d on node-b: %+v", i, a)
+		}
+	}
+	gs := tr.Groups()
+	if len(gs) != 1 || gs[0].Name != want.Name || len(gs[0].Members) != 6 || gs[0].Cause.Kind != v1alpha1.CauseVirtHandlerRollout {
+		t.Fatalf("groups %+v", gs)
+	}
 }

@@ -29,6 +29,7 @@ var tableColumns = []metav1.TableColumnDefinition{
 	{Name: "Node-Name", Type: "string", Priority: 1},
 	{Name: "Migration", Type: "string", Priority: 1},
 	{Name: "Agent", Type: "boolean", Priority: 1},
+	{Name: "Incident", Type: "string", Priority: 1},
 }
 
 // firstVerdictColumn is the index of Verdict in tableColumns; the four
@@ -64,10 +65,14 @@ func Table(objs []v1alpha1.VMObservation, now time.Time) *metav1.Table {
 		if st.Guest != nil {
 			agent = st.Guest.AgentConnected
 		}
+		var inc string
+		if st.Incident != nil {
+			inc = st.Incident.Name
+		}
 		t.Rows = append(t.Rows, metav1.TableRow{
 			Cells: []any{
 				o.Name, orNone(string(st.Verdict)), orNone(string(cp)), orNone(string(node)), orNone(string(guest)),
-				orNone(string(storage)), orNone(st.Reason), a, phase, nodeName, migration, agent,
+				orNone(string(storage)), orNone(st.Reason), a, phase, nodeName, migration, agent, inc,
 			},
 			// The printer reads the namespace and labels from the object.
 			Object: runtime.RawExtension{Object: o},

@@ -51,12 +51,15 @@ type Observation struct {
 	// VMIPhase and VMIReason are status.vmi.phase and .reason: a restart
 	// records the replaced VMI's last ones (internal/history).
 	VMIPhase, VMIReason Sym
-	// Incident is status.incident.name: the VMIncident the VM is a member
-	// of, which the metrics label its series vmobs_incident_member with
-	// and the next status keeps while the VM still claims it.
+	// Incident is status.incident.name: the VMIncident (or, with
+	// IncidentOnNode, the NodeObservation) the VM is a member of, which
+	// the metrics label its series vmobs_incident_member with and the
+	// next status keeps while the VM still claims it.
 	Incident       Sym
 	AgentConnected bool
 	HasLayers      bool
+	// IncidentOnNode says that status.incident.kind is NodeObservation.
+	IncidentOnNode bool
 	// The stored conditions: those of vmobs' own types in place, in
 	// conditionTypes order (a status of 0 is none), any other in
 	// OtherConditions. A list of the six cost 152 bytes; in place they
@@ -160,6 +163,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	out.AgentConnected = st.Guest != nil && st.Guest.AgentConnected
 	if st.Incident != nil {
 		out.Incident = Intern(st.Incident.Name)
+		out.IncidentOnNode = st.Incident.Kind == v1alpha1.IncidentKindNodeObservation
 	}
 	if vm := st.VM; vm != nil {
 		out.Restarts, out.LastRestart, out.EndedVMI = vm.Restarts, vm.LastRestart.DeepCopy(), vm.EndedVMI.DeepCopy()
@@ -239,6 +243,18 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 		}
 	}
 	return st
+}
+
+// IncidentRef is status.incident, nil for none.
+func (o *Observation) IncidentRef() *v1alpha1.IncidentRef {
+	if o.Incident.String() == "" {
+		return nil
+	}
+	r := v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: o.Incident.String()}
+	if o.IncidentOnNode {
+		r.Kind = v1alpha1.IncidentKindNodeObservation
+	}
+	return &r
 }
 
 // GetGeneration implements metav1.Object.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,10 +17,14 @@ import (
 
 // Labels and annotations of a launcher pod that vmobs reads: membership
 // (which VMI a pod belongs to), the migration target label, and Multus'
-// network status.
+// network status; of a virt-handler pod, the revision of its DaemonSet
+// (controller-revision-hash: a launcher pod has none, so it costs them
+// nothing, and one pair each on the one virt-handler pod per node, its
+// value interned), which tells a rollout in progress (internal/incident).
 var (
+	podLabels      = []string{appsv1.DefaultDaemonSetUniqueLabelKey}
 	podAnnotations = []string{membership.NetworkStatusAnnotation, kubevirtv1.EphemeralProvisioningObject}
-	podVocab       = map[string]bool{kubevirtv1.EphemeralProvisioningObject: true}
+	podVocab       = map[string]bool{kubevirtv1.EphemeralProvisioningObject: true, appsv1.DefaultDaemonSetUniqueLabelKey: true}
 )
 
 // Pod is a launcher pod as the engine reads it: its owners and membership
@@ -150,7 +155,7 @@ func containerStatuses(in []Container, sidecar bool) []corev1.ContainerStatus {
 func FromPod(p *corev1.Pod) *Pod {
 	st := &p.Status
 	out := &Pod{
-		Meta:         metaOf(&p.ObjectMeta, nil, podAnnotations, podVocab),
+		Meta:         metaOf(&p.ObjectMeta, podLabels, podAnnotations, podVocab),
 		App:          Intern(p.Labels[kubevirtv1.AppLabel]),
 		CreatedBy:    uidOf(types.UID(p.Labels[kubevirtv1.CreatedByLabel])),
 		MigrationJob: uidOf(types.UID(p.Labels[kubevirtv1.MigrationJobLabel])),
@@ -229,9 +234,13 @@ func (p *Pod) ToPod() *corev1.Pod {
 	return out
 }
 
+// Revision is a DaemonSet pod's controller-revision-hash (virt-handler's
+// revision), "" for a launcher pod.
+func (p *Pod) Revision() string { return p.Value(appsv1.DefaultDaemonSetUniqueLabelKey) }
+
 // GetLabels implements metav1.Object.
 func (p *Pod) GetLabels() map[string]string {
-	var m map[string]string
+	m := p.Kept.filter(true)
 	for _, l := range [...]struct{ key, value string }{
 		{kubevirtv1.AppLabel, p.App.String()},
 		{kubevirtv1.CreatedByLabel, string(p.CreatedBy.UID())},
@@ -286,6 +295,7 @@ func cloneContainers(in []Container) []Container {
 // SetLabels implements metav1.Object: it keeps the labels a Pod projection
 // holds.
 func (p *Pod) SetLabels(l map[string]string) {
+	p.Kept = keep(l, p.Kept.filter(false), podLabels, podAnnotations, podVocab)
 	p.App = Intern(l[kubevirtv1.AppLabel])
 	p.CreatedBy = uidOf(types.UID(l[kubevirtv1.CreatedByLabel]))
 	p.MigrationJob = uidOf(types.UID(l[kubevirtv1.MigrationJobLabel]))

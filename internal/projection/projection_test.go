@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -62,6 +63,38 @@ func TestPodKeepsWhatTheEngineReadsAndNothingElse(t *testing.T) {
 		t.Errorf("the projection lost what the engine reads: %+v", got)
 	}
 }
+
+// A virt-handler pod keeps its DaemonSet revision, which tells a rollout
+// (internal/incident), interned; a launcher pod has none, and keeps no
+// more than before.
+func TestPodKeepsVirtHandlersRevision(t *testing.T) {
+	handler := func(node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kubevirt", Name: "virt-handler-" + node,
+			Labels: map[string]string{"kubevirt.io": "virt-handler", "controller-revision-hash": fmt.Sprint("7b9c", "d5"), "pod-template-generation": "3"}},
+			Spec: corev1.PodSpec{NodeName: node}}
+	}
+	a, b := FromPod(handler("node-a")), FromPod(handler("node-b"))
+	if a.Revision() != "7b9cd5" || len(a.Kept) != 1 {
+		t.Fatalf("revision %q, kept %+v", a.Revision(), a.Kept)
+	}
+	if got := a.ToPod().Labels; !maps.Equal(got, map[string]string{"kubevirt.io": "virt-handler", "controller-revision-hash": "7b9cd5"}) {
+		t.Errorf("labels %v", got)
+	}
+	if ra, rb := a.Revision(), b.Revision(); unsafeData(ra) != unsafeData(rb) {
+		t.Errorf("the revision is not interned: two nodes hold two copies")
+	}
+	a.SetLabels(map[string]string{"kubevirt.io": "virt-handler", "controller-revision-hash": "5d4f"})
+	if a.Revision() != "5d4f" || a.App.String() != "virt-handler" {
+		t.Errorf("SetLabels: revision %q, app %q", a.Revision(), a.App)
+	}
+	if l := FromPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kubevirt.io": "virt-launcher"}}}); l.Kept != nil || l.Revision() != "" {
+		t.Errorf("a launcher pod keeps %+v", l.Kept)
+	}
+}
+
+// unsafeData is where s's bytes are: two strings with the same are one
+// copy.
+func unsafeData(s string) *byte { return unsafe.StringData(s) }
 
 // A pod with conditions, none of which the engine reads, keeps one: the
 // engine tells a pod without conditions (a pasted row) apart.

@@ -207,6 +207,7 @@ func fullObservation(ns, name string) *v1alpha1.VMObservation {
 			Conditions: []metav1.Condition{
 				{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "MigrationFailed", Message: "migration failed", LastTransitionTime: at(16 * time.Minute)},
 			},
+			Incident: &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: "storageclass-ceph-rbd"},
 		},
 	}
 }
@@ -237,9 +238,9 @@ var _ = Describe("VMObservation CRD", func() {
 		out, err = testenv.Kubectl(kubeconfig, "get", "vmobs", "-n", ns, "-o", "wide")
 		Expect(err).NotTo(HaveOccurred())
 		lines = strings.Split(strings.TrimSpace(out), "\n")
-		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "STORAGE", "REASON", "AGE", "PHASE", "NODE-NAME", "MIGRATION", "AGENT"}))
+		Expect(strings.Fields(lines[0])).To(Equal([]string{"NAME", "VERDICT", "CONTROL-PLANE", "NODE", "GUEST", "STORAGE", "REASON", "AGE", "PHASE", "NODE-NAME", "MIGRATION", "AGENT", "INCIDENT"}))
 		fields := strings.Fields(lines[1])
-		Expect(fields[len(fields)-4:]).To(Equal([]string{"Running", "node-a", "Failed", "true"}))
+		Expect(fields[len(fields)-5:]).To(Equal([]string{"Running", "node-a", "Failed", "true", "storageclass-ceph-rbd"}))
 
 		// The kubevirt category lists it next to KubeVirt's own objects.
 		out, err = testenv.Kubectl(kubeconfig, "get", "kubevirt", "-n", ns, "-o", "name")

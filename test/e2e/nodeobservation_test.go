@@ -120,12 +120,26 @@ var _ = Describe("A node's NodeObservation", func() {
 		Expect(o.Status.Incident.FirstEvidence).NotTo(BeNil())
 		Expect(o.Status.Incident.FirstEvidence.Field).To(Equal("status.conditions[Ready].status"))
 
-		By("the node back: the incident is resolved, and kept")
+		By("each member's VMObservation points at the NodeObservation")
+		incidentOf := func(o *v1alpha1.VMObservation) string {
+			if o.Status.Incident == nil {
+				return "none"
+			}
+			return o.Status.Incident.Kind + "/" + o.Status.Incident.Name
+		}
+		for _, name := range []string{vm, "vm-2", "vm-3"} {
+			Eventually(suite.Observation(ns, name)).Should(WithTransform(incidentOf, Equal(v1alpha1.IncidentKindNodeObservation+"/"+node)))
+		}
+
+		By("the node back: the incident is resolved, and kept; its members point at it no more")
 		Expect(sim.RecoverNode(ctx, node)).To(Succeed())
 		Eventually(nodeObservation(node)).Should(And(
 			WithTransform(nodeVerdictOf, Equal("Healthy/"+v1alpha1.ReasonKubeletReady)),
 			WithTransform(func(o *v1alpha1.NodeObservation) v1alpha1.IncidentState { return o.Status.Incident.State }, Equal(v1alpha1.IncidentResolved)),
 		))
+		for _, name := range []string{vm, "vm-2", "vm-3"} {
+			Eventually(suite.Observation(ns, name)).Should(WithTransform(incidentOf, Equal("none")))
+		}
 
 		By("the node deleted: its NodeObservation goes with it")
 		Expect(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})).To(Succeed())

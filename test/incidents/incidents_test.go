@@ -5,8 +5,9 @@
 // StorageClass's volumes are lost under twelve running VMs at once: one
 // VMIncident opens with every VM as a member, each VMObservation points at
 // it, one Event is posted for the incident instead of one per VM, and the
-// writes are counted; the VMs are deleted and the incident resolves
-// (docs/incidents.md).
+// writes are counted; the VMs are deleted and the incident resolves. A
+// virt-handler rollout that stops virt-handler on two of three nodes is
+// one VMIncident named after the revision (docs/incidents.md).
 package incidents
 
 import (
@@ -57,6 +58,23 @@ func eventually(t *testing.T, what string, cond func(context.Context) error) {
 	}
 }
 
+// startManager runs the manager in-process with opts until the test
+// ends, and counts its requests.
+func startManager(ctx context.Context, t *testing.T, opts app.Options) *testenv.RequestCounter {
+	t.Helper()
+	counter := testenv.NewRequestCounter()
+	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := mgr.Stop(); err != nil {
+			t.Errorf("stopping the manager: %v", err)
+		}
+	})
+	return counter
+}
+
 // vmobsEvents counts the Events the manager posted (events.k8s.io, the
 // reporting controller vmobs) in namespace ns of type typ, by reason.
 func vmobsEvents(ctx context.Context, ns, typ string) (map[string]int, error) {
@@ -88,17 +106,8 @@ func TestStorageClassIncident(t *testing.T) {
 	if err := sim.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	counter := testenv.NewRequestCounter()
 	opts := app.InProcessOptions()
-	mgr, err := app.StartInProcess(ctx, counter.Wrap(env.Config), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := mgr.Stop(); err != nil {
-			t.Errorf("stopping the manager: %v", err)
-		}
-	})
+	counter := startManager(ctx, t, opts)
 
 	// virt-handler beats on both nodes throughout.
 	go sim.RunHeartbeats(ctx, simulator.Heartbeats{Every: time.Second})

@@ -218,8 +218,9 @@ func alertmanagerAlerts(ctx context.Context, am *testenv.Alertmanager) ([]amAler
 // the pages. 20 VMs run on node-a and 3 on node-b:
 //   - a fleet that boots and runs pages no one;
 //   - node-a lost under its 20 VMs pages once, for the node: the per-VM
-//     alerts of its VMs fire in Prometheus and Alertmanager holds them
-//     back (inhibited by the node alert);
+//     alerts of its VMs fire in Prometheus, labelled with the node's
+//     incident, and Alertmanager holds them back (inhibited by the node
+//     alert);
 //   - a VM failing on node-b, a single VM fault, still pages, alone.
 func TestAlertmanagerPages(t *testing.T) {
 	support.BuiltTool(t, "alertmanager", "ALERTMANAGER")
@@ -294,6 +295,10 @@ func TestAlertmanagerPages(t *testing.T) {
 			}
 			if a.Status.State != "suppressed" || len(a.Status.InhibitedBy) == 0 {
 				return fmt.Errorf("%s of %s is %s, not inhibited", a.Labels["alertname"], a.Labels["vm"], a.Status.State)
+			}
+			// Each is a member of the node's incident, and says so.
+			if a.Labels["incident"] != "node-a" {
+				return fmt.Errorf("%s of %s has incident %q, want node-a", a.Labels["alertname"], a.Labels["vm"], a.Labels["incident"])
 			}
 			vms[a.Labels["vm"]] = true
 			held = append(held, a.Labels["alertname"]+"/"+a.Labels["vm"])

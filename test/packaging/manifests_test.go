@@ -8,6 +8,7 @@ package packaging
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,6 +261,15 @@ var tenantRoles = []struct {
 	{"vmobs-admin", "admin", []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}},
 }
 
+// fleetView is the ClusterRole for the people who run the fleet: it reads
+// the cluster-scoped objects, for a ClusterRoleBinding, and is aggregated
+// into OpenShift's cluster-reader only, never into view (a VMIncident
+// lists the VMs of every namespace).
+const fleetView = "vmobs-fleet-view"
+
+// fleetResources are what fleetView reads, and all it grants.
+var fleetResources = []string{"vmincidents", "nodeobservations"}
+
 // checkTenantRoles checks the rendered vmobs-view, vmobs-edit and
 // vmobs-admin: the aggregation label, exactly their verbs on vmobservations
 // and vmobservationpolicies, never the status subresource; and that no rendered ClusterRole takes the
@@ -276,6 +286,14 @@ func checkTenantRoles(t *testing.T, objs []*unstructured.Unstructured) {
 			t.Errorf("%s: rules %+v, want %v on vmobservations and vmobservationpolicies.observability.vmobs.io only", cr.Name, cr.Rules, want.verbs)
 		}
 	}
+	cr := convert[rbacv1.ClusterRole](t, mustFind(t, objs, "ClusterRole", fleetView))
+	if want := map[string]string{"rbac.authorization.k8s.io/aggregate-to-cluster-reader": "true"}; !maps.Equal(aggregationLabels(cr.Labels), want) {
+		t.Errorf("%s: aggregation labels %v, want %v only", fleetView, aggregationLabels(cr.Labels), want)
+	}
+	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].APIGroups, []string{"observability.vmobs.io"}) ||
+		!slices.Equal(cr.Rules[0].Resources, fleetResources) || !slices.Equal(cr.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+		t.Errorf("%s: rules %+v, want get, list, watch on %v only", fleetView, cr.Rules, fleetResources)
+	}
 	for _, o := range objs {
 		if o.GetKind() == "ClusterRole" && slices.Contains([]string{"view", "edit", "admin"}, o.GetName()) {
 			t.Errorf("config/default renders a ClusterRole named %q, which would replace Kubernetes' own", o.GetName())
@@ -283,13 +301,26 @@ func checkTenantRoles(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
+// aggregationLabels are the rbac.authorization.k8s.io/aggregate-to-*
+// labels of l.
+func aggregationLabels(l map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range l {
+		if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // rbacObjects reads every RBAC object under config/, rendered or not, so a
 // stray file cannot slip a broad rule past the test.
-// The second map tells which of them carry an aggregate-to-* label.
-func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]bool) {
+// The second map tells which of them carry an aggregate-to-* label, and
+// into what (view, edit, admin, cluster-reader).
+func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]string) {
 	t.Helper()
 	out := map[string][]rbacv1.PolicyRule{}
-	aggregated := map[string]bool{}
+	aggregated := map[string]string{}
 	root := filepath.Join(support.RepoRoot(t), "config")
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
@@ -315,10 +346,8 @@ func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]bool)
 				rel, _ := filepath.Rel(root, path)
 				key := fmt.Sprintf("%s#%d %s/%s", rel, i, obj.Kind, obj.Metadata.Name)
 				out[key] = obj.Rules
-				for l := range obj.Metadata.Labels {
-					if strings.HasPrefix(l, "rbac.authorization.k8s.io/aggregate-to-") {
-						aggregated[key] = true
-					}
+				for l := range aggregationLabels(obj.Metadata.Labels) {
+					aggregated[key] = strings.TrimPrefix(l, "rbac.authorization.k8s.io/aggregate-to-")
 				}
 			}
 		}
@@ -335,20 +364,30 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	if len(roles) < 3 {
 		t.Fatalf("found only %d Roles/ClusterRoles under config/: %v", len(roles), roles)
 	}
-	if len(aggregatedRoles) != len(tenantRoles) {
-		t.Errorf("found %d aggregated ClusterRoles under config/, want %d: %v", len(aggregatedRoles), len(tenantRoles), aggregatedRoles)
+	if len(aggregatedRoles) != len(tenantRoles)+1 {
+		t.Errorf("found %d aggregated ClusterRoles under config/, want %d (the tenants' and %s): %v", len(aggregatedRoles), len(tenantRoles)+1, fleetView, aggregatedRoles)
 	}
 	write := []string{"create", "update", "patch", "delete", "deletecollection"}
 	for name, rules := range roles {
-		aggregated := aggregatedRoles[name]
+		into := aggregatedRoles[name]
 		for _, r := range rules {
-			// A rule aggregated into view, edit or admin reaches every user
-			// bound to those in any namespace: vmobservations and
-			// vmobservationpolicies only, and never their status, which
-			// only the controller writes.
-			if aggregated && (!slices.Equal(r.APIGroups, []string{"observability.vmobs.io"}) ||
-				slices.ContainsFunc(r.Resources, func(res string) bool { return res != "vmobservations" && res != "vmobservationpolicies" })) {
-				t.Errorf("%s: aggregated into a user-facing role, rule %+v reaches beyond vmobservations and vmobservationpolicies", name, r)
+			switch into {
+			case "":
+			case "cluster-reader":
+				// A cluster-wide reader: the fleet's objects, read only.
+				if !slices.Equal(r.APIGroups, []string{"observability.vmobs.io"}) || !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) ||
+					slices.ContainsFunc(r.Resources, func(res string) bool { return !slices.Contains(fleetResources, res) }) {
+					t.Errorf("%s: aggregated into cluster-reader, rule %+v does more than read %v", name, r, fleetResources)
+				}
+			default:
+				// A rule aggregated into view, edit or admin reaches every
+				// user bound to those in any namespace: vmobservations and
+				// vmobservationpolicies only, and never their status,
+				// which only the controller writes.
+				if !slices.Equal(r.APIGroups, []string{"observability.vmobs.io"}) ||
+					slices.ContainsFunc(r.Resources, func(res string) bool { return res != "vmobservations" && res != "vmobservationpolicies" }) {
+					t.Errorf("%s: aggregated into %s, rule %+v reaches beyond vmobservations and vmobservationpolicies", name, into, r)
+				}
 			}
 			for _, field := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
 				for _, v := range field {

@@ -3,7 +3,9 @@ package packaging
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -23,7 +25,8 @@ import (
 )
 
 // testTenantRoles checks vmobs-view, vmobs-edit and vmobs-admin on the real
-// API server, after `kubectl apply -k config/default`.
+// API server, after `kubectl apply -k config/default`, and who reads the
+// cluster-scoped objects (testFleetObjects).
 //
 // kube-apiserver creates Kubernetes' view, edit and admin ClusterRoles
 // itself (its rbac/bootstrap-roles post-start hook), each with an
@@ -154,6 +157,130 @@ func testTenantRoles(ctx context.Context, t *testing.T, env *testenv.Env, admin 
 			}
 		})
 	}
+
+	testFleetObjects(ctx, t, env, admin, tenant, subjects[0].user, subjects[2].user, subjects[4].user)
+}
+
+// testFleetObjects checks who reads the cluster-scoped VMIncidents and
+// NodeObservations: no tenant (a RoleBinding cannot grant them, and a
+// VMIncident lists the VMs of every namespace), who reads instead the
+// incident's name on its own VMObservation; a user bound cluster-wide to
+// vmobs-fleet-view reads both, writes neither, and reads no VMObservation.
+// Each answer is asked twice: a SubjectAccessReview and the real
+// `kubectl auth can-i`, impersonating the user.
+func testFleetObjects(ctx context.Context, t *testing.T, env *testenv.Env, admin client.Client, tenant string, tenants ...envtest.User) {
+	const incidentName, node = "storageclass-ceph-rbd", "node-a"
+	member := &v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "member"}, Spec: v1alpha1.VMObservationSpec{VMName: "member"}}
+	support.MustCreate(ctx, t, admin, member)
+	member.Status.Incident = &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindVMIncident, Name: incidentName}
+	if err := admin.Status().Update(ctx, member); err != nil {
+		t.Fatal(err)
+	}
+	support.MustCreate(ctx, t, admin, &v1alpha1.VMIncident{ObjectMeta: metav1.ObjectMeta{Name: incidentName}})
+	support.MustCreate(ctx, t, admin, &v1alpha1.NodeObservation{ObjectMeta: metav1.ObjectMeta{Name: node}})
+
+	// vmobs-fleet-view is not in view, edit or admin: a ClusterRoleBinding
+	// to view would otherwise hand it out with every namespace's
+	// VMObservations.
+	fleet := &rbacv1.ClusterRole{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: fleetView}, fleet); err != nil {
+		t.Fatalf("%s was not installed by config/default: %v", fleetView, err)
+	}
+	for _, name := range []string{"view", "edit", "admin"} {
+		builtin := &rbacv1.ClusterRole{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: name}, builtin); err != nil {
+			t.Fatal(err)
+		}
+		if selectedBy(t, builtin, fleet) {
+			t.Errorf("%s is aggregated into %s", fleetView, name)
+		}
+	}
+	oncall := envtest.User{Name: "oncall-1", Groups: []string{"oncall", "system:authenticated"}}
+	support.MustCreate(ctx, t, admin, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "oncall-vmobs"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fleetView},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "oncall"}},
+	})
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.Kubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	// check asks both whether user may verb resource (cluster-wide).
+	check := func(t *testing.T, user envtest.User, verb, resource, sub string, want bool) {
+		t.Helper()
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user.Name, Groups: user.Groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: v1alpha1.GroupVersion.Group, Resource: resource, Subresource: sub},
+		}}
+		if err := admin.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != want {
+			t.Errorf("%s: %s %s/%s: allowed=%v, want %v (%s)", user.Name, verb, resource, sub, sar.Status.Allowed, want, sar.Status.Reason)
+		}
+		args := []string{"auth", "can-i", verb, resource + "." + v1alpha1.GroupVersion.Group, "--all-namespaces", "--as", user.Name}
+		if sub != "" {
+			args = append(args, "--subresource", sub)
+		}
+		for _, g := range user.Groups {
+			args = append(args, "--as-group", g)
+		}
+		// can-i answers yes or no, and exits 1 on no.
+		out, err := testenv.Kubectl(kubeconfig, args...)
+		got := strings.TrimSpace(out)
+		if (got != "yes" && got != "no") || (err == nil) != (got == "yes") {
+			t.Fatalf("kubectl %s: %q, %v", strings.Join(args, " "), out, err)
+		}
+		if (got == "yes") != want {
+			t.Errorf("kubectl %s: %s, want %v", strings.Join(args, " "), got, want)
+		}
+	}
+
+	for _, u := range tenants {
+		t.Run("tenant "+u.Name, func(t *testing.T) {
+			for _, res := range fleetResources {
+				for _, verb := range []string{"get", "list", "watch"} {
+					check(t, u, verb, res, "", false)
+				}
+			}
+			c := userClient(t, env, u)
+			if err := c.Get(ctx, client.ObjectKey{Name: incidentName}, &v1alpha1.VMIncident{}); !apierrors.IsForbidden(err) {
+				t.Errorf("getting VMIncident %s: %v, want Forbidden", incidentName, err)
+			}
+			if err := c.List(ctx, &v1alpha1.NodeObservationList{}); !apierrors.IsForbidden(err) {
+				t.Errorf("listing NodeObservations: %v, want Forbidden", err)
+			}
+			// Its own VM's incident, by name.
+			got := &v1alpha1.VMObservation{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(member), got); err != nil || got.Status.Incident == nil || got.Status.Incident.Name != incidentName {
+				t.Errorf("reading its VMObservation's incident: %v, %+v", err, got.Status.Incident)
+			}
+		})
+	}
+	t.Run("fleet viewer", func(t *testing.T) {
+		for _, res := range fleetResources {
+			for _, verb := range []string{"get", "list", "watch"} {
+				check(t, oncall, verb, res, "", true)
+			}
+			for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
+				check(t, oncall, verb, res, "", false)
+			}
+			check(t, oncall, "patch", res, "status", false)
+		}
+		check(t, oncall, "list", "vmobservations", "", false)
+		c := userClient(t, env, oncall)
+		if err := c.Get(ctx, client.ObjectKey{Name: incidentName}, &v1alpha1.VMIncident{}); err != nil {
+			t.Errorf("getting VMIncident %s: %v", incidentName, err)
+		}
+		nodes := &v1alpha1.NodeObservationList{}
+		if err := c.List(ctx, nodes); err != nil || len(nodes.Items) == 0 {
+			t.Errorf("listing NodeObservations: %v (%d items)", err, len(nodes.Items))
+		}
+		if err := c.Delete(ctx, &v1alpha1.NodeObservation{ObjectMeta: metav1.ObjectMeta{Name: node}}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting NodeObservation %s: %v, want Forbidden", node, err)
+		}
+	})
 }
 
 // selectedBy tells whether one of role's aggregationRule selectors matches

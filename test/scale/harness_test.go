@@ -209,7 +209,7 @@ func (r *run) profilePath(name string) string {
 
 // benchmarks measures, at N VMs: the floor and the cold start (interleaved,
 // cfg.ConvergenceRuns times), idle with a forced resync and a restart,
-// latency, and overload.
+// latency, overload, and the latency phases with incidents off and on.
 func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	cfg, res, w := r.cfg, r.res, r.w
 	res.Nodes = len(w.nodeList())
@@ -240,6 +240,7 @@ func (r *run) benchmarks(ctx context.Context, t *testing.T) {
 	}
 	stopManager(t, m)
 	r.verify(ctx, t, "after the overload phase")
+	r.latencyAB(ctx, t, mc) // -scale.latency-ab (latencyab_test.go)
 	hs, err := historyFigures(ctx, r.w.c)
 	if err != nil {
 		t.Fatal(err)
@@ -494,22 +495,8 @@ func (r *run) latency(ctx context.Context, t *testing.T, m *app.InProcess) {
 		t.Fatal(err)
 	}
 	res.LoadAvg["latency"] = loadavg()
-	prof, err := startCPUProfile(r.profilePath("cpu-changes.pb.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec0 := readReconcileStats()
-	lat, err := latencyPhase(ctx, r.c, r.c, tr, w.vmList(), baseline, cfg.Rate, cfg.Latency, r.policy.LagGrace)
-	rec := readReconcileStats().minus(rec0)
-	pp, perr := prof.stop()
-	if err != nil {
-		stopManager(t, m)
-		t.Fatal(err)
-	}
-	if perr != nil {
-		t.Fatal(perr)
-	}
-	res.CPU["changes"] = r.cpuFigures(t, []*profiledPhase{pp}, cpuLabelManager, int(rec.total), "reconciles", rec)
+	lat, rec, cpu := r.profiledLatency(ctx, t, m, baseline, "cpu-changes.pb.gz")
+	res.CPU["changes"] = cpu
 	res.setLatency(lat, w)
 	t.Logf("latency: %d changes at %.1f/s (%d skipped, %d missed): status p50 %.1fms p99 %.1fms; watch p50 %.1fms p99 %.1fms; %d reconciles",
 		lat.Changes, lat.Rate, lat.Skipped, lat.Missed, res.LatencyP50, res.LatencyP99, res.FloorWatchP50, res.FloorWatchP99, int(rec.total))
@@ -519,6 +506,30 @@ func (r *run) latency(ctx context.Context, t *testing.T, m *app.InProcess) {
 	if _, err := tr.waitMatch(ctx, baseline, nil, cfg.Converge); err != nil {
 		t.Errorf("after the latency phase: %v", err)
 	}
+}
+
+// profiledLatency runs the latency phase from baseline over the running
+// manager m with a CPU profile (written to profile, under profilePath),
+// and returns it, its reconciles and the manager's CPU figures; a failed
+// phase stops m and the test.
+func (r *run) profiledLatency(ctx context.Context, t *testing.T, m *app.InProcess, baseline map[string]summary, profile string) (*latencyResult, reconcileStats, *cpuFigures) {
+	t.Helper()
+	prof, err := startCPUProfile(r.profilePath(profile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec0 := readReconcileStats()
+	lat, err := latencyPhase(ctx, r.c, r.c, r.tr, r.w.vmList(), baseline, r.cfg.Rate, r.cfg.Latency, r.policy.LagGrace)
+	rec := readReconcileStats().minus(rec0)
+	pp, perr := prof.stop()
+	if err != nil {
+		stopManager(t, m)
+		t.Fatal(err)
+	}
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	return lat, rec, r.cpuFigures(t, []*profiledPhase{pp}, cpuLabelManager, int(rec.total), "reconciles", rec)
 }
 
 // verify is the correctness check against the engine on a fresh LIST.

@@ -18,11 +18,14 @@ import (
 // managerOptions are the options `vmobs manager` runs with (app.Defaults),
 // with what an in-process or child run must change (app.InProcessOptions:
 // no metrics or probe listeners, a private metrics registry) and the run's
-// refresh interval (loadConfig's, app.Defaults' unless set), lag grace and
-// start-up GC percent.
+// refresh interval (loadConfig's, app.Defaults' unless set), lag grace,
+// start-up GC percent and incidents (on or off).
 func managerOptions(cfg config) app.Options {
 	opts := app.InProcessOptions()
 	opts.EvidenceRefreshInterval = cfg.Refresh
+	if cfg.NoIncidents {
+		opts.Incidents = false
+	}
 	if cfg.LagGrace > 0 {
 		opts.Policy.LagGrace = cfg.LagGrace
 	}

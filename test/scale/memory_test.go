@@ -64,6 +64,8 @@ type childSpec struct {
 	// StartupGCPercent is the run's (-scale.startup-gc-percent): negative
 	// keeps app.Defaults'.
 	StartupGCPercent int `json:"startupGCPercent"`
+	// NoIncidents is the run's -scale.incidents=false.
+	NoIncidents bool `json:"noIncidents,omitempty"`
 }
 
 // childStats is what a child reports.
@@ -158,7 +160,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	cfg.UserAgent = "vmobs-controller"
 	// The client-side rate limit is app.NewManager's (off by default), as
 	// in `vmobs manager`.
-	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace, StartupGCPercent: spec.StartupGCPercent})
+	opts := managerOptions(config{Refresh: spec.Refresh, LagGrace: spec.LagGrace, StartupGCPercent: spec.StartupGCPercent, NoIncidents: spec.NoIncidents})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr, err := app.StartInProcess(ctx, cfg, opts)
@@ -504,7 +506,7 @@ func measureChild(ctx context.Context, t *testing.T, r *run, vms, repeat int) (m
 	r.res.LoadAvg[fmt.Sprintf("memory %d", vms)] = loadavg()
 	start := time.Now()
 	ch, err := startChild(r.dir, childSpec{Kubeconfig: r.kubeconfig, Refresh: r.cfg.Refresh, LagGrace: r.cfg.LagGrace, MemProfileRate: *flagHeapRate,
-		StartupGCPercent: r.cfg.StartupGCPercent})
+		StartupGCPercent: r.cfg.StartupGCPercent, NoIncidents: r.cfg.NoIncidents})
 	if err != nil {
 		return pt, err
 	}
@@ -665,6 +667,9 @@ func measureBinary(ctx context.Context, t *testing.T, r *run, vms int, memLimit 
 	}
 	if r.cfg.StartupGCPercent >= 0 {
 		args = append(args, "--startup-gc-percent", strconv.Itoa(r.cfg.StartupGCPercent))
+	}
+	if r.cfg.NoIncidents {
+		args = append(args, "--incidents=false")
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

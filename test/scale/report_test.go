@@ -168,6 +168,11 @@ type results struct {
 	// DataVolume, its claim, volume and attachment, and ten Warning
 	// Events each.
 	Storage bool `json:"storage"`
+	// Incidents says the managers ran with --incidents (-scale.incidents).
+	Incidents bool `json:"incidents"`
+	// LatencyAB are the latency phases of -scale.latency-ab, incidents
+	// off and on in turns (latencyab_test.go).
+	LatencyAB []latencyRound `json:"latency_ab,omitempty"`
 	// HeapBytesPerVMRuns is heap_bytes_per_vm of each repeat
 	// (-scale.mem-repeats): the slope over that repeat's points.
 	HeapBytesPerVMRuns []float64 `json:"heap_bytes_per_vm_runs"`
@@ -202,7 +207,7 @@ var requiredKeys = []string{
 }
 
 func newResults(cfg config) *results {
-	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine(), LoadAvg: map[string]string{}, Storage: cfg.Storage}
+	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine(), LoadAvg: map[string]string{}, Storage: cfg.Storage, Incidents: !cfg.NoIncidents}
 }
 
 func (r *results) setLatency(l *latencyResult, w *world) {

@@ -59,6 +59,7 @@ var (
 	flagStormAt   = flag.Int("scale.storm-at", -1, "memory point at which the Event storm runs in its child manager (default the largest; 0 skips it)")
 	flagStormRate = flag.Float64("scale.storm-rate", 0, "Warning Events written per second in the storm (default 1000; smoke 100)")
 	flagStorm     = flag.Duration("scale.storm", 0, "length of the Event storm, and of the latency window measured before it (default 60s; smoke 2s)")
+	flagIncidents = flag.Bool("scale.incidents", true, "the managers' --incidents (app.Defaults': on): the incident tracker every VM's reconcile consults, and the VMIncident controller; false measures without them")
 )
 
 // config is one run's configuration.
@@ -104,6 +105,9 @@ type config struct {
 	StormAt   int
 	StormRate float64
 	Storm     time.Duration
+	// NoIncidents runs the managers with --incidents=false
+	// (-scale.incidents=false); the zero value keeps app.Defaults'.
+	NoIncidents bool
 }
 
 func loadConfig(t *testing.T) config {
@@ -112,8 +116,8 @@ func loadConfig(t *testing.T) config {
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	cfg := config{
 		N: *flagN, Rate: *flagRate, NoEvents: *flagNoEvents, Workers: *flagWorkers, ProfileDir: *flagProfiles, Age: *flagAge,
-		StartupGCPercent: *flagStartupGC,
-		VMsPerNS:         100, VMsPerNode: 50, MigrateEvery: 100,
+		StartupGCPercent: *flagStartupGC, NoIncidents: !*flagIncidents,
+		VMsPerNS: 100, VMsPerNode: 50, MigrateEvery: 100,
 	}
 	pick := func(name string, v, full, smoke time.Duration) time.Duration {
 		if set[name] {
