@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -288,7 +287,7 @@ func ensureControlPlane(opts Options) error {
 	if err == nil {
 		return nil
 	}
-	def := filepath.Join(testenv.RepoRoot(), "bin", "k8s", fmt.Sprintf("%s-%s-%s", testenv.KubernetesVersion, runtime.GOOS, runtime.GOARCH))
+	def := checkoutBuilder{root: testenv.RepoRoot()}.assetsDir()
 	script := filepath.Join(testenv.RepoRoot(), "hack", "build-controlplane.sh")
 	if !opts.BuildControlPlane || filepath.Clean(testenv.AssetsDir()) != def {
 		return err
