@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -262,6 +264,29 @@ func TestLateJoinSettles(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary does not say %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestCheckoutBuilderBuildsOnlyWhereTheDemoLooks checks that the
+// checkout's recipes are offered only for the paths they build: a
+// Prometheus or a control plane the environment points elsewhere is the
+// user's to build.
+func TestCheckoutBuilderBuildsOnlyWhereTheDemoLooks(t *testing.T) {
+	b := CheckoutBuilder()
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("PROMETHEUS", "")
+	if !b.CanBuild(ToolControllerManager) || !b.CanBuild(ToolKubectl) {
+		t.Error("cannot build kube-controller-manager and kubectl into bin/k8s")
+	}
+	if _, err := exec.LookPath("make"); err == nil && !b.CanBuild(ToolPrometheus) {
+		t.Error("cannot build bin/prometheus")
+	}
+	t.Setenv("KUBEBUILDER_ASSETS", t.TempDir())
+	t.Setenv("PROMETHEUS", filepath.Join(t.TempDir(), "prometheus"))
+	for _, tool := range lateTools {
+		if b.CanBuild(tool) {
+			t.Errorf("offers to build %s where the checkout's recipe does not put it", tool)
 		}
 	}
 }
