@@ -145,12 +145,9 @@ k8s_ldflags="-s -w -X $vpkg.gitVersion=v$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpk
 k8s_ldflags="$k8s_ldflags -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
 # build compiles one binary with hack/build-tool.sh, which skips it when it
-# is up to date. -share-cache: built as `go build` and `go run` build vmobs,
-# so that the two thirds of vmobs' dependencies kube-apiserver also
-# compiles (apimachinery, client-go, api, apiextensions, ...; the same
-# releases) are in the Go build cache when `make demo` builds vmobs next.
+# is up to date.
 build() { # package, output, ldflags
-  "$root/hack/build-tool.sh" -share-cache -ldflags "$3" "$root/hack/$(module "$2")" "$1=$out/$2"
+  "$root/hack/build-tool.sh" -ldflags "$3" "$root/hack/$(module "$2")" "$1=$out/$2"
 }
 
 if up_to_date kube-apiserver && up_to_date etcd && [[ $KUBECTL == skip ]]; then
