@@ -263,11 +263,17 @@ actionlint: ## Build actionlint into bin/ for the workflow test (test/packaging/
 
 .PHONY: envtest-bin
 envtest-bin: ## Put kube-apiserver, etcd and kubectl for tests into bin/k8s/: setup-envtest's download, else a build (ENVTEST_SOURCE=download|build; skipped when present or when KUBEBUILDER_ASSETS points elsewhere); and kube-controller-manager, always built.
+	$(call build_controlplane)
+
+# build_controlplane runs hack/build-controlplane.sh with the settings in
+# $(1) (KUBECTL=skip ...), unless KUBEBUILDER_ASSETS points elsewhere.
+define build_controlplane
 	@if [ "$(KUBEBUILDER_ASSETS)" != "$(ENVTEST_DIR)" ]; then \
 		echo "control plane: using KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"; \
 	else \
-		K8S_VERSION=$(K8S_VERSION) ENVTEST_DIR=$(ENVTEST_DIR) SETUP_ENVTEST=$(TOOLS_BIN)/setup-envtest hack/build-controlplane.sh; \
+		K8S_VERSION=$(K8S_VERSION) ENVTEST_DIR=$(ENVTEST_DIR) SETUP_ENVTEST=$(TOOLS_BIN)/setup-envtest $(1) hack/build-controlplane.sh; \
 	fi
+endef
 
 ##@ Integrations
 
@@ -313,7 +319,13 @@ test-min-kube: ## Run test/minkube on the oldest Kubernetes vmobs supports (kube
 	MIN_KUBE_ASSETS=$(MIN_KUBE_DIR) go test -race -count=1 $(GOTEST_FLAGS) ./test/minkube/
 
 .PHONY: demo
-demo: envtest-bin prometheus ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
+# demo builds only what the first verdict needs before it starts:
+# kube-apiserver and etcd, then vmobs. The demo itself builds
+# kube-controller-manager, Prometheus and kubectl when they are missing,
+# one at a time once the first verdict is in, and their scenarios join then
+# (docs/demo.md, "The first run").
+demo: ## Watch vmobs diagnose a simulated KubeVirt fleet on a throwaway control plane (ARGS="--duration 2m --vms 40 --non-interactive ...").
+	$(call build_controlplane,KUBECTL=skip CONTROLLER_MANAGER=skip)
 	go run ./cmd/vmobs demo $(ARGS)
 
 ##@ Benchmarks

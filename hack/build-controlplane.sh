@@ -30,6 +30,10 @@
 # it. On top of kube-apiserver's build most of its packages are in the Go
 # build cache; docs/development.md says what it costs. CONTROLLER_MANAGER=skip
 # leaves it out (this script's own tests, which are about the other three).
+#
+# KUBECTL=skip leaves kubectl out of the build (a download still brings
+# it): `make demo` starts on kube-apiserver and etcd alone and has the demo
+# build kube-controller-manager, Prometheus and kubectl while it plays.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.37.2}
@@ -37,6 +41,7 @@ ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 ENVTEST_SOURCE=${ENVTEST_SOURCE:-auto}
 CONTROLLER_MANAGER=${CONTROLLER_MANAGER:-build}
 CONTROLPLANE_MODULE=${CONTROLPLANE_MODULE:-controlplane}
+KUBECTL=${KUBECTL:-build}
 ENVTEST_INDEX=${ENVTEST_INDEX:-}
 ENVTEST_INDEX_TIMEOUT=${ENVTEST_INDEX_TIMEOUT:-20}
 ENVTEST_DOWNLOAD_TIMEOUT=${ENVTEST_DOWNLOAD_TIMEOUT:-300}
@@ -45,6 +50,12 @@ goos=$(go env GOOS)
 goarch=$(go env GOARCH)
 out=${ENVTEST_DIR:-$root/bin/k8s/$K8S_VERSION-$goos-$goarch}
 SETUP_ENVTEST=${SETUP_ENVTEST:-$root/bin/setup-envtest}
+for knob in CONTROLLER_MANAGER KUBECTL; do
+  if [[ ${!knob} != build && ${!knob} != skip ]]; then
+    echo "control plane: $knob=${!knob}: want build or skip" >&2
+    exit 2
+  fi
+done
 case $ENVTEST_SOURCE in
 auto | download | build) ;;
 *)
@@ -145,7 +156,9 @@ build() { # package, output, ldflags
   "$root/hack/build-tool.sh" -ldflags "$3" "$root/hack/$(module "$2")" "$1=$out/$2"
 }
 
-if up_to_date kube-apiserver && up_to_date kubectl && up_to_date etcd; then
+if up_to_date kube-apiserver && up_to_date etcd && [[ $KUBECTL == skip ]]; then
+  echo "control plane: kube-apiserver and etcd are up to date in $out"
+elif up_to_date kube-apiserver && up_to_date kubectl && up_to_date etcd; then
   echo "control plane: kube-apiserver, kubectl and etcd are up to date in $out"
 elif [[ $ENVTEST_SOURCE != build ]] && download; then
   :
@@ -155,8 +168,8 @@ elif [[ $ENVTEST_SOURCE == download ]]; then
 else
   [[ $ENVTEST_SOURCE == auto ]] && echo "control plane: building from the Go module proxy instead (ENVTEST_SOURCE=build skips the download)"
   build k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$k8s_ldflags"
-  build k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_ldflags"
   build go.etcd.io/etcd/server/v3 etcd "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=v$ETCD_VERSION"
+  if [[ $KUBECTL != skip ]]; then build k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_ldflags"; fi
 fi
 if [[ $CONTROLLER_MANAGER != skip ]]; then
   build k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$k8s_ldflags"
@@ -167,4 +180,4 @@ if [[ $CONTROLLER_MANAGER != skip ]]; then "$out/kube-controller-manager" --vers
 # pipefail, head closing the pipe early kills the writer with SIGPIPE (141).
 first_line() { local text; text=$("$@" 2>&1); echo "${text%%$'\n'*}"; }
 first_line "$out/etcd" --version
-first_line "$out/kubectl" version --client
+if [[ -x "$out/kubectl" ]]; then first_line "$out/kubectl" version --client; fi

@@ -31,12 +31,17 @@ controller in-process with thresholds of seconds instead of minutes, and
 plays a simulated KubeVirt fleet: healthy VMs booting and now and then
 live-migrating, and one VM per scripted scenario (stuck scheduling, a failed
 migration, a lost node, a guest agent that never connects, ...) in
-namespace "scenarios", played at staggered times. When bin/prometheus is
-built (make prometheus) it also serves every node's virt-handler metrics,
-runs a real Prometheus scraping them and has vmobs read domain stats from
-it; the domain-stats scenarios (a guest whose vCPUs stall, one out of
-memory, a migration that does not converge, a domain not exported) need
-it and are skipped without it. On a terminal it shows
+namespace "scenarios", played at staggered times. It also serves every
+node's virt-handler metrics, runs a real Prometheus (bin/prometheus)
+scraping them and has vmobs read domain stats from it, for the
+domain-stats scenarios (a guest whose vCPUs stall, one out of memory, a
+migration that does not converge, a domain not exported); and runs
+kube-controller-manager's PV binder and attach-detach controller for the
+storage scenarios. When kube-controller-manager, Prometheus or kubectl is
+missing, the demo starts without it and, in a checkout, builds it in the
+background once the first verdict is in (one at a time, in that order):
+the scenarios that need it join when it is built, and the summary says
+which joined late or were skipped. On a terminal it shows
 the VMObservations grouped by verdict and the latest changes, redrawn in
 place; otherwise, or with --non-interactive, one timestamped line per
 change. While it runs it prints the kubectl command that reaches its API
@@ -58,7 +63,7 @@ func runDemo(ctx context.Context, args []string) int {
 	out, errOut := stdout(ctx), stderr(ctx)
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(errOut)
-	opts := demo.Options{Out: out, Err: errOut, BuildControlPlane: true}
+	opts := demo.Options{Out: out, Err: errOut, BuildControlPlane: true, Builder: demo.CheckoutBuilder()}
 	fs.IntVar(&opts.VMs, "vms", 24, "number of healthy VMs, besides one VM per scripted scenario")
 	fs.DurationVar(&opts.Duration, "duration", 0, "how long to play the fleet once the control plane is up; 0 plays until interrupted")
 	fs.Int64Var(&opts.Seed, "seed", 1, "seed of the simulator and of the demo's random choices (background migrations)")

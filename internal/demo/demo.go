@@ -15,13 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +65,12 @@ type Options struct {
 	// plane binaries are missing from bin/k8s; otherwise their absence is
 	// an error.
 	BuildControlPlane bool
+	// Builder, when set, builds the tools the demo can start without
+	// (kube-controller-manager, Prometheus, kubectl) that are missing:
+	// one at a time once the first verdict is in, the scenarios that need
+	// one joining when it is built. Without one, or for a tool it cannot
+	// build, those scenarios are skipped.
+	Builder Builder
 	// Out receives the view, the lines and the summary; Err the
 	// diagnostics.
 	Out, Err io.Writer
@@ -277,11 +283,11 @@ func ScenarioNames() []string {
 
 // ensureControlPlane checks the binaries and builds them when allowed.
 func ensureControlPlane(opts Options) error {
-	err := testenv.CheckAssets()
+	err := testenv.CheckControlPlane()
 	if err == nil {
 		return nil
 	}
-	def := filepath.Join(testenv.RepoRoot(), "bin", "k8s", fmt.Sprintf("%s-%s-%s", testenv.KubernetesVersion, runtime.GOOS, runtime.GOARCH))
+	def := checkoutBuilder{root: testenv.RepoRoot()}.assetsDir()
 	script := filepath.Join(testenv.RepoRoot(), "hack", "build-controlplane.sh")
 	if !opts.BuildControlPlane || filepath.Clean(testenv.AssetsDir()) != def {
 		return err
@@ -289,20 +295,21 @@ func ensureControlPlane(opts Options) error {
 	if _, serr := os.Stat(script); serr != nil {
 		return err
 	}
-	fmt.Fprintf(opts.Out, "control plane binaries missing: building them with hack/build-controlplane.sh (about 7 minutes from a cold Go cache, once)\n")
+	fmt.Fprintf(opts.Out, "control plane binaries missing: building kube-apiserver and etcd with hack/build-controlplane.sh (about 10 minutes from a cold Go cache, once)\n")
 	cmd := exec.Command("bash", script)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Stdout, cmd.Stderr = opts.Out, opts.Err
-	cmd.Env = append(os.Environ(), "K8S_VERSION="+testenv.KubernetesVersion, "ENVTEST_DIR="+def)
+	// What the demo can start without is built while it plays.
+	cmd.Env = append(os.Environ(), "K8S_VERSION="+testenv.KubernetesVersion, "ENVTEST_DIR="+def, "KUBECTL=skip", "CONTROLLER_MANAGER=skip")
 	if rerr := cmd.Run(); rerr != nil {
 		return fmt.Errorf("building the control plane: %w", rerr)
 	}
-	return testenv.CheckAssets()
+	return testenv.CheckControlPlane()
 }
 
 // startTestenv runs testenv.Start, which cannot be cancelled; when ctx ends
 // first the control plane is stopped as soon as it is up.
-func startTestenv(ctx context.Context) (*testenv.Env, error) {
+func startTestenv(ctx context.Context, controllerManager bool) (*testenv.Env, error) {
 	type result struct {
 		env *testenv.Env
 		err error
@@ -311,8 +318,9 @@ func startTestenv(ctx context.Context) (*testenv.Env, error) {
 	go func() {
 		// Aggregation: the simulator's virt-api is an aggregated API. The
 		// storage scenarios need the PV binder and the attach-detach
-		// controller, and CDI's DataVolumes.
-		env, err := testenv.Start(testenv.Options{Aggregation: true, ControllerManager: true, CDI: true})
+		// controller (kube-controller-manager, when built), and CDI's
+		// DataVolumes.
+		env, err := testenv.Start(testenv.Options{Aggregation: true, ControllerManager: controllerManager, CDI: true})
 		ch <- result{env, err}
 	}()
 	select {
@@ -336,19 +344,20 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	// A domain-stats scenario asked for by name fails before anything
-	// starts; in a full run they are skipped.
-	promErr := prometheusBuilt()
-	if sc, ok := scenarioByName(opts.Scenario); ok && sc.DomainStats && promErr != nil {
-		return nil, fmt.Errorf("scenario %s reads domain stats through Prometheus: %w", sc.Name, promErr)
-	}
 	if err := ensureControlPlane(opts); err != nil {
+		return nil, err
+	}
+	// A scenario asked for by name whose tool is missing and cannot be
+	// built fails before anything starts; in a full run they are skipped.
+	why := missingTools()
+	late, err := planLateness(why, opts.Builder, opts.Scenario)
+	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	s := &session{opts: opts, pace: opts.pace(), start: start, promErr: promErr}
+	s := &session{opts: opts, pace: opts.pace(), start: start, promErr: why[ToolPrometheus], late: late}
 	defer func() { _ = s.removeTempDir() }()
 	if err := s.logToTempDir(); err != nil {
 		return nil, err
@@ -420,6 +429,9 @@ type session struct {
 	interactive bool
 	fd          int
 
+	// late says which tools the demo started without.
+	late lateness
+
 	env        *testenv.Env
 	envStopped bool
 	virtAPI    *simulator.VirtAPI
@@ -435,11 +447,14 @@ type session struct {
 	ds      *domainStats
 
 	tr        *tracker
+	director  *director
+	mgr       *managerRun
 	playStart time.Time
-	// Closed or sent to when the watch, the manager, the director and the
-	// live view (nil without one) have returned.
-	watchDone, directorDone, viewDone <-chan struct{}
-	mgrDone                           chan error
+	// Closed or sent to when the watch, the manager, the director, the
+	// late tools' builds and the live view (nil without one) have
+	// returned.
+	watchDone, directorDone, viewDone, joinDone <-chan struct{}
+	mgrDone                                     chan error
 }
 
 // stopInfo is why and when the fleet stopped playing.
@@ -523,7 +538,7 @@ func (s *session) setOutput(outGone func()) {
 // makes the client the simulator writes with.
 func (s *session) startControlPlane(ctx context.Context) error {
 	s.say("starting kube-apiserver %s and etcd from %s", testenv.KubernetesVersion, displayPath(testenv.AssetsDir()))
-	env, err := startTestenv(ctx)
+	env, err := startTestenv(ctx, !s.late.missing(ToolControllerManager))
 	if err != nil {
 		return err
 	}
@@ -560,9 +575,32 @@ func (s *session) startControlPlane(ctx context.Context) error {
 	if err := s.sim.EnsureStorage(ctx); err != nil {
 		return fmt.Errorf("the simulated CSI driver: %w", err)
 	}
-	s.say("storage: kube-controller-manager's PV binder and attach-detach controller, a simulated CSI driver (%s), CDI's DataVolumes",
-		simulator.CSIDriver)
+	if !s.late.missing(ToolControllerManager) {
+		s.say("storage: kube-controller-manager's PV binder and attach-detach controller, a simulated CSI driver (%s), CDI's DataVolumes",
+			simulator.CSIDriver)
+	} else {
+		s.say("storage: a simulated CSI driver (%s), CDI's DataVolumes; %s", simulator.CSIDriver, s.lateSay(ToolControllerManager))
+	}
+	if s.late.missing(ToolKubectl) {
+		s.say("kubectl: %s", s.lateSay(ToolKubectl))
+	}
 	return nil
+}
+
+// lateSay says what becomes of a missing tool and what needs it.
+func (s *session) lateSay(t Tool) string {
+	scs := scenariosNeeding(t, s.opts.Scenario)
+	what := t.what()
+	if len(scs) > 0 {
+		what += " (" + strings.Join(scs, ", ") + ")"
+	}
+	if err := s.late.skipped[t]; err != nil {
+		if len(scs) == 0 {
+			return err.Error()
+		}
+		return fmt.Sprintf("%v: %s are skipped", err, what)
+	}
+	return fmt.Sprintf("%s is not built yet: built in the background once the first verdict is in, %s join then", t, what)
 }
 
 // stopControlPlane stops virt-api, then the control plane, once; later
@@ -588,16 +626,27 @@ func (s *session) startManager(ctx context.Context) error {
 		return err
 	}
 	s.watchDone = watchDone
-	promURL, err := s.startDomainStats(ctx)
+	for _, t := range lateTools {
+		if !s.late.missing(t) {
+			continue
+		}
+		why := ""
+		if err := s.late.skipped[t]; err != nil {
+			why = err.Error()
+		}
+		s.tr.waitTool(t, scenariosNeeding(t, s.opts.Scenario), why)
+	}
+	var promURL string
+	if s.promErr != nil {
+		s.say("domain stats: %s", s.lateSay(ToolPrometheus))
+	} else if promURL, err = s.startDomainStats(ctx); err != nil {
+		return err
+	}
+	s.mgr, err = startManagerRun(ctx, s.env.Config, s.pace, promURL)
 	if err != nil {
 		return err
 	}
-	mgr, err := app.NewManager(s.env.Config, managerOptions(s.pace, promURL))
-	if err != nil {
-		return err
-	}
-	s.mgrDone = make(chan error, 1)
-	go func() { s.mgrDone <- mgr.Start(ctx) }()
+	s.mgrDone = s.mgr.done
 
 	s.say("vmobs manager running in-process: %s", s.pace.Thresholds())
 	for _, h := range s.hints {
@@ -624,17 +673,8 @@ func managerOptions(pace Pace, promURL string) app.Options {
 
 // startDomainStats starts the virt-handler exporter and Prometheus, which
 // scrapes the nodes the fleet is planned on and every node added later,
-// until ctx ends; it returns Prometheus' URL, or "" when bin/prometheus
-// is missing, and says which.
+// until ctx ends, and returns Prometheus' URL.
 func (s *session) startDomainStats(ctx context.Context) (string, error) {
-	if s.promErr != nil {
-		skipped := "no domain stats"
-		if s.opts.Scenario == "" {
-			skipped = "the domain-stats scenarios are skipped (" + strings.Join(domainStatsScenarios(), ", ") + ")"
-		}
-		s.say("domain stats: %v: %s", s.promErr, skipped)
-		return "", nil
-	}
 	planned := append(workerNodes(s.opts.VMs), simulator.ScenarioNodes...)
 	ds, err := startDomainStats(s.sim, s.pace.ScrapeEvery, planned)
 	if err != nil {
@@ -642,7 +682,7 @@ func (s *session) startDomainStats(ctx context.Context) (string, error) {
 	}
 	s.ds = ds
 	// Said before followNodes, which then owns ds.nodes.
-	s.say("domain stats: Prometheus at %s scraping %d virt-handlers every %s (and each node added); the manager queries it every %s over %s",
+	s.sayOrNote("domain stats: Prometheus at %s scraping %d virt-handlers every %s (and each node added); the manager queries it every %s over %s",
 		ds.prom.URL, len(ds.nodes), s.pace.ScrapeEvery, s.pace.DomainStats.Interval, s.pace.DomainStats.Window)
 	ds.followNodes(ctx, s.k8s, s.pace.ScrapeEvery, s.tr.errorf)
 	return ds.prom.URL, nil
@@ -659,22 +699,22 @@ func (s *session) stopDomainStats() error {
 	return ds.stop()
 }
 
-// domainStatsScenarios names the scenarios that need domain stats.
-func domainStatsScenarios() []string {
-	var out []string
-	for _, sc := range Catalogue() {
-		if sc.DomainStats {
-			out = append(out, sc.Name)
-		}
+// sayOrNote says a line before the fleet plays, and notes it (in the
+// live view or as a plain line) once it does.
+func (s *session) sayOrNote(format string, a ...any) {
+	if s.playStart.IsZero() {
+		s.say(format, a...)
+		return
 	}
-	return out
+	s.tr.note(fmt.Sprintf(format, a...))
 }
 
 // playFleet starts the director, which plays the healthy fleet and the
 // scenarios through the simulator, and the live view or the plain lines
 // that show them, until ctx ends.
 func (s *session) playFleet(ctx context.Context) {
-	d := newDirector(s.sim, s.tr, s.pace, s.opts, s.promErr == nil)
+	d := newDirector(s.sim, s.tr, s.pace, s.opts, s.late.missing)
+	s.director = d
 	var view *liveView
 	if s.interactive {
 		view = newLiveView(s.opts.Out, s.fd, s.tr, s.pace, s.opts, s.hints, s.start)
@@ -687,6 +727,9 @@ func (s *session) playFleet(ctx context.Context) {
 	s.directorDone = goDone(func() { d.run(ctx) })
 	if view != nil {
 		s.viewDone = goDone(func() { view.run(ctx) })
+	}
+	if len(s.late.build) > 0 {
+		s.joinDone = goDone(func() { s.buildAndJoin(ctx, s.tr.firstChange) })
 	}
 }
 
@@ -779,6 +822,10 @@ func (s *session) waitForShutdown(reason string) error {
 	if s.viewDone != nil {
 		<-s.viewDone
 	}
+	// A build still running is stopped; a tool joining is waited for.
+	if s.joinDone != nil {
+		<-s.joinDone
+	}
 	if !s.interactive {
 		s.say("stopping (%s): simulator, manager, %scontrol plane", reason, s.promStopping())
 	} else {
@@ -809,10 +856,7 @@ func (s *session) result(stop stopInfo, mgrErr error) *Result {
 	res.Seed = s.opts.Seed
 	res.Nodes = s.countNodes()
 	res.NodeObservations = s.nodeVerdicts()
-	res.Prometheus = s.promErr == nil
-	if s.promErr != nil && s.opts.Scenario == "" {
-		res.Skipped = domainStatsScenarios()
-	}
+	res.Prometheus = s.ds != nil
 	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
 		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
 	}
@@ -945,4 +989,70 @@ func (s *switchableWriter) off() {
 	s.mu.Lock()
 	s.w = nil
 	s.mu.Unlock()
+}
+
+// managerRun is the in-process vmobs manager, which runs until its
+// context ends and is replaced by a new one when the domain stats join.
+type managerRun struct {
+	restarts chan managerRestart
+	// done receives the error of the last manager, once.
+	done chan error
+}
+
+// managerRestart asks for a manager reading domain stats from promURL;
+// the result comes on started.
+type managerRestart struct {
+	promURL string
+	started chan error
+}
+
+// startManagerRun starts the manager at pace, reading domain stats from
+// promURL unless it is empty, until ctx ends.
+func startManagerRun(ctx context.Context, cfg *rest.Config, pace Pace, promURL string) (*managerRun, error) {
+	mgr, err := app.NewManager(cfg, managerOptions(pace, promURL))
+	if err != nil {
+		return nil, err
+	}
+	m := &managerRun{restarts: make(chan managerRestart), done: make(chan error, 1)}
+	go func() {
+		for {
+			mctx, cancel := context.WithCancel(ctx)
+			stopped := make(chan error, 1)
+			go func() { stopped <- mgr.Start(mctx) }()
+			select {
+			case err := <-stopped:
+				cancel()
+				m.done <- err
+				return
+			case r := <-m.restarts:
+				cancel()
+				if err := <-stopped; err != nil {
+					r.started <- err
+					m.done <- err
+					return
+				}
+				next, err := app.NewManager(cfg, managerOptions(pace, r.promURL))
+				r.started <- err
+				if err != nil {
+					m.done <- err
+					return
+				}
+				mgr = next
+			}
+		}
+	}()
+	return m, nil
+}
+
+// restart stops the manager and starts one that reads domain stats from
+// promURL. The VMObservations stay as they are meanwhile: the new manager
+// takes them up as a new leader would.
+func (m *managerRun) restart(ctx context.Context, promURL string) error {
+	r := managerRestart{promURL: promURL, started: make(chan error, 1)}
+	select {
+	case m.restarts <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.started
 }

@@ -51,16 +51,26 @@ type director struct {
 	workers   []string
 	fleet     []*fleetVM
 	scenarios []plannedScenario
+	// joins brings the scenarios of a tool that joined (joinRequest).
+	joins chan joinRequest
 }
 
-// newDirector plans the fleet and the scenarios; without domainStats
-// the scenarios that need them are left out.
-func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options, domainStats bool) *director {
+// joinRequest asks the director to play scenarios that joined late;
+// planned closes once the tracker has them.
+type joinRequest struct {
+	scenarios []simulator.Scenario
+	planned   chan struct{}
+}
+
+// newDirector plans the fleet and the scenarios; those that need a
+// missing tool are left out (they may join later).
+func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options, missing func(Tool) bool) *director {
 	d := &director{
-		sim:  sim,
-		tr:   tr,
-		pace: pace,
-		rnd:  rand.New(rand.NewPCG(uint64(opts.Seed), 0xdeb0)),
+		sim:   sim,
+		tr:    tr,
+		pace:  pace,
+		rnd:   rand.New(rand.NewPCG(uint64(opts.Seed), 0xdeb0)),
+		joins: make(chan joinRequest),
 	}
 	d.workers = workerNodes(opts.VMs)
 	for i := range opts.VMs {
@@ -70,15 +80,45 @@ func newDirector(sim *simulator.Simulator, tr *tracker, pace Pace, opts Options,
 			node: d.workers[i%len(d.workers)],
 		})
 	}
-	at := pace.ScenarioStart
+	var scs []simulator.Scenario
 	for _, sc := range Catalogue() {
-		if (opts.Scenario != "" && sc.Name != opts.Scenario) || (sc.DomainStats && !domainStats) {
+		if (opts.Scenario != "" && sc.Name != opts.Scenario) || (needs(sc) != "" && missing(needs(sc))) {
 			continue
 		}
-		d.scenarios = append(d.scenarios, plannedScenario{sc: sc, ns: scenarioNamespace, vm: sc.Name, at: at})
+		scs = append(scs, sc)
+	}
+	d.scenarios = plan(scs, pace)
+	return d
+}
+
+// plan staggers scenarios from the pace's ScenarioStart, ScenarioEvery
+// apart.
+func plan(scs []simulator.Scenario, pace Pace) []plannedScenario {
+	var out []plannedScenario
+	at := pace.ScenarioStart
+	for _, sc := range scs {
+		out = append(out, plannedScenario{sc: sc, ns: scenarioNamespace, vm: sc.Name, at: at})
 		at += pace.ScenarioEvery
 	}
-	return d
+	return out
+}
+
+// join has run play scenarios that joined late, staggered from now as
+// the first ones were from the start; it returns once the tracker has
+// them, so that the run does not count as settled in between.
+func (d *director) join(ctx context.Context, scs []simulator.Scenario) error {
+	req := joinRequest{scenarios: scs, planned: make(chan struct{})}
+	select {
+	case d.joins <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-req.planned:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // workerNodes are the nodes of vms healthy VMs: about eight VMs a node,
@@ -135,12 +175,24 @@ func (d *director) run(ctx context.Context) {
 	d.tr.setPlan(d.scenarios, d.pace, playStart)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.heartbeats(ctx) })
-	wg.Go(func() { d.playScenarios(ctx, playStart) })
+	wg.Go(func() { d.play(ctx, playStart, d.scenarios) })
 	wg.Go(func() {
 		d.live(ctx)
 		d.churn(ctx)
 	})
-	wg.Wait()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case req := <-d.joins:
+			joinStart := time.Now()
+			planned := plan(req.scenarios, d.pace)
+			d.tr.setPlan(planned, d.pace, joinStart)
+			close(req.planned)
+			wg.Go(func() { d.play(ctx, joinStart, planned) })
+		}
+	}
 }
 
 // heartbeats is virt-handler on every node that is not lost.
@@ -184,13 +236,13 @@ func (d *director) live(ctx context.Context) {
 	}
 }
 
-// playScenarios plays each scripted scenario at its time, each on its own
-// VM (and its own node where it takes one down), so that a slow play does
-// not hold up the next.
-func (d *director) playScenarios(ctx context.Context, playStart time.Time) {
+// play plays each planned scenario at its time after playStart, each on
+// its own VM (and its own node where it takes one down), so that a slow
+// play does not hold up the next.
+func (d *director) play(ctx context.Context, playStart time.Time, scenarios []plannedScenario) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for _, p := range d.scenarios {
+	for _, p := range scenarios {
 		if !sleep(ctx, time.Until(playStart.Add(p.at))) {
 			return
 		}

@@ -177,10 +177,13 @@ type Result struct {
 	// TempDir was the demo's temporary directory (removed at the end).
 	TempDir string
 	// Prometheus says a Prometheus server scraped the virt-handlers for
-	// domain stats; without one, Skipped names the scenarios left out
-	// for want of them.
+	// domain stats (from the start, or once it joined).
 	Prometheus bool
-	Skipped    []string
+	// Late are the tools the demo started without (Prometheus,
+	// kube-controller-manager, kubectl): joined once built, or skipped.
+	// Skipped names the scenarios left out for want of one.
+	Late    []LateTool
+	Skipped []string
 	// NodeObservations are the nodes' verdicts at the end, by node name:
 	// "Verdict/Reason", as `kubectl get nodeobservations` shows them.
 	NodeObservations map[string]string
@@ -218,9 +221,15 @@ type tracker struct {
 	version uint64
 
 	firstHealthy time.Time
-	scenarios    []*ScenarioResult
-	byVM         map[string]*ScenarioResult
-	errors       []string
+	// firstChange closes with the first verdict change: the demo has
+	// started, and the late tools' builds may take the machine.
+	firstChange chan struct{}
+	changed     bool
+	// late are the tools the demo started without, in build order.
+	late      []*LateTool
+	scenarios []*ScenarioResult
+	byVM      map[string]*ScenarioResult
+	errors    []string
 
 	// onChange and onNote, when set, are called (under the lock, in
 	// order) for every change and note.
@@ -235,7 +244,46 @@ func newTracker(start time.Time) *tracker {
 		start: start,
 		vms:   map[string]*vmState{},
 		byVM:  map[string]*ScenarioResult{},
+
+		firstChange: make(chan struct{}),
 	}
+}
+
+// waitTool records that the demo started without tool and that
+// scenarios wait for it: the run is not settled until it joins or is
+// skipped. A skip (why not empty) is recorded as such at once.
+func (t *tracker) waitTool(tool Tool, scenarios []string, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.late = append(t.late, &LateTool{Tool: tool, Scenarios: scenarios, Skipped: why})
+}
+
+// joinedTool records that tool was built and started at at, its
+// scenarios planned.
+func (t *tracker) joinedTool(tool Tool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.lateLocked(tool); l != nil {
+		l.Joined, l.JoinedAt = true, at.Sub(t.start)
+	}
+}
+
+// skipTool records why tool did not join.
+func (t *tracker) skipTool(tool Tool, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.lateLocked(tool); l != nil {
+		l.Skipped = why
+	}
+}
+
+func (t *tracker) lateLocked(tool Tool) *LateTool {
+	for _, l := range t.late {
+		if l.Tool == tool {
+			return l
+		}
+	}
+	return nil
 }
 
 // setOutput sets the functions called for every change and note.
@@ -315,6 +363,10 @@ func (t *tracker) noteLocked(at time.Time, msg string) {
 }
 
 func (t *tracker) push(c Change) {
+	if !t.changed {
+		t.changed = true
+		close(t.firstChange)
+	}
 	t.recent = append(t.recent, c)
 	if len(t.recent) > recentMax {
 		t.recent = append(t.recent[:0:0], t.recent[len(t.recent)-recentMax:]...)
@@ -419,6 +471,11 @@ func (t *tracker) settled(now time.Time) (settled, allSeen bool) {
 	if len(t.scenarios) == 0 {
 		return false, false
 	}
+	for _, l := range t.late {
+		if len(l.Scenarios) > 0 && !l.Joined && l.Skipped == "" {
+			return false, false
+		}
+	}
 	allSeen = true
 	for _, r := range t.scenarios {
 		if r.Seen {
@@ -485,6 +542,16 @@ func (t *tracker) result(end time.Time) *Result {
 			res.Reasons[o.Verdict] = map[string]int{}
 		}
 		res.Reasons[o.Verdict][o.Reason]++
+	}
+	for _, l := range t.late {
+		c := *l
+		if !c.Joined && c.Skipped == "" {
+			c.Skipped = "the demo ended before " + string(c.Tool) + " was built"
+		}
+		if !c.Joined {
+			res.Skipped = append(res.Skipped, c.Scenarios...)
+		}
+		res.Late = append(res.Late, c)
 	}
 	elapsed := end.Sub(t.start)
 	for _, r := range t.scenarios {

@@ -349,8 +349,17 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		}
 		p("  %s %-*s  %s", mark, nameW, s.Name, detail)
 	}
-	if len(r.Skipped) > 0 {
-		p("  skipped, as they need domain stats and bin/prometheus is not built (make prometheus): %s", strings.Join(r.Skipped, ", "))
+	for _, l := range r.Late {
+		switch {
+		case l.Joined && len(l.Scenarios) > 0:
+			p("  joined late, once %s was built (+%s): %s", l.Tool, fmtElapsed(l.JoinedAt), strings.Join(l.Scenarios, ", "))
+		case l.Joined:
+			p("  %s was built while the demo played (+%s)", l.Tool, fmtElapsed(l.JoinedAt))
+		case len(l.Scenarios) > 0:
+			p("  skipped, as they need %s (%s): %s", l.Tool, l.Skipped, strings.Join(l.Scenarios, ", "))
+		default:
+			p("  %s: %s", l.Tool, l.Skipped)
+		}
 	}
 	if len(r.Errors) > 0 {
 		p("")

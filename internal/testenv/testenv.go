@@ -59,11 +59,19 @@ func AssetsDir() string {
 	return filepath.Join(RepoRoot(), "bin", "k8s", fmt.Sprintf("%s-%s-%s", KubernetesVersion, runtime.GOOS, runtime.GOARCH))
 }
 
-// CheckAssets says clearly what is missing instead of letting envtest fail
-// with a download error it cannot recover from here.
-func CheckAssets() error {
+// CheckAssets says clearly what is missing of the control plane and the
+// kubectl the tests run, instead of letting envtest fail with a download
+// error it cannot recover from here.
+func CheckAssets() error { return checkBinaries("kube-apiserver", "etcd", "kubectl") }
+
+// CheckControlPlane is CheckAssets for what Start runs: kube-apiserver and
+// etcd. envtest does not run kubectl, so the demo can start before it is
+// built.
+func CheckControlPlane() error { return checkBinaries("kube-apiserver", "etcd") }
+
+func checkBinaries(names ...string) error {
 	dir := AssetsDir()
-	for _, bin := range []string{"kube-apiserver", "etcd", "kubectl"} {
+	for _, bin := range names {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			return fmt.Errorf("control plane binary %s not found in %s: run `make envtest-bin` (or set KUBEBUILDER_ASSETS)", bin, dir)
 		}
@@ -159,7 +167,7 @@ type Env struct {
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
 func Start(opts Options) (*Env, error) {
-	if err := CheckAssets(); err != nil {
+	if err := CheckControlPlane(); err != nil {
 		return nil, err
 	}
 	crds, err := crdDirs(opts.KubeVirt)
@@ -212,11 +220,26 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 	if opts.ControllerManager {
-		if e.kcm, err = startControllerManager(e); err != nil {
+		if err := e.StartControllerManager(); err != nil {
 			return nil, errors.Join(err, e.Stop())
 		}
 	}
 	return e, nil
+}
+
+// StartControllerManager starts kube-controller-manager as
+// Options.ControllerManager does, against the running control plane: the
+// demo starts it once it is built. It is an error to start it twice.
+func (e *Env) StartControllerManager() error {
+	if e.kcm != nil {
+		return errors.New("kube-controller-manager is already running")
+	}
+	kcm, err := startControllerManager(e)
+	if err != nil {
+		return err
+	}
+	e.kcm = kcm
+	return nil
 }
 
 // Stop stops kube-controller-manager, kube-apiserver and etcd, then what

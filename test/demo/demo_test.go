@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +155,108 @@ func playErr(e string) string {
 		return ""
 	}
 	return "; playing it failed: " + e
+}
+
+// lateBuilder "builds" a late tool by linking the real binary, built by
+// make, where the demo looks for it, and tells the test each one it did.
+type lateBuilder struct {
+	real  map[demo.Tool]string
+	built chan demo.Tool
+}
+
+func (b lateBuilder) CanBuild(t demo.Tool) bool { return b.real[t] != "" }
+
+func (b lateBuilder) Build(_ context.Context, t demo.Tool, _ io.Writer) error {
+	var dst string
+	switch t {
+	case demo.ToolPrometheus:
+		dst = testenv.PrometheusBinary()
+	case demo.ToolControllerManager:
+		dst = testenv.ControllerManagerBinary()
+	default:
+		dst = filepath.Join(testenv.AssetsDir(), string(t))
+	}
+	b.built <- t
+	return os.Symlink(b.real[t], dst)
+}
+
+// TestDemoLateTools runs the demo of a first run: kube-apiserver and etcd
+// only, with kube-controller-manager, Prometheus and kubectl missing and
+// built (here: linked) once the first verdict is in. The demo starts
+// without them, says they join later, starts kube-controller-manager
+// against its control plane and Prometheus for the manager as each
+// appears, and plays their scenarios then: every scripted scenario ends
+// diagnosed as built, and the summary says which joined late.
+func TestDemoLateTools(t *testing.T) {
+	real := map[demo.Tool]string{
+		demo.ToolControllerManager: testenv.ControllerManagerBinary(),
+		demo.ToolPrometheus:        testenv.PrometheusBinary(),
+		demo.ToolKubectl:           filepath.Join(testenv.AssetsDir(), "kubectl"),
+	}
+	for _, p := range real {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%v: run make envtest-bin prometheus", err)
+		}
+	}
+	assets := t.TempDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if err := os.Symlink(filepath.Join(testenv.AssetsDir(), bin), filepath.Join(assets, bin)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("KUBEBUILDER_ASSETS", assets)
+	t.Setenv("PROMETHEUS", filepath.Join(t.TempDir(), "prometheus"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out testenv.LockedBuffer
+	b := lateBuilder{real: real, built: make(chan demo.Tool, len(real))}
+	res, err := demo.Run(ctx, demo.Options{
+		VMs: 4, Duration: 200 * time.Second, Seed: 1,
+		NonInteractive: true, Fast: true, UntilSettled: true,
+		Builder: b, Out: &out, Err: &out,
+	})
+	text := out.String()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, text)
+	}
+	close(b.built)
+	var order []demo.Tool
+	for tool := range b.built {
+		order = append(order, tool)
+	}
+	if want := []demo.Tool{demo.ToolControllerManager, demo.ToolPrometheus, demo.ToolKubectl}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("built %v, want %v, one at a time", order, want)
+	}
+	for _, want := range []string{
+		"kube-controller-manager is not built yet: built in the background once the first verdict is in",
+		"Prometheus is not built yet: built in the background once the first verdict is in",
+		"domain stats: Prometheus at http://",
+		"joined late, once kube-controller-manager was built",
+		"joined late, once Prometheus was built",
+		"kubectl was built while the demo played",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output has no %q", want)
+		}
+	}
+	if !res.Prometheus || len(res.Skipped) > 0 {
+		t.Errorf("Prometheus = %v, skipped %v: want every tool joined", res.Prometheus, res.Skipped)
+	}
+	if len(res.Scenarios) != len(demo.Catalogue()) {
+		t.Errorf("%d scenarios in the result, want the catalogue's %d", len(res.Scenarios), len(demo.Catalogue()))
+	}
+	for _, s := range res.Scenarios {
+		if s.Outcome != demo.OutcomeDiagnosed {
+			t.Errorf("scenario %s: not diagnosed as built (%s; played at +%s, deadline +%s): expected %s, seen %s %s (VM %s)%s",
+				s.Name, s.Outcome, s.PlayedAt.Round(100*time.Millisecond), s.Due.Round(100*time.Millisecond),
+				s.Expected(), s.Layer, s.Now, s.Overall, playErr(s.PlayErr))
+		}
+	}
+	if len(res.Errors) > 0 {
+		t.Errorf("problems on the way: %v", res.Errors)
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", text)
+	}
 }
