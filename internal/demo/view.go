@@ -321,6 +321,32 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 	ok, total := r.Diagnosed()
 	p("")
 	p("Scripted scenarios: %d of %d diagnosed with the layer, verdict and reason they are built to produce", ok, total)
+	writeScenarios(p, r)
+	if len(r.Errors) > 0 {
+		p("")
+		p("Problems on the way:")
+		for _, e := range r.Errors {
+			p("  ! %s", e)
+		}
+	}
+	p("")
+	stopped := "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) is stopped"
+	if r.Prometheus {
+		stopped = "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) and Prometheus are stopped"
+	}
+	p("%s and the demo's temporary files are removed.", stopped)
+	if kubeconfigKept != "" {
+		p("The kubeconfig stays at %s; it points at this run's API server, gone now (the next run rewrites it).", kubeconfigKept)
+	}
+	p("While a demo runs, it prints how to look at it with the real kubectl; this run's was:")
+	for _, h := range hints {
+		p("  %s: %s", h.what, h.cmd)
+	}
+}
+
+// writeScenarios prints each scripted scenario's outcome, then the tools
+// that joined late and the scenarios that waited for them.
+func writeScenarios(p func(string, ...any), r *Result) {
 	nameW := 10
 	for _, s := range r.Scenarios {
 		nameW = max(nameW, len(s.Name))
@@ -360,26 +386,6 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		default:
 			p("  %s: %s", l.Tool, l.Skipped)
 		}
-	}
-	if len(r.Errors) > 0 {
-		p("")
-		p("Problems on the way:")
-		for _, e := range r.Errors {
-			p("  ! %s", e)
-		}
-	}
-	p("")
-	stopped := "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) is stopped"
-	if r.Prometheus {
-		stopped = "The control plane (kube-apiserver " + testenv.KubernetesVersion + " and etcd) and Prometheus are stopped"
-	}
-	p("%s and the demo's temporary files are removed.", stopped)
-	if kubeconfigKept != "" {
-		p("The kubeconfig stays at %s; it points at this run's API server, gone now (the next run rewrites it).", kubeconfigKept)
-	}
-	p("While a demo runs, it prints how to look at it with the real kubectl; this run's was:")
-	for _, h := range hints {
-		p("  %s: %s", h.what, h.cmd)
 	}
 }
 

@@ -188,12 +188,12 @@ func (b lateBuilder) Build(_ context.Context, t demo.Tool, _ io.Writer) error {
 // appears, and plays their scenarios then: every scripted scenario ends
 // diagnosed as built, and the summary says which joined late.
 func TestDemoLateTools(t *testing.T) {
-	real := map[demo.Tool]string{
+	built := map[demo.Tool]string{
 		demo.ToolControllerManager: testenv.ControllerManagerBinary(),
 		demo.ToolPrometheus:        testenv.PrometheusBinary(),
 		demo.ToolKubectl:           filepath.Join(testenv.AssetsDir(), "kubectl"),
 	}
-	for _, p := range real {
+	for _, p := range built {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%v: run make envtest-bin prometheus", err)
 		}
@@ -210,7 +210,7 @@ func TestDemoLateTools(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out testenv.LockedBuffer
-	b := lateBuilder{real: real, built: make(chan demo.Tool, len(real))}
+	b := lateBuilder{real: built, built: make(chan demo.Tool, len(built))}
 	res, err := demo.Run(ctx, demo.Options{
 		VMs: 4, Duration: 200 * time.Second, Seed: 1,
 		NonInteractive: true, Fast: true, UntilSettled: true,
