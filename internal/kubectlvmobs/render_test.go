@@ -191,3 +191,20 @@ func TestNormalizeAges(t *testing.T) {
 		}
 	}
 }
+
+// The engine's fixtures carry no incident (the controller's incident
+// tracker sets status.incident, `vmobs analyze` does not), so the wide
+// table's INCIDENT cell is checked on a member of a node's incident here.
+func TestRenderTableIncident(t *testing.T) {
+	o := named(t, plugintest.LoadFixtures(t), "ledger-01")
+	o.Status.Incident = &v1alpha1.IncidentRef{Kind: v1alpha1.IncidentKindNodeObservation, Name: "node-b"}
+	out := renderTable(t, []v1alpha1.VMObservation{o}, RenderOptions{Now: plugintest.FixtureNow, Wide: true})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want a header and one row, got:\n%s", out)
+	}
+	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if header[len(header)-1] != "INCIDENT" || row[len(row)-1] != "node-b" {
+		t.Errorf("want INCIDENT node-b in the last column, got:\n%s", out)
+	}
+}
