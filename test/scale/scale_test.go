@@ -59,6 +59,7 @@ var (
 	flagStormAt   = flag.Int("scale.storm-at", -1, "memory point at which the Event storm runs in its child manager (default the largest; 0 skips it)")
 	flagStormRate = flag.Float64("scale.storm-rate", 0, "Warning Events written per second in the storm (default 1000; smoke 100)")
 	flagStorm     = flag.Duration("scale.storm", 0, "length of the Event storm, and of the latency window measured before it (default 60s; smoke 2s)")
+	flagPerNode   = flag.Int("scale.vms-per-node", 0, "VMs a node (default 50; smoke 10): 100 puts 5,000 VMs on 50 nodes")
 	flagIncidents = flag.Bool("scale.incidents", true, "the managers' --incidents (app.Defaults': on): the incident tracker every VM's reconcile consults, and the VMIncident controller; false measures without them")
 )
 
@@ -131,6 +132,9 @@ func loadConfig(t *testing.T) config {
 	if cfg.N <= 0 {
 		cfg.N, cfg.Smoke = 50, true
 		cfg.VMsPerNS, cfg.VMsPerNode, cfg.MigrateEvery = 10, 10, 10
+	}
+	if *flagPerNode > 0 {
+		cfg.VMsPerNode = *flagPerNode
 	}
 	cfg.Idle = pick("scale.idle", *flagIdle, 10*time.Minute, 10*time.Second)
 	cfg.Heartbeat = pick("scale.heartbeat", *flagHeartbeat, time.Minute, 2*time.Second)
