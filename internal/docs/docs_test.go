@@ -164,16 +164,17 @@ func TestIndexListsEveryPage(t *testing.T) {
 	}
 }
 
-// table is the first column of the Markdown table under the README heading
-// "### <heading>".
-func table(t *testing.T, readme, heading string) []string {
+// table is the first column of the Markdown table under the heading
+// "## <heading>" or "### <heading>" of the Markdown file name (for its
+// messages) whose text is doc.
+func table(t *testing.T, name, doc, heading string) []string {
 	t.Helper()
-	_, after, ok := strings.Cut(readme, "\n### "+heading+"\n")
-	if !ok {
-		t.Fatalf("README.md has no heading %q", "### "+heading)
+	at := regexp.MustCompile(`(?m)^###? ` + regexp.QuoteMeta(heading) + `\n`).FindStringIndex(doc)
+	if at == nil {
+		t.Fatalf("%s has no heading %q", name, heading)
 	}
 	var cells []string
-	for _, line := range strings.Split(after, "\n") {
+	for _, line := range strings.Split(doc[at[1]:], "\n") {
 		if strings.HasPrefix(line, "#") {
 			break
 		}
@@ -183,7 +184,7 @@ func table(t *testing.T, readme, heading string) []string {
 		cells = append(cells, strings.TrimSpace(strings.Split(line, "|")[1]))
 	}
 	if len(cells) < 3 {
-		t.Fatalf("README.md %q: %d table rows; the table was not read", heading, len(cells))
+		t.Fatalf("%s %q: %d table rows; the table was not read", name, heading, len(cells))
 	}
 	return cells[1:] // the header row
 }
@@ -202,7 +203,7 @@ var (
 // in it.
 func TestMakeTable(t *testing.T) {
 	inReadme := map[string]bool{}
-	for _, cell := range table(t, read(t, "README.md"), "Make targets") {
+	for _, cell := range table(t, "README.md", read(t, "README.md"), "Make targets") {
 		refs := makeRef.FindAllStringSubmatch(cell, -1)
 		if len(refs) == 0 {
 			t.Errorf("README.md make table: row %q names no `make TARGET`", cell)
@@ -234,19 +235,19 @@ func TestMakeTable(t *testing.T) {
 // outputs and scratch space, all git-ignored.
 var notInLayout = []string{"bin", "dist", "tmp"}
 
-// TestLayoutTable checks the README's layout table against the tree: every
-// path it lists exists, every top-level directory is listed (itself or a
-// directory inside it), and every package directory under internal/ is
-// named in a row (a row may name a few packages that serve one purpose,
-// separated by commas).
+// TestLayoutTable checks the layout table (docs/development.md) against
+// the tree: every path it lists exists, every top-level directory is
+// listed (itself or a directory inside it), and every package directory
+// under internal/ is named in a row (a row may name a few packages that
+// serve one purpose, separated by commas).
 func TestLayoutTable(t *testing.T) {
 	var paths []string
-	for _, cell := range table(t, read(t, "README.md"), "Layout") {
+	for _, cell := range table(t, "docs/development.md", read(t, "docs/development.md"), "Layout") {
 		for _, name := range strings.Split(cell, ", ") {
 			p := strings.Trim(name, "`")
 			paths = append(paths, p)
 			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-				t.Errorf("README.md layout lists %s, which does not exist", p)
+				t.Errorf("docs/development.md's layout lists %s, which does not exist", p)
 			}
 		}
 	}
@@ -259,7 +260,7 @@ func TestLayoutTable(t *testing.T) {
 	}
 	for _, e := range entries {
 		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !slices.Contains(notInLayout, e.Name()) && !covered(e.Name()) {
-			t.Errorf("the top-level directory %s is not in the README's layout table", e.Name())
+			t.Errorf("the top-level directory %s is not in the layout table of docs/development.md", e.Name())
 		}
 	}
 	internal, err := os.ReadDir(filepath.Join(root, "internal"))
@@ -268,7 +269,7 @@ func TestLayoutTable(t *testing.T) {
 	}
 	for _, e := range internal {
 		if e.IsDir() && !slices.Contains(paths, "internal/"+e.Name()) {
-			t.Errorf("internal/%s is not named in the README's layout table", e.Name())
+			t.Errorf("internal/%s is not named in the layout table of docs/development.md", e.Name())
 		}
 	}
 }
