@@ -855,7 +855,7 @@ func (s *session) result(stop stopInfo, mgrErr error) *Result {
 	res.StopReason = stop.reason
 	res.Seed = s.opts.Seed
 	res.Nodes = s.countNodes()
-	res.NodeObservations = s.nodeVerdicts()
+	res.NodeObservations, res.NodeIncidents = s.nodeVerdicts()
 	res.Prometheus = s.ds != nil
 	if mgrErr != nil && !errors.Is(mgrErr, context.Canceled) {
 		res.Errors = append(res.Errors, "manager: "+mgrErr.Error())
@@ -876,20 +876,23 @@ func (s *session) countNodes() int {
 }
 
 // nodeVerdicts are the NodeObservations' verdicts and reasons by node,
-// nil when they cannot be listed; like countNodes, with a context of its
-// own.
-func (s *session) nodeVerdicts() map[string]string {
+// and the member counts of their open incidents, nil when they cannot be
+// listed; like countNodes, with a context of its own.
+func (s *session) nodeVerdicts() (map[string]string, map[string]int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var l v1alpha1.NodeObservationList
 	if err := s.k8s.List(ctx, &l); err != nil {
-		return nil
+		return nil, nil
 	}
-	out := make(map[string]string, len(l.Items))
+	verdicts, incidents := make(map[string]string, len(l.Items)), map[string]int{}
 	for _, o := range l.Items {
-		out[o.Name] = string(o.Status.Verdict) + "/" + o.Status.Reason
+		verdicts[o.Name] = string(o.Status.Verdict) + "/" + o.Status.Reason
+		if inc := o.Status.Incident; inc != nil && inc.State == v1alpha1.IncidentOpen {
+			incidents[o.Name] = int(inc.MemberCount)
+		}
 	}
-	return out
+	return verdicts, incidents
 }
 
 // syncWriter serialises writes, and calls onErr once when one fails.

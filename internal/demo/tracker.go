@@ -187,6 +187,9 @@ type Result struct {
 	// NodeObservations are the nodes' verdicts at the end, by node name:
 	// "Verdict/Reason", as `kubectl get nodeobservations` shows them.
 	NodeObservations map[string]string
+	// NodeIncidents are the open incidents of those nodes, by node name:
+	// how many VMs each holds.
+	NodeIncidents map[string]int
 }
 
 // Diagnosed counts the scenarios vmobs diagnosed as built.

@@ -317,7 +317,7 @@ func writeSummary(w io.Writer, r *Result, pace Pace, hints []hint, kubeconfigKep
 		})
 		p("  %-16s %4d  %s", v, r.Verdicts[v], strings.Join(reasons, ", "))
 	}
-	writeNodes(p, r.NodeObservations)
+	writeNodes(p, r.NodeObservations, r.NodeIncidents)
 	ok, total := r.Diagnosed()
 	p("")
 	p("Scripted scenarios: %d of %d diagnosed with the layer, verdict and reason they are built to produce", ok, total)
@@ -397,8 +397,9 @@ func plural(n int, word string) string {
 }
 
 // writeNodes says how many nodes are Healthy and names the others, with
-// their NodeObservation's verdict and reason (kubectl get nodeobservations).
-func writeNodes(p func(string, ...any), nodes map[string]string) {
+// their NodeObservation's verdict and reason (kubectl get nodeobservations)
+// and the size of the incident each names.
+func writeNodes(p func(string, ...any), nodes map[string]string, incidents map[string]int) {
 	if len(nodes) == 0 {
 		return
 	}
@@ -409,7 +410,11 @@ func writeNodes(p func(string, ...any), nodes map[string]string) {
 			healthy++
 			continue
 		}
-		others = append(others, n+" "+strings.Replace(v, "/", " ", 1))
+		line := n + " " + strings.Replace(v, "/", " ", 1)
+		if members, ok := incidents[n]; ok {
+			line += fmt.Sprintf(", an incident of %s", plural(members, "VM"))
+		}
+		others = append(others, line)
 	}
 	sort.Strings(others)
 	p("")

@@ -16,6 +16,13 @@ import (
 // of their own (ScenarioNode).
 var ScenarioNodes = []string{"node-a", "node-b"}
 
+// NodeLostNeighbours are the VMs the node-lost scenario boots beside vm on
+// its node, so that the node's loss is an incident of its NodeObservation:
+// with vm, as many VMs as the default --node-incident-threshold (3).
+func NodeLostNeighbours(vm string) []string {
+	return []string{vm + "-neighbour-1", vm + "-neighbour-2"}
+}
+
 // ScenarioNode is the dedicated node of the node-loss scenarios for VM vm
 // in namespace ns, so that losing it affects no other VM.
 func ScenarioNode(ns, vm string) string { return ns + "-" + vm + "-host" }
@@ -148,12 +155,14 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name:        "node-lost",
-		Description: "The VM's node goes dark (Ready=Unknown, heartbeats stop, its pods marked not Ready): the node layer names the node rather than the pod's readiness; once the heartbeat is older than 5 minutes NodeAgentStale is added to it.",
+		Description: "The VM's node, which runs two more VMs (its neighbours), goes dark (Ready=Unknown, heartbeats stop, its pods marked not Ready): the node layer names the node rather than the pod's readiness, and the node's NodeObservation names one incident for the three VMs; once the heartbeat is older than 5 minutes NodeAgentStale is added to it.",
 		Layer:       v1alpha1.LayerNode, Verdict: v1alpha1.VerdictUnknown, Reason: v1alpha1.ReasonNodeNotReady,
 		Play: func(ctx context.Context, s *Simulator, ns, vm string) error {
 			node := ScenarioNode(ns, vm)
-			if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: vm, GuestAgent: true}, node); err != nil {
-				return err
+			for _, name := range append([]string{vm}, NodeLostNeighbours(vm)...) {
+				if err := s.bootScenarioVM(ctx, ns, VMSpec{Name: name, GuestAgent: true}, node); err != nil {
+					return err
+				}
 			}
 			return s.LoseNode(ctx, node)
 		},

@@ -84,7 +84,8 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	// The node-lost scenario's node is in `kubectl get nodeobservations`,
-	// Unknown for the node it is, and the summary names it.
+	// Unknown for the node it is, with the incident of its three VMs (the
+	// scenario's and its two neighbours), and the summary names it.
 	lost := ""
 	for n, v := range res.NodeObservations {
 		if strings.Contains(n, "-node-lost-") {
@@ -96,8 +97,10 @@ func TestDemo(t *testing.T) {
 	}
 	if lost == "" {
 		t.Errorf("no NodeObservation of the node-lost scenario's node among %v", res.NodeObservations)
-	} else if !strings.Contains(text, lost+" Unknown NodeNotReady") {
-		t.Errorf("the summary does not name the lost node %s", lost)
+	} else if members := res.NodeIncidents[lost]; members != 3 {
+		t.Errorf("the NodeObservation of the lost node %s holds an incident of %d VMs, want 3 (open incidents: %v)", lost, members, res.NodeIncidents)
+	} else if !strings.Contains(text, lost+" Unknown NodeNotReady, an incident of 3 VMs") {
+		t.Errorf("the summary does not name the lost node %s with its incident", lost)
 	}
 	if !strings.Contains(text, " get nodeobservations") {
 		t.Errorf("the output does not say how to list the NodeObservations")
