@@ -167,17 +167,9 @@ func (e *Events) Forget(namespace string, u storagefacts.Unread) {
 	obj := EventObject{Namespace: namespace, Kind: u.Kind, Name: u.Name}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	kept, ok := e.objects[obj]
-	if !ok || !slices.ContainsFunc(kept, func(k keptEvent) bool { return u.Covers(k.Event) }) {
-		return
+	if left, changed := dropped(e.objects[obj], func(k keptEvent) bool { return u.Covers(k.Event) }); changed {
+		e.setLocked(obj, left)
 	}
-	left := slices.DeleteFunc(slices.Clone(kept), func(k keptEvent) bool { return u.Covers(k.Event) })
-	if len(left) == 0 {
-		delete(e.objects, obj)
-		e.shrinkLocked()
-		return
-	}
-	e.objects[obj] = slices.Clone(left) // of its length
 }
 
 // Len is how many objects and events the store holds.
@@ -366,13 +358,39 @@ func keep(kept []keptEvent, k keptEvent) ([]keptEvent, bool) {
 
 // without is kept without the event of id, and whether it was there.
 func without(kept []keptEvent, id uint64) ([]keptEvent, bool) {
-	i := slices.IndexFunc(kept, func(x keptEvent) bool { return x.id == id })
-	if i < 0 {
+	return dropped(kept, func(x keptEvent) bool { return x.id == id })
+}
+
+// dropped is kept without the events drop names, a new slice of exact
+// length, and whether there were any; kept is not changed.
+func dropped(kept []keptEvent, drop func(keptEvent) bool) ([]keptEvent, bool) {
+	n := len(kept)
+	for _, k := range kept {
+		if drop(k) {
+			n--
+		}
+	}
+	if n == len(kept) {
 		return kept, false
 	}
-	out := make([]keptEvent, 0, len(kept)-1)
-	out = append(out, kept[:i]...)
-	return append(out, kept[i+1:]...), true
+	out := make([]keptEvent, 0, n)
+	for _, k := range kept {
+		if !drop(k) {
+			out = append(out, k)
+		}
+	}
+	return out, true
+}
+
+// setLocked makes kept the events of obj, and forgets obj when there are
+// none.
+func (e *Events) setLocked(obj EventObject, kept []keptEvent) {
+	if len(kept) == 0 {
+		delete(e.objects, obj)
+		e.shrinkLocked()
+		return
+	}
+	e.objects[obj] = kept
 }
 
 func (e *Events) put(o any) error {
@@ -402,12 +420,7 @@ func (e *Events) remove(o any) error {
 	e.mu.Lock()
 	kept, changed := without(e.objects[obj], k.id)
 	if changed {
-		if len(kept) == 0 {
-			delete(e.objects, obj)
-			e.shrinkLocked()
-		} else {
-			e.objects[obj] = kept
-		}
+		e.setLocked(obj, kept)
 	}
 	notify := e.notifyLocked(changed)
 	e.mu.Unlock()
