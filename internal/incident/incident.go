@@ -270,11 +270,7 @@ func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool
 	if len(members) < threshold {
 		return false
 	}
-	spread := map[v1alpha1.IncidentCauseKind]func(Member) string{
-		v1alpha1.CauseCSIDriver:          func(m Member) string { return m.Class },
-		v1alpha1.CauseVirtHandlerRollout: func(m Member) string { return m.Node },
-	}
-	if over := spread[kind]; over != nil {
+	if over := spreadOf(kind); over != nil {
 		seen := map[string]bool{}
 		for _, m := range members {
 			seen[over(m)] = true
@@ -294,6 +290,18 @@ func Qualifies(p Policy, kind v1alpha1.IncidentCauseKind, members []Member) bool
 		}
 	}
 	return false
+}
+
+// spreadOf is what a cause must span more than one of to be named, nil
+// for none: a CSI driver its StorageClasses, a rollout its nodes.
+func spreadOf(kind v1alpha1.IncidentCauseKind) func(Member) string {
+	switch kind {
+	case v1alpha1.CauseCSIDriver:
+		return func(m Member) string { return m.Class }
+	case v1alpha1.CauseVirtHandlerRollout:
+		return func(m Member) string { return m.Node }
+	}
+	return nil
 }
 
 // Judge is the status of the VMIncident of cause: members are the VMs
