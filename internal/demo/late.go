@@ -145,14 +145,24 @@ func missingTools() map[Tool]error {
 	return why
 }
 
-// scenariosNeeding names the scenarios of the run (all, or the one asked
-// for) that need t.
-func scenariosNeeding(t Tool, only string) []string {
-	var out []string
+// scenariosOf are the scenarios of the run (all, or the one asked for)
+// that need t.
+func scenariosOf(t Tool, only string) []simulator.Scenario {
+	var out []simulator.Scenario
 	for _, sc := range Catalogue() {
 		if needs(sc) == t && (only == "" || sc.Name == only) {
-			out = append(out, sc.Name)
+			out = append(out, sc)
 		}
+	}
+	return out
+}
+
+// scenariosNeeding names the scenarios of the run that need t
+// (scenariosOf).
+func scenariosNeeding(t Tool, only string) []string {
+	var out []string
+	for _, sc := range scenariosOf(t, only) {
+		out = append(out, sc.Name)
 	}
 	return out
 }
@@ -309,13 +319,7 @@ func (s *session) join(ctx context.Context, t Tool) error {
 	case ToolKubectl:
 		return nil
 	}
-	var scs []simulator.Scenario
-	for _, sc := range Catalogue() {
-		if needs(sc) == t && (s.opts.Scenario == "" || sc.Name == s.opts.Scenario) {
-			scs = append(scs, sc)
-		}
-	}
-	return s.director.join(ctx, scs)
+	return s.director.join(ctx, scenariosOf(t, s.opts.Scenario))
 }
 
 // lastLines are the last n lines of the file at path, after a colon and
