@@ -46,15 +46,13 @@ type Options struct {
 	// layer (storage.go); off, the storage layer judges only what the VM
 	// and VMI say.
 	Storage bool
-	// DataVolumes reads CDI's DataVolumes too; the caller sets it when the
-	// API server serves them (and the cache's options keep their entry,
-	// cachestore.WithoutDataVolumes).
-	DataVolumes bool
-	// Events holds the Warning Events the storage rules read, required
-	// with Storage. The caller runs it (cachestore.Events.Start, a
-	// manager Runnable, as the cache runs the informers); the controller
-	// reads it and waits for its first lists.
-	Events *cachestore.Events
+	// StorageStores hold the claims, VolumeAttachments, DataVolumes (when
+	// CDI's CRD is served) and Warning Events the storage rules read,
+	// required with Storage. The caller runs them
+	// (cachestore.StorageStores.Runnables, as the cache runs the
+	// informers); the controller reads them and waits for their first
+	// lists.
+	StorageStores *cachestore.StorageStores
 	// Incidents, when set, groups the VMs that turn non-Healthy for a
 	// shared cause (incident.go); the IncidentReconciler reads the same
 	// Tracker. Sharded, it is not used: a shard sees part of the VMs.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,34 +29,29 @@ import (
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
 
 // watchStorage opens the storage stores and watches them, each change
-// mapped through an index to the VMs it affects; a change of the Warning
-// Events kept about an object (a new one among its newest, a repeat of
-// one, since its time is the evidence time, or one gone) maps to the VMs
-// of that object. CDI is optional, as KubeVirt treats it: without its CRD
-// no DataVolume informer is made and the storage layer reads no
-// DataVolume.
+// mapped to the VMs it affects; a change of the Warning Events kept about
+// an object (a new one among its newest, a repeat of one, since its time
+// is the evidence time, or one gone) maps to the VMs of that object. CDI
+// is optional, as KubeVirt treats it: without its CRD there is no
+// DataVolume store and the storage layer reads no DataVolume.
 func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl.Request]) (*builder.TypedBuilder[ctrl.Request], error) {
 	if !r.opts.Storage {
 		return b, nil
 	}
-	cdi := r.opts.DataVolumes
-	st, err := r.Store.OpenStorage(context.Background(), mgr.GetCache(), r.Informers, r.opts.Events, cdi)
-	if err != nil {
+	st := r.opts.StorageStores
+	if err := r.Store.OpenStorage(context.Background(), mgr.GetCache(), r.Informers, st); err != nil {
 		return nil, err
 	}
 	r.storage = st
-	c := mgr.GetCache()
 	b = b.
-		WatchesRawSource(runtimekit.WatchKind(c, &corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimToVMs), claimChanged())).
-		WatchesRawSource(runtimekit.WatchKind(c, &storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToVMs), classChanged())).
-		WatchesRawSource(runtimekit.WatchKind(c, &storagev1.VolumeAttachment{}, handler.EnqueueRequestsFromMapFunc(r.attachmentToVMs), attachmentChanged())).
+		WatchesRawSource(st.Claims.Source(r.claimToVMs)).
+		WatchesRawSource(runtimekit.WatchKind(mgr.GetCache(), &storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToVMs), classChanged())).
+		WatchesRawSource(st.Attachments.Source(r.attachmentToVMs)).
 		WatchesRawSource(st.Events.Source(r.eventToVMs))
-	if cdi {
-		dv := &unstructured.Unstructured{}
-		dv.SetGroupVersionKind(projection.DataVolumeGVK)
-		b = b.WatchesRawSource(runtimekit.WatchKind(c, dv, handler.EnqueueRequestsFromMapFunc(r.claimToVMs), dataVolumeChanged()))
+	if st.DataVolumes != nil {
+		b = b.WatchesRawSource(st.DataVolumes.Source(r.claimToVMs))
 	}
-	mgr.GetLogger().WithName("storage").Info("Reading storage", "dataVolumes", cdi)
+	mgr.GetLogger().WithName("storage").Info("Reading storage", "dataVolumes", st.DataVolumes != nil)
 	return b, nil
 }
 
@@ -97,10 +90,10 @@ func keysToRequests(keys []string) []reconcile.Request {
 
 // claimToVMs maps a claim or a DataVolume (whose claim has its name) to
 // the VMs whose volumes name it.
-func (r *Reconciler) claimToVMs(ctx context.Context, o client.Object) []reconcile.Request {
-	keys, err := r.Store.VMsOfClaim(o.GetNamespace(), o.GetName())
+func (r *Reconciler) claimToVMs(ctx context.Context, claim types.NamespacedName) []reconcile.Request {
+	keys, err := r.Store.VMsOfClaim(claim.Namespace, claim.Name)
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing VMs of a claim failed", "claim", o.GetName())
+		ctrl.LoggerFrom(ctx).Error(err, "Listing VMs of a claim failed", "claim", claim.Name)
 		return nil
 	}
 	return keysToRequests(keys)
@@ -108,26 +101,16 @@ func (r *Reconciler) claimToVMs(ctx context.Context, o client.Object) []reconcil
 
 // classToVMs maps a StorageClass to the VMs of the claims that name it.
 func (r *Reconciler) classToVMs(ctx context.Context, o client.Object) []reconcile.Request {
-	claims, err := cachestore.ByIndex[*projection.Claim](r.storage.Claims, cachestore.IndexClaimClass, o.GetName())
-	return r.claimsToVMs(ctx, claims, err)
+	return r.claimsToVMs(ctx, r.storage.ClaimsOfClass(o.GetName()))
 }
 
-// attachmentToVMs maps a VolumeAttachment to the VMs of the claim bound
-// to its PersistentVolume.
-func (r *Reconciler) attachmentToVMs(ctx context.Context, o client.Object) []reconcile.Request {
-	a, ok := o.(*projection.Attachment)
-	if !ok || a.PV == "" {
-		return nil
-	}
-	claims, err := r.storage.ClaimsOfVolume(a.PV)
-	return r.claimsToVMs(ctx, claims, err)
+// attachmentToVMs maps the VolumeAttachments of a PersistentVolume to the
+// VMs of the claim bound to it.
+func (r *Reconciler) attachmentToVMs(ctx context.Context, pv string) []reconcile.Request {
+	return r.claimsToVMs(ctx, r.storage.ClaimsOfVolume(pv))
 }
 
-func (r *Reconciler) claimsToVMs(ctx context.Context, claims []*projection.Claim, err error) []reconcile.Request {
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing claims failed")
-		return nil
-	}
+func (r *Reconciler) claimsToVMs(ctx context.Context, claims []types.NamespacedName) []reconcile.Request {
 	var out []reconcile.Request
 	for _, c := range claims {
 		out = append(out, r.claimToVMs(ctx, c)...)
@@ -152,37 +135,13 @@ func (r *Reconciler) eventToVMs(ctx context.Context, o cachestore.EventObject) [
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ref.Name}}}
 		}
 	case storagefacts.KindPVC, storagefacts.KindDataVolume:
-		keys, err := r.Store.VMsOfClaim(ns, o.Name)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing VMs of a claim failed", "claim", o.Name)
-			return nil
-		}
-		return keysToRequests(keys)
+		return r.claimToVMs(ctx, types.NamespacedName{Namespace: ns, Name: o.Name})
 	}
 	return nil
 }
 
-// The storage projections hold only what the rules read: any change but
-// the resourceVersion may change a verdict.
-
-func claimChanged() predicate.Funcs {
-	return updateOnly(func(o, n *projection.Claim) bool { oc, nc := *o, *n; return changed(&oc, &nc, &oc.Meta, &nc.Meta) })
-}
-
+// A StorageClass's projection holds only what the rules read: any change
+// but the resourceVersion may change a verdict.
 func classChanged() predicate.Funcs {
 	return updateOnly(func(o, n *projection.Class) bool { oc, nc := *o, *n; return changed(&oc, &nc, &oc.Meta, &nc.Meta) })
-}
-
-func attachmentChanged() predicate.Funcs {
-	return updateOnly(func(o, n *projection.Attachment) bool {
-		oc, nc := *o, *n
-		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
-	})
-}
-
-func dataVolumeChanged() predicate.Funcs {
-	return updateOnly(func(o, n *projection.DataVolume) bool {
-		oc, nc := *o, *n
-		return changed(&oc, &nc, &oc.Meta, &nc.Meta)
-	})
 }

@@ -33,11 +33,11 @@ func InProcessOptions() Options {
 // InProcess is a manager running in a goroutine of this process.
 type InProcess struct {
 	ctrl.Manager
-	// Events is the manager's store of Warning Events, nil without
-	// storage (the scale harness measures it).
-	Events *cachestore.Events
-	cancel context.CancelFunc
-	done   chan error
+	// Storage are the manager's storage stores, nil without storage
+	// (the scale harness measures them).
+	Storage *cachestore.StorageStores
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 // StartInProcess builds the manager and runs it until ctx ends or Cancel
@@ -49,7 +49,7 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, opts Options) (*InPro
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &InProcess{Manager: mgr, Events: parts.Events, cancel: cancel, done: make(chan error, 1)}
+	m := &InProcess{Manager: mgr, Storage: parts.Storage, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- mgr.Start(ctx) }()
 	return m, nil
 }

@@ -265,8 +265,8 @@ func NewManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 // managerParts are parts of a manager that newManager hands out besides
 // (InProcess reads them).
 type managerParts struct {
-	// Events is the store of the Warning Events; nil without storage.
-	Events *cachestore.Events
+	// Storage are the storage layer's stores; nil without storage.
+	Storage *cachestore.StorageStores
 }
 
 // newManager is NewManager; parts, when not nil, receives its parts.
@@ -283,9 +283,6 @@ func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manag
 		if dataVolumes, err = DataVolumesServed(cfg); err != nil {
 			return nil, err
 		}
-	}
-	if !dataVolumes {
-		cacheOpts = cachestore.WithoutDataVolumes(cacheOpts)
 	}
 	startup := startupgc.Begin(opts.StartupGCPercent, MaxStartup, ctrl.Log.WithName("startup"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -330,20 +327,19 @@ func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manag
 		Informers:  informers,
 		Startup:    startup,
 	}
-	events, err := addEvents(mgr, opts)
+	storage, err := addStorage(mgr, opts, dataVolumes)
 	if err != nil {
 		return nil, err
 	}
 	if parts != nil {
-		parts.Events = events
+		parts.Storage = storage
 	}
 	policy, sources := enginePolicy(opts), metrics.NewFactSources()
 	copts := controllers.Options{
 		Policy:            policy,
 		AutoCreate:        opts.AutoCreate,
 		Storage:           opts.Storage,
-		DataVolumes:       dataVolumes,
-		Events:            events,
+		StorageStores:     storage,
 		Write:             opts.WriteOptions,
 		Shard:             opts.VMSelector,
 		FactSourceMetrics: sources,
@@ -432,36 +428,38 @@ func newManager(cfg *rest.Config, opts Options, parts *managerParts) (ctrl.Manag
 		return nil, err
 	}
 	if opts.ProbeAddr != "0" && opts.ProbeAddr != "" {
-		if err := addProbes(mgr, events); err != nil {
+		if err := addProbes(mgr, storage); err != nil {
 			return nil, err
 		}
 	}
 	return mgr, nil
 }
 
-// addEvents adds the store of the Warning Events the storage rules read
-// to the manager, nil without storage. It is a store of its own (no
-// informer, cachestore.Events), listed and watched by every replica, as
+// addStorage adds the stores of the claims, VolumeAttachments, DataVolumes
+// (dataVolumes: CDI's CRD is served) and Warning Events the storage rules
+// read to the manager, nil without storage. They are stores of their own
+// (no informer, cachestore.Kept), listed and watched by every replica, as
 // the cache's informers are.
-func addEvents(mgr ctrl.Manager, opts Options) (*cachestore.Events, error) {
+func addStorage(mgr ctrl.Manager, opts Options, dataVolumes bool) (*cachestore.StorageStores, error) {
 	if !opts.Storage {
 		return nil, nil
 	}
-	events, err := cachestore.NewEvents(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces)
+	st, err := cachestore.NewStorageStores(mgr.GetConfig(), mgr.GetHTTPClient(), opts.Namespaces, dataVolumes)
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(events); err != nil {
-		return nil, err
+	for _, r := range st.Runnables() {
+		if err := mgr.Add(r); err != nil {
+			return nil, err
+		}
 	}
-	return events, nil
+	return st, nil
 }
 
 // addProbes adds the health and readiness checks. Ready once the caches
-// have synced and the Warning Events (events, nil without storage) have
-// been listed: before that the controller would judge VMs on a partial
-// view.
-func addProbes(mgr ctrl.Manager, events *cachestore.Events) error {
+// have synced and the storage stores (nil without storage) have been
+// listed: before that the controller would judge VMs on a partial view.
+func addProbes(mgr ctrl.Manager, storage *cachestore.StorageStores) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -469,8 +467,8 @@ func addProbes(mgr ctrl.Manager, events *cachestore.Events) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
 		}
-		if events != nil && !events.HasSynced() {
-			return errors.New("warning events not listed")
+		if storage != nil && !storage.HasSynced() {
+			return errors.New("storage stores not listed")
 		}
 		return nil
 	})

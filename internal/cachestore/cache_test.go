@@ -49,36 +49,25 @@ func TestCacheOptionsOneEntryPerKind(t *testing.T) {
 		t.Fatalf("pod selector %v, want %s", pod.Label, PodLabel)
 	}
 	// Pods, nodes, VMIs, VMs, migrations and VMObservations, and the
-	// storage layer's claims, StorageClasses, VolumeAttachments and
-	// DataVolumes: every kind the controller reads is cached as its
-	// projection; NodeObservations (one per node) and VMIncidents whole,
-	// without managed fields. Warning Events have no informer: they live
-	// in their own store (Events).
-	if len(seen) != 12 {
-		t.Fatalf("%d kinds configured, want 12", len(seen))
+	// storage layer's StorageClasses: every kind the controller reads is
+	// cached as its projection; NodeObservations (one per node) and
+	// VMIncidents whole, without managed fields. Claims,
+	// VolumeAttachments, DataVolumes and Warning Events have no informer:
+	// they live in stores of their own (StorageStores), and without CDI's
+	// CRD the cache names no DataVolume (controller-runtime maps every
+	// entry's kind when it builds the cache, and fails on one the API
+	// server does not serve).
+	if len(seen) != 9 {
+		t.Fatalf("%d kinds configured, want 9", len(seen))
 	}
-	if ev, ok := seen["*v1.Event"]; ok {
-		t.Errorf("events have an informer (%+v): they belong in the Events store", ev)
+	for _, k := range []string{"*v1.Event", "*v1.PersistentVolumeClaim", "*v1.VolumeAttachment", "*unstructured.Unstructured"} {
+		if bo, ok := seen[k]; ok {
+			t.Errorf("%s has an informer (%+v): it belongs in the storage stores", k, bo)
+		}
 	}
 	for kind, bo := range seen {
 		if bo.Transform == nil {
 			t.Errorf("%s is cached without its projection", kind)
-		}
-	}
-}
-
-// Without CDI's CRD the cache must not name DataVolumes: controller-runtime
-// maps every entry's kind when it builds the cache, and fails on one the
-// API server does not serve.
-func TestWithoutDataVolumes(t *testing.T) {
-	opts := Options(nil, nil, nil)
-	without := WithoutDataVolumes(opts)
-	if len(without.ByObject) != len(opts.ByObject)-1 {
-		t.Fatalf("%d entries without DataVolumes, %d with", len(without.ByObject), len(opts.ByObject))
-	}
-	for obj := range without.ByObject {
-		if k := fmt.Sprintf("%T", obj); k == "*unstructured.Unstructured" {
-			t.Errorf("%s left in", k)
 		}
 	}
 }

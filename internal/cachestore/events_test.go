@@ -287,7 +287,7 @@ func TestEventsReplace(t *testing.T) {
 	obj := func(ns, claim string) EventObject {
 		return EventObject{Namespace: ns, Kind: storagefacts.KindPVC, Name: claim}
 	}
-	src := e.Source(nil).(*eventSource)
+	src := e.Source(nil)
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := src.WaitForSync(expired); err != nil {

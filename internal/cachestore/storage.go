@@ -3,152 +3,302 @@ package cachestore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/storagefacts"
 )
 
-// StorageStores are the stores the storage layer reads: the informer
-// stores of the claims, StorageClasses and VolumeAttachments, and of CDI's
-// DataVolumes when the cluster serves them (nil otherwise), and the
-// Warning Events the rules read (Events, no informer's).
+// StorageStores are the stores the storage layer reads: the claims, the
+// VolumeAttachments, CDI's DataVolumes (nil when the cluster does not serve
+// them) and the Warning Events, each a Kept store of its own (no informer:
+// their facts are smaller than an informer's machinery for an object), and
+// the StorageClasses, an informer's (a handful a cluster; OpenStorage).
 type StorageStores struct {
-	Claims, Classes, Attachments Index
-	Events                       *Events
+	Claims      *Claims
+	Attachments *Attachments
 	// DataVolumes is nil when CDI's CRD is not served: the storage layer
 	// then reads no DataVolume, as KubeVirt treats CDI as optional.
-	DataVolumes Index
+	DataVolumes *DataVolumes
+	Events      *Events
+	Classes     Index
 }
 
-// Index names of the storage stores.
-const (
-	// IndexClaimVolume indexes claims by the bucket of their
-	// PersistentVolume (spec.volumeName; ClaimsOfVolume): a
-	// VolumeAttachment names the PV.
-	IndexClaimVolume = "vmobs.spec.volumeName"
-	// IndexClaimClass indexes claims by StorageClass name.
-	IndexClaimClass = "vmobs.spec.storageClassName"
-	// IndexAttachmentPV indexes VolumeAttachments by the bucket of their
-	// PersistentVolume.
-	IndexAttachmentPV = "vmobs.spec.source.persistentVolumeName"
-	// IndexVMClaim indexes VMs and VMIs by the buckets of namespace/claim
-	// of every volume a claim backs (VMsOfClaim): a claim's, a
-	// DataVolume's or an event's change maps to the VM through it.
-	IndexVMClaim = "vmobs.spec.volumes.claim"
-)
+// Claims keeps the facts of each PersistentVolumeClaim under its
+// namespace/name, behind a pointer: Go's map keeps a value of over 128
+// bytes behind one anyway, and a scan of the claims (ClaimsOfVolume) then
+// copies no facts.
+type Claims = Kept[types.NamespacedName, *storagefacts.PVC, *storagefacts.PVC]
 
-// storageByObject adds the storage kinds to the cache's options; an entry
-// whose informer is never asked for (DataVolumes without CDI) makes none.
-func storageByObject(byObject map[client.Object]cache.ByObject, project toolscache.TransformFunc) {
-	dv := &unstructured.Unstructured{}
-	dv.SetGroupVersionKind(projection.DataVolumeGVK)
-	byObject[&corev1.PersistentVolumeClaim{}] = cache.ByObject{Transform: project}
-	byObject[&storagev1.StorageClass{}] = cache.ByObject{Transform: project}
-	byObject[&storagev1.VolumeAttachment{}] = cache.ByObject{Transform: project}
-	byObject[dv] = cache.ByObject{Transform: project}
-}
+// DataVolumes keeps the facts of each CDI DataVolume under its
+// namespace/name, behind a pointer: every Succeeded one (a fleet's
+// DataVolumes are almost all) shares succeededDataVolume, its name being
+// the key's, and costs its map slot only.
+type DataVolumes = Kept[types.NamespacedName, *storagefacts.DataVolume, *storagefacts.DataVolume]
 
-// WithoutDataVolumes drops the DataVolume entry from the cache's options:
-// controller-runtime maps every entry's kind when it builds the cache, and
-// a cluster without CDI's CRD has no mapping for DataVolumes.
-func WithoutDataVolumes(o cache.Options) cache.Options {
-	byObject := make(map[client.Object]cache.ByObject, len(o.ByObject))
-	for obj, bo := range o.ByObject {
-		if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == projection.DataVolumeGVK {
-			continue
-		}
-		byObject[obj] = bo
+// succeededDataVolume is the facts of every Succeeded DataVolume but its
+// name (storagefacts.FromDataVolume keeps no more of one).
+var succeededDataVolume = &storagefacts.DataVolume{Phase: storagefacts.DataVolumeSucceeded}
+
+// Attachments keeps the facts of the VolumeAttachments of each
+// PersistentVolume under its name, by their names: the rules look them up
+// by the claim's volume. An attachment of an inline volume (no PV) is not
+// kept: no claim backs it.
+type Attachments = Kept[string, storagefacts.Attachment, []storagefacts.Attachment]
+
+// NewStorageStores are the storage layer's stores for the namespaces (all
+// when none), listed and watched through cfg and httpClient (the
+// manager's); dataVolumes says CDI's CRD is served. The caller runs them
+// (Runnables) and opens the StorageClasses' informer (OpenStorage).
+func NewStorageStores(cfg *rest.Config, httpClient *http.Client, namespaces []string, dataVolumes bool) (*StorageStores, error) {
+	events, err := NewEvents(cfg, httpClient, namespaces)
+	if err != nil {
+		return nil, err
 	}
-	o.ByObject = byObject
-	return o
-}
-
-// OpenStorage opens the storage stores, with events the Warning Events'
-// (run by the caller); dataVolumes says CDI's CRD is served (the caller
-// asks the REST mapper). Their indexes are registered here, before the
-// informers start, as are those of the VMs and VMIs that map a claim to
-// its VMs.
-func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Informers, events *Events, dataVolumes bool) (*StorageStores, error) {
-	if events == nil {
-		return nil, errors.New("the storage layer needs the Warning Events' store")
+	core, err := corev1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating the claims' client: %w", err)
 	}
-	st := &StorageStores{Events: events}
-	dv := &unstructured.Unstructured{}
-	dv.SetGroupVersionKind(projection.DataVolumeGVK)
-	kinds := []struct {
-		obj client.Object
-		dst *Index
-	}{
-		{&corev1.PersistentVolumeClaim{}, &st.Claims}, {&storagev1.StorageClass{}, &st.Classes},
-		{&storagev1.VolumeAttachment{}, &st.Attachments},
+	storage, err := storagev1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating the VolumeAttachments' client: %w", err)
+	}
+	if len(namespaces) == 0 {
+		namespaces = []string{corev1.NamespaceAll}
+	}
+	claims := make(map[string]toolscache.ListerWatcher, len(namespaces))
+	for _, ns := range namespaces {
+		claims[ns] = toolscache.NewListWatchFromClient(core.RESTClient(), "persistentvolumeclaims", ns, fields.Everything())
+	}
+	st := &StorageStores{
+		Claims: newClaims(claims),
+		Attachments: newAttachments(map[string]toolscache.ListerWatcher{
+			corev1.NamespaceAll: toolscache.NewListWatchFromClient(storage.RESTClient(), "volumeattachments", corev1.NamespaceAll, fields.Everything()),
+		}),
+		Events: events,
 	}
 	if dataVolumes {
-		kinds = append(kinds, struct {
-			obj client.Object
-			dst *Index
-		}{dv, &st.DataVolumes})
-	}
-	for _, k := range kinds {
-		ix, err := indexOf(ctx, c, informers, k.obj)
+		dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("creating the DataVolumes' client: %w", err)
 		}
-		*k.dst = ix
-	}
-	for _, ix := range []struct {
-		s Index
-		i toolscache.Indexers
-	}{
-		{st.Claims, toolscache.Indexers{IndexClaimVolume: claimVolumeIndex, IndexClaimClass: claimClassIndex}},
-		{st.Attachments, toolscache.Indexers{IndexAttachmentPV: attachmentPVIndex}},
-		{s.VMs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
-		{s.VMIs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
-	} {
-		if err := ix.s.AddIndexers(ix.i); err != nil {
-			return nil, err
+		dvs := make(map[string]toolscache.ListerWatcher, len(namespaces))
+		for _, ns := range namespaces {
+			dvs[ns] = dataVolumeLW(dyn.Resource(projection.DataVolumeGVR).Namespace(ns))
 		}
+		st.DataVolumes = newDataVolumes(dvs)
 	}
 	return st, nil
 }
 
-// The indexes of one value per object (a volume, an involved object, a
-// claim) index its bucket, and their lookups filter it.
-
-func claimVolumeIndex(o any) ([]string, error) {
-	if c, ok := o.(*projection.Claim); ok && c.F.VolumeName != "" {
-		return []string{bucket(c.F.VolumeName)}, nil
+func dataVolumeLW(r dynamic.ResourceInterface) toolscache.ListerWatcher {
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return r.Watch(ctx, opts)
+		},
 	}
-	return nil, nil
 }
 
-// ClaimsOfVolume are the claims bound to the PersistentVolume pv.
-func (st *StorageStores) ClaimsOfVolume(pv string) ([]*projection.Claim, error) {
-	claims, err := ByIndex[*projection.Claim](st.Claims, IndexClaimVolume, bucket(pv))
-	return slices.DeleteFunc(claims, func(c *projection.Claim) bool { return c.F.VolumeName != pv }), err
-}
-
-func claimClassIndex(o any) ([]string, error) {
-	if c, ok := o.(*projection.Claim); ok && c.F.StorageClassName != "" {
-		return []string{c.F.StorageClassName}, nil
+// Runnables are the stores' Reflectors, for the manager to run.
+func (st *StorageStores) Runnables() []manager.Runnable {
+	out := []manager.Runnable{st.Claims, st.Attachments, st.Events}
+	if st.DataVolumes != nil {
+		out = append(out, st.DataVolumes)
 	}
-	return nil, nil
+	return out
 }
 
-func attachmentPVIndex(o any) ([]string, error) {
-	if a, ok := o.(*projection.Attachment); ok && a.PV != "" {
-		return []string{bucket(a.PV)}, nil
+// HasSynced says every store has been listed.
+func (st *StorageStores) HasSynced() bool {
+	return st.Claims.HasSynced() && st.Attachments.HasSynced() && st.Events.HasSynced() &&
+		(st.DataVolumes == nil || st.DataVolumes.HasSynced())
+}
+
+func namespaceOf(k types.NamespacedName) string { return k.Namespace }
+
+func newClaims(lws map[string]toolscache.ListerWatcher) *Claims {
+	return newKept(keptKind[types.NamespacedName, *storagefacts.PVC, *storagefacts.PVC]{
+		name: "persistentvolumeclaims", expected: &corev1.PersistentVolumeClaim{},
+		item: func(o any) (types.NamespacedName, *storagefacts.PVC, bool, error) {
+			c, err := projected[*projection.Claim](o)
+			if err != nil {
+				return types.NamespacedName{}, nil, false, err
+			}
+			f := c.F // not the projection's: it holds the metadata too
+			return types.NamespacedName{Namespace: c.Namespace.String(), Name: f.Name}, &f, true, nil
+		},
+		put: one[*storagefacts.PVC], remove: none[*storagefacts.PVC], equal: deepEqual[*storagefacts.PVC],
+		namespace: namespaceOf,
+	}, lws)
+}
+
+func newDataVolumes(lws map[string]toolscache.ListerWatcher) *DataVolumes {
+	return newKept(keptKind[types.NamespacedName, *storagefacts.DataVolume, *storagefacts.DataVolume]{
+		name: "datavolumes", expected: &unstructured.Unstructured{},
+		item: func(o any) (types.NamespacedName, *storagefacts.DataVolume, bool, error) {
+			d, err := projected[*projection.DataVolume](o)
+			if err != nil {
+				return types.NamespacedName{}, nil, false, err
+			}
+			k := types.NamespacedName{Namespace: d.Namespace.String(), Name: d.F.Name}
+			if f := d.F; f.Phase == storagefacts.DataVolumeSucceeded {
+				if f.Name = ""; reflect.DeepEqual(&f, succeededDataVolume) {
+					return k, succeededDataVolume, true, nil
+				}
+			}
+			f := d.F // not the projection's: it holds the metadata too
+			return k, &f, true, nil
+		},
+		put: one[*storagefacts.DataVolume], remove: none[*storagefacts.DataVolume], equal: deepEqual[*storagefacts.DataVolume],
+		namespace: namespaceOf,
+	}, lws)
+}
+
+func newAttachments(lws map[string]toolscache.ListerWatcher) *Attachments {
+	return newKept(keptKind[string, storagefacts.Attachment, []storagefacts.Attachment]{
+		name: "volumeattachments", expected: &storagev1.VolumeAttachment{},
+		item: func(o any) (string, storagefacts.Attachment, bool, error) {
+			a, err := projected[*projection.Attachment](o)
+			if err != nil || a.PV == "" {
+				return "", storagefacts.Attachment{}, false, err
+			}
+			return a.PV, a.F, true, nil
+		},
+		put: func(cur []storagefacts.Attachment, a storagefacts.Attachment) ([]storagefacts.Attachment, bool) {
+			i := slices.IndexFunc(cur, func(x storagefacts.Attachment) bool { return x.Name == a.Name })
+			if i >= 0 && reflect.DeepEqual(cur[i], a) {
+				return cur, false
+			}
+			next := slices.Clone(cur)
+			if i >= 0 {
+				next[i] = a
+			} else {
+				next = append(next, a)
+				slices.SortFunc(next, func(x, y storagefacts.Attachment) int { return strings.Compare(x.Name, y.Name) })
+			}
+			return slices.Clip(next), true
+		},
+		remove: func(cur []storagefacts.Attachment, a storagefacts.Attachment) ([]storagefacts.Attachment, bool, bool) {
+			i := slices.IndexFunc(cur, func(x storagefacts.Attachment) bool { return x.Name == a.Name })
+			if i < 0 {
+				return cur, len(cur) > 0, false
+			}
+			next := slices.Delete(slices.Clone(cur), i, i+1)
+			return next, len(next) > 0, true
+		},
+		equal:     deepEqual[[]storagefacts.Attachment],
+		namespace: func(string) string { return "" },
+	}, lws)
+}
+
+// projected is the projection of what a Reflector hands over: a decoded
+// object, projected here, or its projection (a streamed list's).
+func projected[P any](o any) (P, error) {
+	if _, ok := o.(P); !ok {
+		var err error
+		if o, err = projection.Transform(o); err != nil {
+			var zero P
+			return zero, err
+		}
 	}
-	return nil, nil
+	p, ok := o.(P)
+	if !ok || reflect.ValueOf(p).IsNil() {
+		var zero P
+		return zero, fmt.Errorf("not a %T: %T", zero, o)
+	}
+	return p, nil
 }
 
+// one and none keep one value a key: the object's facts (compared by what
+// they hold, through a pointer too).
+func one[V any](cur, v V) (V, bool) { return v, !reflect.DeepEqual(cur, v) }
+
+func none[V any](V, V) (V, bool, bool) {
+	var zero V
+	return zero, false, true
+}
+
+func deepEqual[V any](a, b V) bool { return reflect.DeepEqual(a, b) }
+
+// storageByObject adds the StorageClasses to the cache's options.
+func storageByObject(byObject map[client.Object]cache.ByObject, project toolscache.TransformFunc) {
+	byObject[&storagev1.StorageClass{}] = cache.ByObject{Transform: project}
+}
+
+// OpenStorage opens the StorageClasses' informer into st and registers the
+// indexes of the VMs and VMIs that map a claim to its VMs; before the
+// informers start.
+func (s *Store) OpenStorage(ctx context.Context, c cache.Cache, informers *Informers, st *StorageStores) error {
+	if st == nil || st.Events == nil || st.Claims == nil || st.Attachments == nil {
+		return errors.New("the storage layer needs its stores (cachestore.NewStorageStores)")
+	}
+	classes, err := indexOf(ctx, c, informers, &storagev1.StorageClass{})
+	if err != nil {
+		return err
+	}
+	st.Classes = classes
+	for _, ix := range []Index{s.VMs, s.VMIs} {
+		if err := ix.AddIndexers(toolscache.Indexers{IndexVMClaim: vmClaimIndex}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IndexVMClaim indexes VMs and VMIs by the buckets of namespace/claim of
+// every volume a claim backs (VMsOfClaim): a claim's, a DataVolume's or an
+// event's change maps to the VM through it.
+const IndexVMClaim = "vmobs.spec.volumes.claim"
+
+// ClaimsOfVolume are the claims bound to the PersistentVolume pv, and
+// ClaimsOfClass those of the StorageClass: a scan of the claims, as an
+// attachment's or a class's change is rare (a VM's start, stop or
+// migration) where an index would cost every claim its entry.
+func (st *StorageStores) ClaimsOfVolume(pv string) []types.NamespacedName {
+	return st.claimsWhere(func(c *storagefacts.PVC) bool { return c.VolumeName == pv })
+}
+
+// ClaimsOfClass: see ClaimsOfVolume.
+func (st *StorageStores) ClaimsOfClass(class string) []types.NamespacedName {
+	return st.claimsWhere(func(c *storagefacts.PVC) bool { return c.StorageClassName == class })
+}
+
+func (st *StorageStores) claimsWhere(match func(*storagefacts.PVC) bool) []types.NamespacedName {
+	var out []types.NamespacedName
+	st.Claims.Range(func(k types.NamespacedName, c *storagefacts.PVC) {
+		if match(c) {
+			out = append(out, k)
+		}
+	})
+	return out
+}
+
+// vmClaimIndex indexes a bucket of each claim of a VM or VMI, and its
+// lookups filter it.
 func vmClaimIndex(o any) ([]string, error) {
 	var vols []projection.ClaimVolume
 	switch x := o.(type) {
@@ -230,45 +380,33 @@ func (st *StorageStores) StorageObjects(namespace, vm string, pods []string, vol
 		events(storagefacts.KindPod, p)
 	}
 	for _, v := range vols {
-		c, ok, err := Get[*projection.Claim](st.Claims, namespace+"/"+v.ClaimName)
-		if err != nil {
-			return o, err
-		}
-		if ok {
-			o.PVCs[v.ClaimName] = c.F
+		if c, ok := st.Claims.Get(types.NamespacedName{Namespace: namespace, Name: v.ClaimName}); ok {
+			o.PVCs[v.ClaimName] = *c
 			events(storagefacts.KindPVC, v.ClaimName)
-			if sc := c.F.StorageClassName; sc != "" {
+			if sc := c.StorageClassName; sc != "" {
 				if cl, ok, err := Get[*projection.Class](st.Classes, sc); err != nil {
 					return o, err
 				} else if ok {
 					o.Classes[sc] = cl.F
 				}
 			}
-			if pv := c.F.VolumeName; pv != "" {
-				as, err := ByIndex[*projection.Attachment](st.Attachments, IndexAttachmentPV, bucket(pv))
-				if err != nil {
-					return o, err
-				}
+			if pv := c.VolumeName; pv != "" {
+				as, _ := st.Attachments.Get(pv)
 				for _, a := range as {
-					if a.PV != pv {
-						continue // another volume of the bucket
-					}
-					f := a.F
-					f.NodeMissing, f.NodeNotReady, err = nodeState(nodes, f.Node)
+					var err error
+					a.NodeMissing, a.NodeNotReady, err = nodeState(nodes, a.Node)
 					if err != nil {
 						return o, err
 					}
-					o.Attachments[pv] = append(o.Attachments[pv], f)
+					o.Attachments[pv] = append(o.Attachments[pv], a)
 				}
 			}
 		}
 		if v.DataVolume != "" && st.DataVolumes != nil {
-			d, ok, err := Get[*projection.DataVolume](st.DataVolumes, namespace+"/"+v.DataVolume)
-			if err != nil {
-				return o, err
-			}
-			if ok {
-				o.DataVolumes[v.DataVolume] = d.F
+			if d, ok := st.DataVolumes.Get(types.NamespacedName{Namespace: namespace, Name: v.DataVolume}); ok {
+				f := *d
+				f.Name = v.DataVolume // a Succeeded one's is the key's
+				o.DataVolumes[v.DataVolume] = f
 				events(storagefacts.KindDataVolume, v.DataVolume)
 			}
 		}

@@ -18,27 +18,25 @@ import (
 )
 
 // TestStorageObjects puts a VM's storage objects, as the API server hands
-// them, through the informers' transform into indexed stores (the events
-// into the Event store), and reads them back the way the reconciler does: the facts hold what the rules
-// read, events of other objects and kinds stay out, and a claim, a
-// DataVolume or an attachment maps to the VM through the indexes.
+// them, into the storage stores (the StorageClass into an informer's
+// indexer), and reads them back the way the reconciler does: the facts
+// hold what the rules read, events of other objects and kinds stay out,
+// and a claim, a DataVolume or an attachment maps to the VM.
 func TestStorageObjects(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	newStore := func() toolscache.Indexer {
 		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	}
 	s := &Store{VMs: newStore(), VMIs: newStore(), Nodes: newStore(), Pods: newStore()}
-	st := &StorageStores{Claims: newStore(), Classes: newStore(), Attachments: newStore(), Events: newEvents(nil), DataVolumes: newStore()}
-	for _, ix := range []struct {
-		s Index
-		i toolscache.Indexers
-	}{
-		{st.Claims, toolscache.Indexers{IndexClaimVolume: claimVolumeIndex, IndexClaimClass: claimClassIndex}},
-		{st.Attachments, toolscache.Indexers{IndexAttachmentPV: attachmentPVIndex}},
-		{s.VMs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
-		{s.VMIs, toolscache.Indexers{IndexVMClaim: vmClaimIndex}},
-	} {
-		if err := ix.s.AddIndexers(ix.i); err != nil {
+	st := &StorageStores{Claims: newClaims(nil), Classes: newStore(), Attachments: newAttachments(nil), Events: newEvents(nil), DataVolumes: newDataVolumes(nil)}
+	for _, ix := range []Index{s.VMs, s.VMIs} {
+		if err := ix.AddIndexers(toolscache.Indexers{IndexVMClaim: vmClaimIndex}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(into interface{ put(any) error }, o any) {
+		t.Helper()
+		if err := into.put(o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,19 +63,19 @@ func TestStorageObjects(t *testing.T) {
 	}
 	add(s.VMs, vm)
 	add(s.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}})
-	add(st.Claims, &corev1.PersistentVolumeClaim{
+	put(st.Claims, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm1-root", Namespace: "prod", Annotations: map[string]string{storagefacts.SelectedNodeAnnotation: "node-a", "other": "x"}},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast"), VolumeName: "pv-1", AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
 	})
-	add(st.Claims, &corev1.PersistentVolumeClaim{
+	put(st.Claims, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm1-data", Namespace: "prod", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
 		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("missing")},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	})
 	add(st.Classes, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: "csi.example.com",
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer)})
-	add(st.Attachments, &storagev1.VolumeAttachment{
+	put(st.Attachments, &storagev1.VolumeAttachment{
 		ObjectMeta: metav1.ObjectMeta{Name: "csi-abc"},
 		Spec:       storagev1.VolumeAttachmentSpec{NodeName: "node-b", Attacher: "csi.example.com", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-1")}},
 		Status:     storagev1.VolumeAttachmentStatus{Attached: true},
@@ -90,7 +88,7 @@ func TestStorageObjects(t *testing.T) {
 		}},
 	}}
 	dv.SetGroupVersionKind(projection.DataVolumeGVK)
-	add(st.DataVolumes, dv)
+	put(st.DataVolumes, dv)
 	event := func(name, typ, kind, obj, reason string, last time.Duration) *corev1.Event {
 		return &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: "prod"},
@@ -145,9 +143,11 @@ func TestStorageObjects(t *testing.T) {
 			t.Errorf("VMs of claim %s: %v (%v), want prod/vm1", claim, keys, err)
 		}
 	}
-	claims, err := st.ClaimsOfVolume("pv-1")
-	if err != nil || len(claims) != 1 || claims[0].Name != "vm1-root" {
-		t.Errorf("claims of pv-1: %v (%v)", claims, err)
+	if claims := st.ClaimsOfVolume("pv-1"); len(claims) != 1 || claims[0].Name != "vm1-root" {
+		t.Errorf("claims of pv-1: %v", claims)
+	}
+	if claims := st.ClaimsOfClass("missing"); len(claims) != 1 || claims[0].Name != "vm1-data" {
+		t.Errorf("claims of class missing: %v", claims)
 	}
 
 	// Without CDI, a DataVolume volume's DataVolume is not read.

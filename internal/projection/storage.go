@@ -15,6 +15,9 @@ import (
 // serves it.
 var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "v1beta1", Kind: "DataVolume"}
 
+// DataVolumeGVR is its resource.
+var DataVolumeGVR = DataVolumeGVK.GroupVersion().WithResource("datavolumes")
+
 // Claim is a PersistentVolumeClaim as the storage layer reads it: the
 // folded facts (storagefacts.FromPVC), nothing else.
 type Claim struct {
@@ -58,7 +61,19 @@ func (e *Event) Relevant() bool { return e.F != nil }
 var claimAnnotations = []string{storagefacts.SelectedNodeAnnotation}
 
 func fromClaim(p *corev1.PersistentVolumeClaim) *Claim {
-	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, claimAnnotations, nil), F: storagefacts.FromPVC(p)}
+	f := storagefacts.FromPVC(p)
+	// The words a fleet's claims share are interned: a store keeps
+	// thousands of claims (cachestore.Claims).
+	f.Phase, f.StorageClassName, f.VolumeMode = Intern(f.Phase).String(), Intern(f.StorageClassName).String(), Intern(f.VolumeMode).String()
+	f.SelectedNode = Intern(f.SelectedNode).String()
+	for i, m := range f.AccessModes {
+		f.AccessModes[i] = Intern(m).String()
+	}
+	for i := range f.Conditions {
+		c := &f.Conditions[i]
+		c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
+	}
+	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, claimAnnotations, nil), F: f}
 }
 
 func fromClass(c *storagev1.StorageClass) *Class {
@@ -67,6 +82,7 @@ func fromClass(c *storagev1.StorageClass) *Class {
 
 func fromAttachment(va *storagev1.VolumeAttachment) *Attachment {
 	out := &Attachment{Meta: metaOf(&va.ObjectMeta, nil, nil, nil), F: storagefacts.FromAttachment(va)}
+	out.F.Node = Intern(out.F.Node).String()
 	if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
 		out.PV = *pv
 	}
@@ -87,7 +103,13 @@ func FromEvent(e *corev1.Event) *Event {
 
 func fromDataVolume(u *unstructured.Unstructured) *DataVolume {
 	m := Meta{Name: u.GetName(), Namespace: Intern(u.GetNamespace()), UID: uidOf(u.GetUID()), ResourceVersion: u.GetResourceVersion()}
-	return &DataVolume{Meta: m, F: storagefacts.FromDataVolume(u.Object)}
+	f := storagefacts.FromDataVolume(u.Object)
+	f.Phase = Intern(f.Phase).String()
+	for i := range f.Conditions {
+		c := &f.Conditions[i]
+		c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
+	}
+	return &DataVolume{Meta: m, F: f}
 }
 
 // DeepCopyObject implements runtime.Object.

@@ -26,12 +26,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/internal/app"
@@ -225,7 +223,7 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 			st.WindowMaxHeapInuse = sampler.windowMax()
 			st.VmRSS = procStatus("VmRSS")
 			st.VmHWM = procStatus("VmHWM")
-			st.Cache = cacheSizes(ctx, mgr.GetCache(), mgr.Events)
+			st.Cache = cacheSizes(ctx, mgr.GetCache(), mgr.Storage)
 			runtime.GC()
 			runtime.GC()
 			var ms runtime.MemStats
@@ -248,10 +246,10 @@ func runChild(spec childSpec, in io.Reader, out io.Writer) error {
 	return mgr.Stop()
 }
 
-// cacheSizes estimates what the manager's informer stores and its store
-// of Warning Events hold, by kind. A value shared between objects (an
-// interned string) counts once, in the first kind that reaches it.
-func cacheSizes(ctx context.Context, c cache.Cache, events *cachestore.Events) map[string]cacheSize {
+// cacheSizes estimates what the manager's informer stores and its storage
+// stores hold, by kind. A value shared between objects (an interned string)
+// counts once, in the first kind that reaches it.
+func cacheSizes(ctx context.Context, c cache.Cache, storage *cachestore.StorageStores) map[string]cacheSize {
 	store, err := cachestore.Open(ctx, c, nil)
 	if err != nil {
 		return nil
@@ -272,49 +270,62 @@ func cacheSizes(ctx context.Context, c cache.Cache, events *cachestore.Events) m
 		}
 		out[k.name] = cs
 	}
-	// The storage kinds, whose stores the controller opens itself
-	// (cachestore.OpenStorage); DataVolumes only when CDI is served, as
-	// the manager watches them then.
-	dv := &unstructured.Unstructured{}
-	dv.SetGroupVersionKind(projection.DataVolumeGVK)
-	for _, k := range []struct {
-		name string
-		obj  client.Object
-	}{
-		{"PersistentVolumeClaim", &corev1.PersistentVolumeClaim{}}, {"StorageClass", &storagev1.StorageClass{}},
-		{"VolumeAttachment", &storagev1.VolumeAttachment{}}, {"DataVolume", dv},
-	} {
-		inf, err := c.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			continue
-		}
-		ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-		if !ok {
-			continue
-		}
-		var cs cacheSize
-		for _, o := range ix.GetIndexer().List() {
-			cs.Objects++
-			cs.Bytes += deepSizeSeen(o, seen)
-		}
-		out[k.name] = cs
+	if storage == nil {
+		return out
 	}
-	// The Warning Events (no informer's: cachestore.Events), by event
-	// kept: a map slot a involved object, its events' facts and strings.
-	if events != nil {
-		var cs cacheSize
-		slot := int64(unsafe.Sizeof(cachestore.EventObject{})) + int64(unsafe.Sizeof([]storagefacts.Event{}))
-		kept := int64(unsafe.Sizeof(storagefacts.Event{})) + 8 // and its id
-		events.Range(func(o cachestore.EventObject, evs []storagefacts.Event) {
-			cs.Objects += len(evs)
-			cs.Bytes += slot*8/7 + sizeOf(reflect.ValueOf(o), seen, false) + roundClass(int64(len(evs))*kept)
-			for _, ev := range evs {
-				cs.Bytes += sizeOf(reflect.ValueOf(ev), seen, false)
+	// The StorageClasses' informer (cachestore.OpenStorage).
+	if inf, err := c.GetInformer(ctx, &storagev1.StorageClass{}, cache.BlockUntilSynced(false)); err == nil {
+		if ix, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
+			var cs cacheSize
+			for _, o := range ix.GetIndexer().List() {
+				cs.Objects++
+				cs.Bytes += deepSizeSeen(o, seen)
 			}
-		})
-		out["Event"] = cs
+			out["StorageClass"] = cs
+		}
 	}
+	// The storage stores (no informer's: cachestore.Kept), by object kept:
+	// its share of a map slot, and what its key and facts hold.
+	out["PersistentVolumeClaim"] = keptSize(storage.Claims, seen, func(*storagefacts.PVC) int { return 1 })
+	out["VolumeAttachment"] = keptSize(storage.Attachments, seen, func(as []storagefacts.Attachment) int { return len(as) })
+	if storage.DataVolumes != nil {
+		out["DataVolume"] = keptSize(storage.DataVolumes, seen, func(*storagefacts.DataVolume) int { return 1 })
+	}
+	// The Warning Events, by event kept: a map slot a involved object,
+	// its events' facts and strings.
+	var cs cacheSize
+	slot := int64(unsafe.Sizeof(cachestore.EventObject{})) + int64(unsafe.Sizeof([]storagefacts.Event{}))
+	kept := int64(unsafe.Sizeof(storagefacts.Event{})) + 8 // and its id
+	storage.Events.Range(func(o cachestore.EventObject, evs []storagefacts.Event) {
+		cs.Objects += len(evs)
+		cs.Bytes += slot*8/7 + sizeOf(reflect.ValueOf(o), seen, false) + roundClass(int64(len(evs))*kept)
+		for _, ev := range evs {
+			cs.Bytes += sizeOf(reflect.ValueOf(ev), seen, false)
+		}
+	})
+	out["Event"] = cs
 	return out
+}
+
+// keptSize is what a storage store holds: per key a map slot (its key and
+// value in place, or the value behind a pointer when Go's map keeps it so,
+// over 128 bytes) at 7/8 full, and what the key and value reach; objects
+// counts the objects of a value.
+func keptSize[K comparable, I, V any](s *cachestore.Kept[K, I, V], seen map[uintptr]bool, objects func(V) int) cacheSize {
+	var cs cacheSize
+	var k K
+	var v V
+	slot, vsize := int64(unsafe.Sizeof(k)), int64(unsafe.Sizeof(v))
+	if vsize > 128 {
+		slot += 8 + roundClass(vsize)
+	} else {
+		slot += vsize
+	}
+	s.Range(func(k K, v V) {
+		cs.Objects += objects(v)
+		cs.Bytes += slot*8/7 + sizeOf(reflect.ValueOf(k), seen, false) + sizeOf(reflect.ValueOf(v), seen, false)
+	})
+	return cs
 }
 
 // heapSampler samples the heap in use (objects and unused span space, as

@@ -479,9 +479,9 @@ type controllerLists struct {
 	migs  kubevirtv1.VirtualMachineInstanceMigrationList
 	nodes corev1.NodeList
 	pods  corev1.PodList
-	// The storage layer's kinds, as the manager's storage informers and
-	// its store of Warning Events list them (cachestore.OpenStorage,
-	// cachestore.Events): Warning Events only.
+	// The storage layer's kinds, as the manager's storage stores and its
+	// StorageClasses' informer list them (cachestore.NewStorageStores,
+	// cachestore.OpenStorage): Warning Events only.
 	pvcs    corev1.PersistentVolumeClaimList
 	classes storagev1.StorageClassList
 	vas     storagev1.VolumeAttachmentList
