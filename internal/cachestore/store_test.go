@@ -88,3 +88,21 @@ func testLauncherPods(t *testing.T, index Index, into func(ns string) toolscache
 		t.Fatalf("pods of a VMI without any: %d", len(got))
 	}
 }
+
+// BenchmarkNamespaceVMs finds the 100 VMs of a namespace among 5,000, as a
+// policy's reconcile does.
+func BenchmarkNamespaceVMs(b *testing.B) {
+	vms := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+	for i := range 5000 {
+		vm := projection.FromVM(&kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("vm-%d", i), Namespace: fmt.Sprintf("ns-%d", i/100)}})
+		if err := vms.Add(vm); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &Store{VMs: vms}
+	for b.Loop() {
+		if got := s.NamespaceVMs("ns-25"); len(got) != 100 {
+			b.Fatalf("%d VMs", len(got))
+		}
+	}
+}

@@ -40,7 +40,7 @@ type VMI struct {
 	// GuestOSInfo is shared by every VMI with the same guest OS; nil when
 	// empty.
 	GuestOSInfo  *kubevirtv1.VirtualMachineInstanceGuestOSInfo
-	VolumeStatus []kubevirtv1.VolumeStatus
+	VolumeStatus []VolumeState
 	// Volumes are spec.volumes backed by a claim (the storage layer's).
 	Volumes []ClaimVolume
 
@@ -274,10 +274,25 @@ func migrationState(s *kubevirtv1.VirtualMachineInstanceMigrationState) *kubevir
 	}
 }
 
-// volumes keeps the access modes of the volumes backed by a claim (can the
-// disks follow a migration) and the phase, reason and message of hotplug
-// volumes (did the hotplug fail).
-func volumes(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
+// VolumeState is what is kept of an entry of status.volumeStatus: the
+// access modes of a volume backed by a claim (can the disks follow a
+// migration), and the phase, reason and message of a hotplug volume (did
+// the hotplug fail). A kubevirtv1.VolumeStatus with its claim's info cost
+// every VMI 224 bytes a volume; this is 64.
+type VolumeState struct {
+	Name string
+	// Modes are the claim's access modes, in their order, joined by
+	// modeSep and interned: a fleet has a few combinations.
+	Modes         Sym
+	Hotplug       bool
+	Phase, Reason Sym
+	Message       string
+}
+
+const modeSep = "\x00"
+
+// volumes keeps the entries with access modes or of a hotplug volume.
+func volumes(in []kubevirtv1.VolumeStatus) []VolumeState {
 	n := 0
 	for i := range in {
 		if keepVolume(&in[i]) {
@@ -287,19 +302,23 @@ func volumes(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
 	if n == 0 {
 		return nil
 	}
-	out := make([]kubevirtv1.VolumeStatus, 0, n)
+	out := make([]VolumeState, 0, n)
 	for i := range in {
 		v := &in[i]
 		if !keepVolume(v) {
 			continue
 		}
-		k := kubevirtv1.VolumeStatus{Name: v.Name}
+		k := VolumeState{Name: v.Name}
 		if c := v.PersistentVolumeClaimInfo; c != nil && len(c.AccessModes) > 0 {
-			k.PersistentVolumeClaimInfo = &kubevirtv1.PersistentVolumeClaimInfo{AccessModes: clone(c.AccessModes)}
+			modes := make([]string, len(c.AccessModes))
+			for j, m := range c.AccessModes {
+				modes[j] = string(m)
+			}
+			k.Modes = Intern(strings.Join(modes, modeSep))
 		}
 		if v.HotplugVolume != nil {
-			k.HotplugVolume = &kubevirtv1.HotplugVolumeStatus{}
-			k.Phase, k.Reason, k.Message = v.Phase, v.Reason, v.Message
+			k.Hotplug = true
+			k.Phase, k.Reason, k.Message = Intern(string(v.Phase)), Intern(v.Reason), v.Message
 		}
 		out = append(out, k)
 	}
@@ -309,6 +328,29 @@ func volumes(in []kubevirtv1.VolumeStatus) []kubevirtv1.VolumeStatus {
 func keepVolume(v *kubevirtv1.VolumeStatus) bool {
 	c := v.PersistentVolumeClaimInfo
 	return (c != nil && len(c.AccessModes) > 0) || v.HotplugVolume != nil
+}
+
+// toVolumeStatus rebuilds the entries as far as they were kept.
+func toVolumeStatus(in []VolumeState) []kubevirtv1.VolumeStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]kubevirtv1.VolumeStatus, len(in))
+	for i, k := range in {
+		out[i].Name = k.Name
+		if m := k.Modes.String(); m != "" {
+			info := &kubevirtv1.PersistentVolumeClaimInfo{}
+			for _, mode := range strings.Split(m, modeSep) {
+				info.AccessModes = append(info.AccessModes, corev1.PersistentVolumeAccessMode(mode))
+			}
+			out[i].PersistentVolumeClaimInfo = info
+		}
+		if k.Hotplug {
+			out[i].HotplugVolume = &kubevirtv1.HotplugVolumeStatus{}
+			out[i].Phase, out[i].Reason, out[i].Message = kubevirtv1.VolumePhase(k.Phase.String()), k.Reason.String(), k.Message
+		}
+	}
+	return out
 }
 
 // migrated keeps the names of the volumes being migrated, which are exempt
@@ -545,7 +587,7 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 		st.GuestOSInfo = *v.GuestOSInfo
 	}
 	st.MigrationState = rare.MigrationState
-	st.VolumeStatus = v.VolumeStatus
+	st.VolumeStatus = toVolumeStatus(v.VolumeStatus)
 	out.Spec.Volumes = toVolumes(v.Volumes)
 	st.MigratedVolumes = rare.MigratedVolumes
 	if rare.Backup != nil {
@@ -586,12 +628,7 @@ func (v *VMI) DeepCopyObject() runtime.Object {
 			c.Status[i].IPs = &cp
 		}
 	}
-	if v.VolumeStatus != nil {
-		c.VolumeStatus = make([]kubevirtv1.VolumeStatus, len(v.VolumeStatus))
-		for i := range v.VolumeStatus {
-			v.VolumeStatus[i].DeepCopyInto(&c.VolumeStatus[i])
-		}
-	}
+	c.VolumeStatus = clone(v.VolumeStatus)
 	return &c
 }
 
