@@ -3,13 +3,10 @@ package cachestore
 import (
 	"fmt"
 	"hash/fnv"
-	"net/http"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/vmobs/vmobs/internal/projection"
@@ -17,7 +14,7 @@ import (
 )
 
 // warningEvents selects the events the store lists and watches: Warnings
-// only, which the API server filters (type is a field selector of events).
+// only.
 var warningEvents = fields.OneTermEqualSelector("type", corev1.EventTypeWarning)
 
 // EventObject names the object an event is about (its involvedObject): the
@@ -57,24 +54,6 @@ type eventFeed = keptFeed[EventObject, keptEvent, []keptEvent]
 type keptEvent struct {
 	id uint64
 	storagefacts.Event
-}
-
-// NewEvents is the store of the Warning Events of the namespaces (all when
-// none), listed and watched through cfg and httpClient (the manager's).
-// Start runs it.
-func NewEvents(cfg *rest.Config, httpClient *http.Client, namespaces []string) (*Events, error) {
-	c, err := corev1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Events client: %w", err)
-	}
-	if len(namespaces) == 0 {
-		namespaces = []string{corev1.NamespaceAll}
-	}
-	lws := make(map[string]toolscache.ListerWatcher, len(namespaces))
-	for _, ns := range namespaces {
-		lws[ns] = toolscache.NewListWatchFromClient(c.RESTClient(), "events", ns, warningEvents)
-	}
-	return newEvents(lws), nil
 }
 
 // newEvents is the store fed by a Reflector of each ListerWatcher, by the

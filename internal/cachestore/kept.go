@@ -271,36 +271,33 @@ func (s *Kept[K, I, V]) setLocked(k K, next V, keep bool) {
 }
 
 func (s *Kept[K, I, V]) put(o any) error {
-	k, it, ok, err := s.itemOf(o)
-	if !ok {
-		return err
-	}
-	s.mu.Lock()
-	next, changed := s.kind.put(s.m[k], it)
-	if changed {
-		s.setLocked(k, next, true)
-	}
-	notify := s.notifyLocked(changed)
-	s.mu.Unlock()
-	if notify != nil {
-		notify([]K{k})
-	}
-	return nil
+	return s.apply(o, func(cur V, _ bool, it I) (V, bool, bool) {
+		next, changed := s.kind.put(cur, it)
+		return next, true, changed
+	})
 }
 
 func (s *Kept[K, I, V]) remove(o any) error {
+	return s.apply(o, func(cur V, have bool, it I) (V, bool, bool) {
+		if !have {
+			return cur, false, false
+		}
+		return s.kind.remove(cur, it)
+	})
+}
+
+// apply makes the value under the object's key what change makes of it
+// (have says there is one; keep false: none), and tells of a change.
+func (s *Kept[K, I, V]) apply(o any, change func(cur V, have bool, it I) (next V, keep, changed bool)) error {
 	k, it, ok, err := s.itemOf(o)
 	if !ok {
 		return err
 	}
 	s.mu.Lock()
-	changed := false
-	if cur, have := s.m[k]; have {
-		var next V
-		var keep bool
-		if next, keep, changed = s.kind.remove(cur, it); changed {
-			s.setLocked(k, next, keep)
-		}
+	cur, have := s.m[k]
+	next, keep, changed := change(cur, have, it)
+	if changed {
+		s.setLocked(k, next, keep)
 	}
 	notify := s.notifyLocked(changed)
 	s.mu.Unlock()

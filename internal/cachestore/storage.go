@@ -72,13 +72,9 @@ type Attachments = Kept[string, storagefacts.Attachment, []storagefacts.Attachme
 // manager's); dataVolumes says CDI's CRD is served. The caller runs them
 // (Runnables) and opens the StorageClasses' informer (OpenStorage).
 func NewStorageStores(cfg *rest.Config, httpClient *http.Client, namespaces []string, dataVolumes bool) (*StorageStores, error) {
-	events, err := NewEvents(cfg, httpClient, namespaces)
-	if err != nil {
-		return nil, err
-	}
 	core, err := corev1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return nil, fmt.Errorf("creating the claims' client: %w", err)
+		return nil, fmt.Errorf("creating the claims' and events' client: %w", err)
 	}
 	storage, err := storagev1client.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
@@ -87,10 +83,21 @@ func NewStorageStores(cfg *rest.Config, httpClient *http.Client, namespaces []st
 	if len(namespaces) == 0 {
 		namespaces = []string{corev1.NamespaceAll}
 	}
-	claims := make(map[string]toolscache.ListerWatcher, len(namespaces))
-	for _, ns := range namespaces {
-		claims[ns] = toolscache.NewListWatchFromClient(core.RESTClient(), "persistentvolumeclaims", ns, fields.Everything())
+	each := func(lw func(ns string) toolscache.ListerWatcher) map[string]toolscache.ListerWatcher {
+		lws := make(map[string]toolscache.ListerWatcher, len(namespaces))
+		for _, ns := range namespaces {
+			lws[ns] = lw(ns)
+		}
+		return lws
 	}
+	claims := each(func(ns string) toolscache.ListerWatcher {
+		return toolscache.NewListWatchFromClient(core.RESTClient(), "persistentvolumeclaims", ns, fields.Everything())
+	})
+	// Warning Events only: the API server filters (type is a field
+	// selector of events).
+	events := newEvents(each(func(ns string) toolscache.ListerWatcher {
+		return toolscache.NewListWatchFromClient(core.RESTClient(), "events", ns, warningEvents)
+	}))
 	st := &StorageStores{
 		Claims: newClaims(claims),
 		Attachments: newAttachments(map[string]toolscache.ListerWatcher{
@@ -103,11 +110,9 @@ func NewStorageStores(cfg *rest.Config, httpClient *http.Client, namespaces []st
 		if err != nil {
 			return nil, fmt.Errorf("creating the DataVolumes' client: %w", err)
 		}
-		dvs := make(map[string]toolscache.ListerWatcher, len(namespaces))
-		for _, ns := range namespaces {
-			dvs[ns] = dataVolumeLW(dyn.Resource(projection.DataVolumeGVR).Namespace(ns))
-		}
-		st.DataVolumes = newDataVolumes(dvs)
+		st.DataVolumes = newDataVolumes(each(func(ns string) toolscache.ListerWatcher {
+			return dataVolumeLW(dyn.Resource(projection.DataVolumeGVR).Namespace(ns))
+		}))
 	}
 	return st, nil
 }
@@ -143,14 +148,10 @@ func namespaceOf(k types.NamespacedName) string { return k.Namespace }
 func newClaims(lws map[string]toolscache.ListerWatcher) *Claims {
 	return newKept(keptKind[types.NamespacedName, *storagefacts.PVC, *storagefacts.PVC]{
 		name: "persistentvolumeclaims", expected: &corev1.PersistentVolumeClaim{},
-		item: func(o any) (types.NamespacedName, *storagefacts.PVC, bool, error) {
-			c, err := projected[*projection.Claim](o)
-			if err != nil {
-				return types.NamespacedName{}, nil, false, err
-			}
+		item: named(func(c *projection.Claim) *storagefacts.PVC {
 			f := c.F // not the projection's: it holds the metadata too
-			return types.NamespacedName{Namespace: c.Namespace.String(), Name: f.Name}, &f, true, nil
-		},
+			return &f
+		}),
 		put: one[*storagefacts.PVC], remove: none[*storagefacts.PVC], equal: deepEqual[*storagefacts.PVC],
 		namespace: namespaceOf,
 	}, lws)
@@ -159,20 +160,16 @@ func newClaims(lws map[string]toolscache.ListerWatcher) *Claims {
 func newDataVolumes(lws map[string]toolscache.ListerWatcher) *DataVolumes {
 	return newKept(keptKind[types.NamespacedName, *storagefacts.DataVolume, *storagefacts.DataVolume]{
 		name: "datavolumes", expected: &unstructured.Unstructured{},
-		item: func(o any) (types.NamespacedName, *storagefacts.DataVolume, bool, error) {
-			d, err := projected[*projection.DataVolume](o)
-			if err != nil {
-				return types.NamespacedName{}, nil, false, err
-			}
-			k := types.NamespacedName{Namespace: d.Namespace.String(), Name: d.F.Name}
-			if f := d.F; f.Phase == storagefacts.DataVolumeSucceeded {
+		item: named(func(d *projection.DataVolume) *storagefacts.DataVolume {
+			f := d.F
+			if f.Phase == storagefacts.DataVolumeSucceeded {
 				if f.Name = ""; reflect.DeepEqual(&f, succeededDataVolume) {
-					return k, succeededDataVolume, true, nil
+					return succeededDataVolume
 				}
+				f.Name = d.F.Name
 			}
-			f := d.F // not the projection's: it holds the metadata too
-			return k, &f, true, nil
-		},
+			return &f
+		}),
 		put: one[*storagefacts.DataVolume], remove: none[*storagefacts.DataVolume], equal: deepEqual[*storagefacts.DataVolume],
 		namespace: namespaceOf,
 	}, lws)
@@ -213,6 +210,18 @@ func newAttachments(lws map[string]toolscache.ListerWatcher) *Attachments {
 		equal:     deepEqual[[]storagefacts.Attachment],
 		namespace: func(string) string { return "" },
 	}, lws)
+}
+
+// named is the item of a kind kept one an object under its
+// namespace/name: the facts of its projection P.
+func named[P client.Object, F any](facts func(P) *F) func(any) (types.NamespacedName, *F, bool, error) {
+	return func(o any) (types.NamespacedName, *F, bool, error) {
+		p, err := projected[P](o)
+		if err != nil {
+			return types.NamespacedName{}, nil, false, err
+		}
+		return types.NamespacedName{Namespace: p.GetNamespace(), Name: p.GetName()}, facts(p), true, nil
+	}
 }
 
 // projected is the projection of what a Reflector hands over: a decoded
