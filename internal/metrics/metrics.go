@@ -101,7 +101,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		if inc := o.Incident.String(); inc != "" {
 			ch <- prometheus.MustNewConstMetric(incidentMemberDesc, prometheus.GaugeValue, 1, ns, o.Name, node, inc)
 		}
-		if r := o.LastRestart; r != nil {
+		if r := o.LastRestart(); r != nil {
 			ch <- prometheus.MustNewConstMetric(lastRestartDesc, prometheus.GaugeValue, float64(r.Time.Unix()), ns, o.Name, node)
 		}
 		if !o.HasLayers {

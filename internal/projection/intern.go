@@ -61,21 +61,39 @@ func (s Sym) String() string {
 	return *s.p
 }
 
-// optSym is an interned *string-valued field, nil kept apart from "".
+// optSym is an interned *string-valued field, nil kept apart from "": its
+// Sym is nil when the field is, and setEmpty when it is "". 8 bytes; a
+// flag beside the Sym made it 16.
 type optSym struct {
-	set bool
-	s   Sym
+	s Sym
 }
+
+// empty is the value setEmpty points at.
+var empty = ""
+
+// setEmpty is the optSym of a field set to "".
+var setEmpty = optSym{s: Sym{&empty}}
+
+// some is the optSym of v, set.
+func some(v string) optSym {
+	if v == "" {
+		return setEmpty
+	}
+	return optSym{s: Intern(v)}
+}
+
+// set says the field was set.
+func (o optSym) set() bool { return o.s.p != nil }
 
 func internPtr[T ~string](p *T) optSym {
 	if p == nil {
 		return optSym{}
 	}
-	return optSym{set: true, s: Intern(string(*p))}
+	return some(string(*p))
 }
 
 func symPtr[T ~string](o optSym) *T {
-	if !o.set {
+	if !o.set() {
 		return nil
 	}
 	v := T(o.s.String())

@@ -411,7 +411,30 @@ func TestObservationConditionsRoundTrip(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
-	if o.OtherConditions == nil || len(*o.OtherConditions) != 3 {
-		t.Errorf("kept in place: %v, others %v", o.CondStatus, o.OtherConditions)
+	if o.Rare == nil || len(o.Rare.OtherConditions) != 3 {
+		t.Errorf("kept in place: %v, others %v", o.CondStatus, o.Rare)
+	}
+}
+
+// TestProjectionSizeClasses holds the projections every VM has to the
+// malloc size classes they were brought into (docs/scale.md, Storage and
+// the Event storm): a field added in place that tips one into the next
+// class costs every VM the difference, and belongs behind its Rare
+// pointer or in a smaller form.
+func TestProjectionSizeClasses(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"Observation", unsafe.Sizeof(Observation{}), 576},
+		{"VM", unsafe.Sizeof(VM{}), 224},
+		{"VMI", unsafe.Sizeof(VMI{}), 416},
+		{"Pod", unsafe.Sizeof(Pod{}), 320},
+		{"VolumeState", unsafe.Sizeof(VolumeState{}), 64},
+		{"optSym", unsafe.Sizeof(optSym{}), 8},
+	} {
+		if tt.size > tt.max {
+			t.Errorf("%s is %d bytes, over the %d of its size class", tt.name, tt.size, tt.max)
+		}
 	}
 }

@@ -163,7 +163,7 @@ func specInterfaces(in []kubevirtv1.Interface) []SpecInterface {
 		o := &out[i]
 		o.Name = Intern(s.Name)
 		if s.Binding != nil {
-			o.Plugin = optSym{set: true, s: Intern(s.Binding.Name)}
+			o.Plugin = some(s.Binding.Name)
 		}
 		for _, b := range [...]struct {
 			set bool
@@ -182,7 +182,7 @@ func specInterfaces(in []kubevirtv1.Interface) []SpecInterface {
 
 func (s *SpecInterface) spec() kubevirtv1.Interface {
 	out := kubevirtv1.Interface{Name: s.Name.String()}
-	if s.Plugin.set {
+	if s.Plugin.set() {
 		out.Binding = &kubevirtv1.PluginBinding{Name: s.Plugin.s.String()}
 	}
 	m := &out.InterfaceBindingMethod
