@@ -21,9 +21,8 @@ import (
 // Reflectors list and watch straight into it, with no informer.
 //
 // An informer keeps each object as an object of its store, with its
-// namespace/name key, an entry in every index (controller-runtime adds one
-// by namespace to each), and its share of the DeltaFIFO and of each
-// handler's notification buffer; for the few facts the rules read of a
+// namespace/name key, an entry in each of its indexes, and its share of the
+// DeltaFIFO and of each handler's notification buffer; for the few facts the rules read of a
 // claim, an attachment, a DataVolume or an event, that machinery costs more
 // than the facts (docs/scale.md, Storage and the Event storm). A kind says
 // how its objects are kept (keptKind): one value an object (a claim under

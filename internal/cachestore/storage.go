@@ -162,11 +162,9 @@ func newDataVolumes(lws map[string]toolscache.ListerWatcher) *DataVolumes {
 		name: "datavolumes", expected: &unstructured.Unstructured{},
 		item: named(func(d *projection.DataVolume) *storagefacts.DataVolume {
 			f := d.F
-			if f.Phase == storagefacts.DataVolumeSucceeded {
-				if f.Name = ""; reflect.DeepEqual(&f, succeededDataVolume) {
-					return succeededDataVolume
-				}
-				f.Name = d.F.Name
+			shared := *succeededDataVolume
+			if shared.Name = f.Name; reflect.DeepEqual(f, shared) {
+				return succeededDataVolume
 			}
 			return &f
 		}),

@@ -58,8 +58,6 @@ type Event struct {
 // Relevant says a rule reads the event: it has its facts.
 func (e *Event) Relevant() bool { return e.F != nil }
 
-var claimAnnotations = []string{storagefacts.SelectedNodeAnnotation}
-
 func fromClaim(p *corev1.PersistentVolumeClaim) *Claim {
 	f := storagefacts.FromPVC(p)
 	// The words a fleet's claims share are interned: a store keeps
@@ -73,7 +71,7 @@ func fromClaim(p *corev1.PersistentVolumeClaim) *Claim {
 		c := &f.Conditions[i]
 		c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
 	}
-	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, claimAnnotations, nil), F: f}
+	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, nil, nil), F: f} // F has the selected node
 }
 
 func fromClass(c *storagev1.StorageClass) *Class {
