@@ -74,8 +74,19 @@ var _ = Describe("A node's NodeObservation", func() {
 		}
 
 		By("no write at idle: virt-handler beats every second on every node, and no NodeObservation is written")
-		// Let the VM's own writes (its VMObservation's) settle first.
+		// Let the VM's own writes (its VMObservation's) settle first, and
+		// the nodes earlier specs left behind: their virt-handlers no
+		// longer beat, so each NodeObservation turns NodeAgentStale some
+		// seconds after its spec ended (a change, and its writes), which
+		// with the specs in a random order can fall in the window below.
 		Consistently(nodeObservation(node), 2*time.Second).Should(WithTransform(nodeVerdictOf, Equal("Healthy/"+v1alpha1.ReasonKubeletReady)))
+		last := -1
+		Eventually(func() bool {
+			n := nodeObservationWrites()
+			stable := n == last
+			last = n
+			return stable
+		}, time.Minute, 6*time.Second).Should(BeTrue(), "NodeObservations still written after a minute")
 		before := nodeObservationWrites()
 		Consistently(nodeObservation(node), 8*time.Second).Should(WithTransform(nodeVerdictOf, Equal("Healthy/"+v1alpha1.ReasonKubeletReady)))
 		idle := nodeObservationWrites() - before
