@@ -14,36 +14,48 @@ import (
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
-// addHistory sets st's status.history for a write that was decided: the
-// stored history, read from the API server (the cache does not keep it: up
-// to 4 KiB a VM, docs/history.md), with the entries since, the transitions
-// counted from the stored verdicts. It returns the
-// entries added. It costs a GET per status write and nothing on a reconcile
-// that writes nothing.
-func (r *Reconciler) addHistory(ctx context.Context, obs *projection.Observation, prev, st *v1alpha1.VMObservationStatus, in verdict.Input) ([]v1alpha1.HistoryEntry, error) {
+// stored reads obs's VMObservation from the API server: the status
+// whole, of which the cache keeps neither the history (up to 4 KiB a VM,
+// docs/history.md) nor the layers' messages (projection.Observation). Nil
+// when there is none of obs's UID (deleted, or deleted and recreated). A
+// reconcile reads it at most once, for a status write or a verdict kept
+// through the lag grace, and not at all when it writes nothing.
+func (r *Reconciler) stored(ctx context.Context, obs *projection.Observation) (*v1alpha1.VMObservation, error) {
 	reader := r.APIReader
 	if reader == nil {
 		reader = r.Client
 	}
 	stored := &v1alpha1.VMObservation{}
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: obs.GetNamespace(), Name: obs.Name}, stored); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("reading the stored history: %w", err)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
+		return nil, fmt.Errorf("reading the stored VMObservation: %w", err)
 	}
-	if stored.UID == obs.GetUID() {
+	if stored.UID != obs.GetUID() {
+		return nil, nil
+	}
+	return stored, nil
+}
+
+// addHistory sets st's status.history for a write that was decided: the
+// stored history (of stored, the object read whole) with the entries
+// since, the transitions counted from the stored verdicts. It returns the
+// entries added.
+func addHistory(stored *v1alpha1.VMObservation, prev, st *v1alpha1.VMObservationStatus, in verdict.Input) []v1alpha1.HistoryEntry {
+	if stored != nil {
 		// The stored status itself, not the cache's view of it: the cache
 		// may not hold our last write yet, and a transition counted from
 		// its older verdict would not follow the history's last one.
 		prev = &stored.Status
 	} else {
-		// Another object of that name (deleted and recreated): its
-		// history is not this one's.
+		// None, or another object of that name (deleted and recreated):
+		// its history is not this one's.
 		p := *prev
 		p.History = nil
 		prev = &p
 	}
-	return history.Apply(prev, st, in).New, nil
+	return history.Apply(prev, st, in).New
 }
 
 // logHistory writes one log line per history entry a status write added,

@@ -59,10 +59,7 @@ func TestAddHistory(t *testing.T) {
 		t.Fatal("the projection keeps the history")
 	}
 	next := status("Degraded", t0.Add(time.Hour))
-	added, err := r.addHistory(context.Background(), obs, prev, next, verdict.Input{Now: t0.Add(2 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	added := addHistory(mustStored(t, r, obs), prev, next, verdict.Input{Now: t0.Add(2 * time.Hour)})
 	if len(added) == 0 || next.History == nil || len(next.History.Entries) != len(stored.Status.History.Entries)+len(added) {
 		t.Fatalf("added %v; history %+v: want the stored entries and the new ones", added, next.History)
 	}
@@ -73,19 +70,28 @@ func TestAddHistory(t *testing.T) {
 	if err := c.Update(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
-	added, err = r.addHistory(context.Background(), obs, prev, again, verdict.Input{Now: t0.Add(3 * time.Hour)})
-	if err != nil || len(added) != 0 {
-		t.Errorf("the same world again added %v (%v)", added, err)
+	if added = addHistory(mustStored(t, r, obs), prev, again, verdict.Input{Now: t0.Add(3 * time.Hour)}); len(added) != 0 {
+		t.Errorf("the same world again added %v", added)
 	}
 
 	other := projection.FromObservation(&v1alpha1.VMObservation{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "vm1", UID: "new-uid"}})
 	fresh := status("Healthy", t0)
-	if _, err := r.addHistory(context.Background(), other, other.Previous(), fresh, verdict.Input{Now: t0}); err != nil {
-		t.Fatal(err)
+	if whole := mustStored(t, r, other); whole != nil {
+		t.Fatalf("the stored object of another UID was read as this one's: %v", whole.UID)
 	}
+	addHistory(nil, other.Previous(), fresh, verdict.Input{Now: t0})
 	for _, e := range fresh.History.Entries {
 		if e.Event == v1alpha1.EventVMIStarted {
 			t.Errorf("the history of a deleted VMObservation was carried into its successor")
 		}
 	}
+}
+
+func mustStored(t *testing.T, r *Reconciler, obs *projection.Observation) *v1alpha1.VMObservation {
+	t.Helper()
+	whole, err := r.stored(context.Background(), obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole
 }

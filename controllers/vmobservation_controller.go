@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,7 +181,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	in.Previous = prev
 	now := r.now()
 	in.Now = now
+	// The stored object, read from the API server once and only when
+	// needed: the cache keeps neither its history nor its layers'
+	// messages.
+	stored := sync.OnceValues(func() (*v1alpha1.VMObservation, error) { return r.stored(ctx, obs) })
 	result := verdict.Evaluate(in)
+	if result.NeedsMessages {
+		// A verdict kept through the lag grace keeps its message: the
+		// evaluation again with the stored status.
+		whole, err := stored()
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if whole != nil {
+			prev = projection.PreviousOf(whole)
+			in.Previous = prev
+			result = verdict.Evaluate(in)
+		}
+	}
 	st := result.Status
 	st.Policy = pol.Status
 	st.ObservedGeneration = obs.Generation
@@ -207,10 +225,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		log.V(5).Info("Status unchanged", "why", decision.why)
 		return next.result(r.now()), nil
 	}
-	added, err := r.addHistory(ctx, obs, prev, &st, in)
+	whole, err := stored()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	added := addHistory(whole, prev, &st, in)
 	if err := r.applyStatus(ctx, obs, &st); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -401,6 +401,43 @@ func TestRequeueCountsFromTheReturn(t *testing.T) {
 	}
 }
 
+// TestKeptVerdictKeepsItsMessage: a launcher pod turns not-ready seconds
+// ago, within the lag grace, and the node layer keeps its Healthy
+// verdict; the cache holds no layer messages (projection.Observation), so
+// the reconcile reads the stored status and keeps the verdict's message,
+// not an empty one.
+func TestKeptVerdictKeepsItsMessage(t *testing.T) {
+	c, _ := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	wReconcile(t, r)
+	before := wObservation(t, c).Status.Layers.Node
+	if before.Verdict != v1alpha1.VerdictHealthy || before.Message == "" {
+		t.Fatalf("node layer %s %q, want Healthy with a message", before.Verdict, before.Message)
+	}
+	pod := wPodObj()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	later := wNow.Add(time.Minute)
+	for i := range pod.Status.Conditions {
+		if cond := &pod.Status.Conditions[i]; cond.Type == corev1.PodReady || cond.Type == corev1.ContainersReady {
+			cond.Status, cond.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(later.Add(-3*time.Second))
+		}
+	}
+	if err := c.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	r.Now = func() time.Time { return later }
+	res := wReconcile(t, r)
+	after := wObservation(t, c).Status.Layers.Node
+	if after.Verdict != v1alpha1.VerdictHealthy || after.Reason != before.Reason || after.Message != before.Message {
+		t.Errorf("node layer %s/%s %q, want the kept %s/%s %q", after.Verdict, after.Reason, after.Message, before.Verdict, before.Reason, before.Message)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 10*time.Second {
+		t.Errorf("RequeueAfter %v, want the end of the lag grace", res.RequeueAfter)
+	}
+}
+
 // TestHeartbeatsCostNoWrites: ten minutes of virt-handler heartbeats, one a
 // minute, write nothing; each reconcile leaves the VM on its node's
 // heartbeat timer, set to the live heartbeat's deadline, and when the beats

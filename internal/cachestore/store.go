@@ -208,8 +208,6 @@ const (
 	// revision (controller-revision-hash): more than one value is a
 	// rollout in progress.
 	IndexHandlerRevision = "vmobs.handler.revision"
-	// IndexObservationNode indexes VMObservations by status.vmi.nodeName.
-	IndexObservationNode = "vmobs.status.vmi.nodeName"
 )
 
 // AddIndexes registers the controller's indexes; before the informers
@@ -229,12 +227,11 @@ func (s *Store) AddIndexes() error {
 	if err := s.VMIs.AddIndexers(toolscache.Indexers{IndexVMINode: vmiNodeIndex}); err != nil {
 		return err
 	}
-	// The NodeObservation controller's: virt-handler's pods and the
-	// VMObservations by their node (one value per object, as above).
-	if err := s.Pods.AddIndexers(toolscache.Indexers{IndexHandlerNode: handlerNodeIndex, IndexHandlerRevision: handlerRevisionIndex}); err != nil {
-		return err
-	}
-	return s.Observations.AddIndexers(toolscache.Indexers{IndexObservationNode: observationNodeIndex})
+	// The NodeObservation controller's: virt-handler's pods (one value
+	// per object, as above). It reads a node's VMObservations by the keys
+	// of the node's VMIs; an index of them by node cost every VM its
+	// entry and was read by nothing.
+	return s.Pods.AddIndexers(toolscache.Indexers{IndexHandlerNode: handlerNodeIndex, IndexHandlerRevision: handlerRevisionIndex})
 }
 
 func handlerNodeIndex(o any) ([]string, error) {
@@ -251,14 +248,6 @@ func handlerRevisionIndex(o any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{p.Revision()}, nil
-}
-
-func observationNodeIndex(o any) ([]string, error) {
-	ob, ok := o.(*projection.Observation)
-	if !ok || ob.NodeName.String() == "" {
-		return nil, nil
-	}
-	return []string{ob.NodeName.String()}, nil
 }
 
 // NamespaceVMs are the VMs of a namespace: a scan of the VMs, as only a

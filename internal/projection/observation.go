@@ -72,9 +72,9 @@ type Observation struct {
 	CondTime [len(conditionTypes)]Time
 	Layers   [len(v1alpha1.LayerNames)]Layer // in v1alpha1.LayerNames order
 	// Rare holds what few VMObservations have; nil when one has none of
-	// it, as most. Its four fields cost every projection 32 bytes in
-	// place: 600 bytes, the 640-byte size class; with the pointer, 568
-	// and 576.
+	// it, as most. Its four fields in place would cost every projection
+	// 32 bytes: 536 bytes, the 576-byte size class; with the pointer, 504
+	// and 512 (TestProjectionSizeClasses).
 	Rare *ObservationRare
 }
 
@@ -119,12 +119,14 @@ func (o *Observation) setRare() *ObservationRare {
 // restarted.
 func (o *Observation) LastRestart() *v1alpha1.Restart { return o.rare().LastRestart }
 
-// Layer is what is read of a stored layer: the verdict with its reason,
-// message and transition time (a verdict kept through the lag grace keeps
-// them), and the evidence times the metrics export.
+// Layer is what is read of a stored layer: the verdict with its reason and
+// transition time (a verdict kept through the lag grace keeps them), and
+// the evidence times the metrics export. Not its message: four messages
+// cost a VM about 300 bytes, and the engine reads one only for a verdict
+// kept through the lag grace, when the controller reads the stored status
+// (PreviousOf, verdict.Result.NeedsMessages).
 type Layer struct {
 	Verdict, Reason                       Sym
-	Message                               string
 	LastTransition, EvidenceTime, StaleAt Time
 }
 
@@ -207,7 +209,7 @@ func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
 		for i, name := range v1alpha1.LayerNames {
 			l := st.Layers.Get(name)
 			out.Layers[i] = Layer{
-				Verdict: Intern(string(l.Verdict)), Reason: Intern(l.Reason), Message: l.Message,
+				Verdict: Intern(string(l.Verdict)), Reason: Intern(l.Reason),
 				LastTransition: timePtr(l.LastTransitionTime), EvidenceTime: timePtr(l.EvidenceTime), StaleAt: timePtr(l.StaleAt),
 			}
 		}
@@ -234,9 +236,9 @@ func (o *Observation) ToObservation() *v1alpha1.VMObservation {
 
 // Previous is the stored status as far as the engine, the Events and the
 // metrics read it: the overall and per-layer verdicts, the layers'
-// reasons, messages and times, the VMI's UID and first sightings, whether
-// the agent was connected, and the conditions' statuses and transition
-// times.
+// reasons and times, the VMI's UID and first sightings, whether the agent
+// was connected, and the conditions' statuses and transition times. Not
+// the layers' messages: see PreviousOf.
 func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 	st := &v1alpha1.VMObservationStatus{Verdict: v1alpha1.Verdict(o.Verdict.String())}
 	if !o.VMIUID.IsZero() {
@@ -256,7 +258,7 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 		for i, name := range v1alpha1.LayerNames {
 			l := &o.Layers[i]
 			*st.Layers.Get(name) = v1alpha1.LayerStatus{
-				Verdict: v1alpha1.Verdict(l.Verdict.String()), Reason: l.Reason.String(), Message: l.Message,
+				Verdict: v1alpha1.Verdict(l.Verdict.String()), Reason: l.Reason.String(),
 				LastTransitionTime: l.LastTransition.Ptr(), EvidenceTime: l.EvidenceTime.Ptr(), StaleAt: l.StaleAt.Ptr(),
 			}
 		}
@@ -273,6 +275,20 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 			st.Conditions = append(st.Conditions, metav1.Condition{
 				Type: c.Type.String(), Status: metav1.ConditionStatus(c.Status.String()), LastTransitionTime: c.LastTransition.Meta(),
 			})
+		}
+	}
+	return st
+}
+
+// PreviousOf is the previous status the engine reads of a VMObservation
+// read whole from the API server: Previous, and the layers' messages,
+// which a verdict kept through the lag grace keeps
+// (verdict.Result.NeedsMessages).
+func PreviousOf(o *v1alpha1.VMObservation) *v1alpha1.VMObservationStatus {
+	st := FromObservation(o).Previous()
+	if st.Layers != nil && o.Status.Layers != nil {
+		for name, l := range st.Layers.All() {
+			l.Message = o.Status.Layers.Get(name).Message
 		}
 	}
 	return st

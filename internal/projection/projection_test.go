@@ -151,7 +151,7 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	}
 	prev := p.Previous()
 	if prev.Verdict != st.Verdict || prev.VMI.UID != "vmi-uid" || !prev.Guest.AgentConnected ||
-		prev.Layers.Node.Reason != "NodeNotReady" || prev.Layers.Node.Message != "m" || !prev.Layers.Node.LastTransitionTime.Equal(&metav1.Time{Time: t0}) ||
+		prev.Layers.Node.Reason != "NodeNotReady" || !prev.Layers.Node.LastTransitionTime.Equal(&metav1.Time{Time: t0}) ||
 		!prev.Layers.Node.StaleAt.Equal(&metav1.Time{Time: t0.Add(time.Minute)}) || prev.Layers.Node.EvidenceTime != nil ||
 		len(prev.Conditions) != 1 || prev.Conditions[0].Status != metav1.ConditionFalse {
 		t.Errorf("previous status %+v", prev)
@@ -161,6 +161,18 @@ func TestObservationKeepsTheWriteDecisionsInputs(t *testing.T) {
 	}
 	if prev.Message != "" || prev.Layers.Node.Evidence != nil || prev.Guest.OSPrettyName != "" || prev.VMI.QOSClass != "" {
 		t.Errorf("the projection kept what nothing reads: %+v", prev)
+	}
+	// The layers' messages are read only of the object whole, for a
+	// verdict kept through the lag grace.
+	if prev.Layers.Node.Message != "" {
+		t.Errorf("the projection kept the node layer's message %q", prev.Layers.Node.Message)
+	}
+	whole := PreviousOf(obs)
+	if whole.Layers.Node.Message != "m" || whole.Layers.Node.Reason != "NodeNotReady" || whole.Message != "" || whole.Layers.Node.Evidence != nil {
+		t.Errorf("PreviousOf: %+v, want Previous with the layers' messages", whole.Layers.Node)
+	}
+	if got := PreviousOf(&v1alpha1.VMObservation{}); got.Layers != nil {
+		t.Errorf("PreviousOf a status without layers: %+v", got.Layers)
 	}
 }
 
@@ -426,7 +438,7 @@ func TestProjectionSizeClasses(t *testing.T) {
 		name      string
 		size, max uintptr
 	}{
-		{"Observation", unsafe.Sizeof(Observation{}), 576},
+		{"Observation", unsafe.Sizeof(Observation{}), 512},
 		{"VM", unsafe.Sizeof(VM{}), 224},
 		{"VMI", unsafe.Sizeof(VMI{}), 416},
 		{"Pod", unsafe.Sizeof(Pod{}), 320},

@@ -25,6 +25,9 @@ type engine struct {
 	// lm is computed once: the control plane's eviction rule and the
 	// status both read it.
 	lm *v1alpha1.LiveMigratability
+	// needsMessages: a layer kept a previous verdict whose message the
+	// previous status did not hold (Result.NeedsMessages).
+	needsMessages bool
 }
 
 // Evaluate computes the status. Same input, same output: lists are sorted,
@@ -106,6 +109,7 @@ func Evaluate(in Input) Result {
 	st.Domain = e.domainSummary()
 	st.Conditions = e.conditions(st, w)
 
+	res.NeedsMessages = e.needsMessages
 	res.Renews = !e.next.IsZero() && (e.fixed.IsZero() || e.next.Before(e.fixed))
 	if res.Renews {
 		res.RenewsOn, res.RenewedAt = e.renewsOn, e.renewedAt

@@ -58,6 +58,9 @@ type finding struct {
 	// the layer is Unknown, and the overall verdict is taken from the
 	// layers that have a basis.
 	noBasis bool
+	// kept is a previous verdict kept through the lag grace
+	// (contradictionWithin), with the previous message.
+	kept bool
 }
 
 type evidenceItem struct {
@@ -221,6 +224,12 @@ func (e *engine) build(l *layer, out *v1alpha1.LayerStatus) finding {
 		w = l.winner()
 	}
 	win := l.findings[w]
+	if win.kept && win.message == "" {
+		// The previous status came without the layers' messages (the
+		// manager's cache keeps none, projection.Observation): the caller
+		// evaluates again with the stored one.
+		e.needsMessages = true
+	}
 	out.Verdict, out.Reason = win.verdict, win.reason
 	out.Message = e.layerMessage(l, w)
 

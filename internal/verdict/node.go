@@ -215,6 +215,9 @@ func (e *engine) contradictionWithin(l *layer, since time.Time, grace time.Durat
 	if p := l.prev; p != nil && p.Verdict != "" && p.Reason != "" && p.Verdict.Severity() < v.Severity() &&
 		(p.Verdict != v1alpha1.VerdictProgressing || p.Reason != reason) {
 		l.add(p.Verdict, p.Reason, p.Message, mtp(p.LastTransitionTime))
+		if l.cur >= 0 {
+			l.findings[l.cur].kept = true
+		}
 		// The evidence the caller cites next is of the contradiction,
 		// not of the verdict kept.
 		l.cur = unheard

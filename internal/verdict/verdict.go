@@ -356,7 +356,9 @@ type Input struct {
 	// VMI say.
 	Storage *storagefacts.Facts
 	// Previous is the status stored before, if any; it keeps
-	// lastTransitionTime stable across evaluations.
+	// lastTransitionTime stable across evaluations, and a verdict kept
+	// through the lag grace. Its layers' messages may be missing: see
+	// Result.NeedsMessages.
 	Previous *v1alpha1.VMObservationStatus
 	// Now is the evaluation time.
 	Now time.Time
@@ -373,6 +375,14 @@ type Result struct {
 	// caller sets.
 	Status v1alpha1.VMObservationStatus
 	Deadlines
+	// NeedsMessages says a layer kept its previous verdict through the lag
+	// grace and Input.Previous did not hold that verdict's message (a
+	// previous status read from the manager's cache, which keeps none of
+	// the layers' messages): Status carries the verdict without it, and
+	// the caller evaluates again with the stored status whole
+	// (projection.PreviousOf). A kept verdict is rare, a lag of seconds
+	// at a handoff; the read is paid only then.
+	NeedsMessages bool
 }
 
 // Deadlines say when the verdict could change with no object changing: the
