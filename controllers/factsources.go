@@ -113,7 +113,7 @@ func (r *Reconciler) agentConnectedVMIs() []factsource.Target {
 	r.eachRunningVMI(func(v *projection.VMI) {
 		for i := range v.Conditions {
 			c := &v.Conditions[i].Cond
-			if c.Type.String() == string(kubevirtv1.VirtualMachineInstanceAgentConnected) && c.Status.String() == "True" {
+			if c.Type() == string(kubevirtv1.VirtualMachineInstanceAgentConnected) && c.Status() == "True" {
 				out = append(out, target(v))
 				return
 			}

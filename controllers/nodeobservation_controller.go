@@ -167,8 +167,8 @@ func handlerPodChanged() predicate.Predicate {
 
 func handlerReady(p *projection.Pod) string {
 	for _, c := range p.Conditions {
-		if c.Type.String() == string(corev1.PodReady) {
-			return c.Status.String()
+		if c.Type() == string(corev1.PodReady) {
+			return c.Status()
 		}
 	}
 	return ""

@@ -333,7 +333,7 @@ func nodeChanged() predicate.Predicate {
 
 func readyOf(n *projection.Node) string {
 	if c := n.Ready; c != nil {
-		return c.Status.String() + "/" + c.Reason.String()
+		return c.Status() + "/" + c.Reason.String()
 	}
 	return ""
 }

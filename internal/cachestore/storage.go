@@ -429,5 +429,5 @@ func nodeState(nodes Index, name string) (missing, notReady bool, err error) {
 	if err != nil || !ok {
 		return !ok && err == nil, false, err
 	}
-	return false, n.Ready == nil || n.Ready.Status.String() != string(corev1.ConditionTrue), nil
+	return false, n.Ready == nil || n.Ready.Status() != string(corev1.ConditionTrue), nil
 }

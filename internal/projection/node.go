@@ -38,8 +38,7 @@ var pressureTypes = map[corev1.NodeConditionType]bool{
 func FromNode(n *corev1.Node) *Node {
 	out := &Node{Meta: metaOf(&n.ObjectMeta, nodeLabels, nodeAnnotations, nodeVocab), Unschedulable: n.Spec.Unschedulable}
 	conv := func(c *corev1.NodeCondition) Cond {
-		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
+		return newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime))
 	}
 	for i := range n.Status.Conditions {
 		c := &n.Status.Conditions[i]
@@ -62,15 +61,15 @@ func (n *Node) ToNode() *corev1.Node {
 	out := &corev1.Node{ObjectMeta: n.ObjectMeta(), Spec: corev1.NodeSpec{Unschedulable: n.Unschedulable}}
 	if c := n.Ready; c != nil {
 		out.Status.Conditions = []corev1.NodeCondition{{
-			Type: corev1.NodeConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-			Reason: c.Reason.String(), Message: c.Message,
+			Type: corev1.NodeConditionType(c.Type()), Status: corev1.ConditionStatus(c.Status()),
+			Reason: c.Reason.String(), Message: c.Message(),
 			LastTransitionTime: c.LastTransition.Meta(),
 		}}
 	}
 	for _, c := range n.Pressure {
 		out.Status.Conditions = append(out.Status.Conditions, corev1.NodeCondition{
-			Type: corev1.NodeConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-			Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
+			Type: corev1.NodeConditionType(c.Type()), Status: corev1.ConditionStatus(c.Status()),
+			Reason: c.Reason.String(), Message: c.Message(), LastTransitionTime: c.LastTransition.Meta(),
 		})
 	}
 	return out

@@ -79,8 +79,7 @@ type Container struct {
 // condition (a pasted row) from one without Ready.
 func podConds(in []corev1.PodCondition) []Cond {
 	conv := func(c *corev1.PodCondition) Cond {
-		return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
+		return newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime))
 	}
 	out := condsOf(in, func(t string) bool {
 		return t == string(corev1.PodReady) || t == string(corev1.PodScheduled) || t == string(kubevirtv1.VirtualMachineUnpaused)
@@ -215,8 +214,8 @@ func (p *Pod) ToPod() *corev1.Pod {
 		st.Conditions = make([]corev1.PodCondition, len(p.Conditions))
 		for i, c := range p.Conditions {
 			st.Conditions[i] = corev1.PodCondition{
-				Type: corev1.PodConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-				Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
+				Type: corev1.PodConditionType(c.Type()), Status: corev1.ConditionStatus(c.Status()),
+				Reason: c.Reason.String(), Message: c.Message(), LastTransitionTime: c.LastTransition.Meta(),
 			}
 		}
 	}

@@ -444,9 +444,26 @@ func TestProjectionSizeClasses(t *testing.T) {
 		{"Pod", unsafe.Sizeof(Pod{}), 320},
 		{"VolumeState", unsafe.Sizeof(VolumeState{}), 64},
 		{"optSym", unsafe.Sizeof(optSym{}), 8},
+		{"Cond", unsafe.Sizeof(Cond{}), 32},
+		{"VMICond", unsafe.Sizeof(VMICond{}), 40},
 	} {
 		if tt.size > tt.max {
 			t.Errorf("%s is %d bytes, over the %d of its size class", tt.name, tt.size, tt.max)
 		}
+	}
+}
+
+// A condition's type, status and message read back as written, a type
+// holding the separator (bad input) included; the zero Cond reads empty.
+func TestCondReadsBack(t *testing.T) {
+	for _, tt := range [][3]string{{"Ready", "True", ""}, {"LiveMigratable", "False", "cannot migrate"}, {"a\x00b", "Unknown", "m"}, {"", "", ""}} {
+		c := newCond(tt[0], tt[1], "R", tt[2], 0)
+		if c.Type() != tt[0] || c.Status() != tt[1] || c.Message() != tt[2] || c.Reason.String() != "R" {
+			t.Errorf("%q: read back %q %q %q", tt, c.Type(), c.Status(), c.Message())
+		}
+	}
+	var zero Cond
+	if zero.Type() != "" || zero.Status() != "" || zero.Message() != "" {
+		t.Errorf("the zero Cond reads %q %q %q", zero.Type(), zero.Status(), zero.Message())
 	}
 }

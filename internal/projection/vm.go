@@ -44,8 +44,7 @@ func FromVM(v *kubevirtv1.VirtualMachine) *VM {
 		Ready:           st.Ready,
 		PrintableStatus: Intern(string(st.PrintableStatus)),
 		Conditions: condsOf(st.Conditions, all, func(c *kubevirtv1.VirtualMachineCondition) Cond {
-			return Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-				Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}
+			return newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime))
 		}),
 		StartFailure:      st.StartFailure.DeepCopy(),
 		MemoryDumpRequest: st.MemoryDumpRequest.DeepCopy(),
@@ -75,8 +74,8 @@ func (v *VM) ToVM() *kubevirtv1.VirtualMachine {
 		st.Conditions = make([]kubevirtv1.VirtualMachineCondition, len(v.Conditions))
 		for i, c := range v.Conditions {
 			st.Conditions[i] = kubevirtv1.VirtualMachineCondition{
-				Type: kubevirtv1.VirtualMachineConditionType(c.Type.String()), Status: corev1.ConditionStatus(c.Status.String()),
-				Reason: c.Reason.String(), Message: c.Message, LastTransitionTime: c.LastTransition.Meta(),
+				Type: kubevirtv1.VirtualMachineConditionType(c.Type()), Status: corev1.ConditionStatus(c.Status()),
+				Reason: c.Reason.String(), Message: c.Message(), LastTransitionTime: c.LastTransition.Meta(),
 			}
 		}
 	}

@@ -379,8 +379,7 @@ func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []VMICond {
 	out := make([]VMICond, len(in))
 	for i := range in {
 		c := &in[i]
-		out[i] = VMICond{Cond: Cond{Type: Intern(string(c.Type)), Status: Intern(string(c.Status)), Reason: Intern(c.Reason),
-			Message: c.Message, LastTransition: metaTime(c.LastTransitionTime)}, LastProbe: metaTime(c.LastProbeTime)}
+		out[i] = VMICond{Cond: newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime)), LastProbe: metaTime(c.LastProbeTime)}
 	}
 	return out
 }
@@ -557,8 +556,8 @@ func (v *VMI) ToVMI() *kubevirtv1.VirtualMachineInstance {
 		st.Conditions = make([]kubevirtv1.VirtualMachineInstanceCondition, len(v.Conditions))
 		for i, c := range v.Conditions {
 			st.Conditions[i] = kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceConditionType(c.Type.String()), Status: corev1ConditionStatus(c.Status),
-				Reason: c.Reason.String(), Message: c.Message,
+				Type: kubevirtv1.VirtualMachineInstanceConditionType(c.Type()), Status: corev1.ConditionStatus(c.Status()),
+				Reason: c.Reason.String(), Message: c.Message(),
 				LastTransitionTime: c.LastTransition.Meta(), LastProbeTime: c.LastProbe.Meta(),
 			}
 		}
