@@ -77,7 +77,7 @@ func TestKeptClaims(t *testing.T) {
 	s := newClaims(map[string]toolscache.ListerWatcher{"a": nil, "b": nil})
 	var woken []types.NamespacedName
 	s.notify = func(ks []types.NamespacedName) { woken = append(woken, ks...) }
-	feed := map[string]*keptFeed[types.NamespacedName, *storagefacts.PVC, *storagefacts.PVC]{}
+	feed := map[string]*keptFeed[types.NamespacedName, *projection.ClaimFacts, *projection.ClaimFacts]{}
 	for _, f := range s.feeds {
 		feed[f.namespace] = f
 	}
@@ -102,8 +102,8 @@ func TestKeptClaims(t *testing.T) {
 		t.Fatalf("after the first lists: synced %v, woke %v; want synced, none woken", s.HasSynced(), woken)
 	}
 	c, ok := s.Get(types.NamespacedName{Namespace: "a", Name: "c2"})
-	if !ok || c.Phase != "Pending" || c.StorageClassName != "fast" || !slices.Equal(c.AccessModes, []string{"ReadWriteMany"}) {
-		t.Errorf("a/c2 kept as %+v (%v)", c, ok)
+	if f := c.PVC("c2"); !ok || f.Name != "c2" || f.Phase != "Pending" || f.StorageClassName != "fast" || !slices.Equal(f.AccessModes, []string{"ReadWriteMany"}) {
+		t.Errorf("a/c2 kept as %+v (%v)", f, ok)
 	}
 	// a/c2 bound, a/c1 gone, b untouched.
 	if err := feed["a"].Replace([]any{claim("a", "c2", corev1.ClaimBound)}, "2"); err != nil {

@@ -3,6 +3,7 @@ package projection
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 	"unsafe"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/internal/membership"
+	"github.com/vmobs/vmobs/internal/storagefacts"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -465,5 +467,38 @@ func TestCondReadsBack(t *testing.T) {
 	var zero Cond
 	if zero.Type() != "" || zero.Status() != "" || zero.Message() != "" {
 		t.Errorf("the zero Cond reads %q %q %q", zero.Type(), zero.Status(), zero.Message())
+	}
+}
+
+// A claim's compact facts give back what storagefacts.FromPVC reads of it,
+// for a plain claim and one with every field set.
+func TestClaimFactsReadBack(t *testing.T) {
+	full := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "vm1-root", CreationTimestamp: metav1.NewTime(t0),
+			Annotations: map[string]string{storagefacts.SelectedNodeAnnotation: "node-a"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To("fast"), VolumeName: "pv-1", VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadOnlyMany},
+		},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, Conditions: []corev1.PersistentVolumeClaimCondition{{
+			Type: corev1.PersistentVolumeClaimResizing, Status: corev1.ConditionTrue, Reason: "Resizing", Message: "m", LastTransitionTime: metav1.NewTime(t0),
+		}}},
+	}
+	plain := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "prod", Name: "scratch"}}
+	for _, pvc := range []*corev1.PersistentVolumeClaim{full, plain} {
+		want := storagefacts.FromPVC(pvc)
+		if !want.Created.IsZero() {
+			want.Created = want.Created.Local() // as the API machinery decodes it
+		}
+		c := fromClaim(pvc)
+		if got := c.F.PVC(pvc.Name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read back %+v, want %+v", pvc.Name, got, want)
+		}
+		if cp := c.DeepCopyObject().(*Claim); !reflect.DeepEqual(cp.F.PVC(pvc.Name), want) {
+			t.Errorf("%s: a deep copy reads %+v", pvc.Name, cp.F.PVC(pvc.Name))
+		}
+	}
+	if size := unsafe.Sizeof(ClaimFacts{}); size > 80 {
+		t.Errorf("ClaimFacts is %d bytes, over the 80 of its size class", size)
 	}
 }

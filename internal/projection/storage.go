@@ -1,6 +1,9 @@
 package projection
 
 import (
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,10 +22,56 @@ var DataVolumeGVK = schema.GroupVersionKind{Group: "cdi.kubevirt.io", Version: "
 var DataVolumeGVR = DataVolumeGVK.GroupVersion().WithResource("datavolumes")
 
 // Claim is a PersistentVolumeClaim as the storage layer reads it: the
-// folded facts (storagefacts.FromPVC), nothing else.
+// folded facts (storagefacts.FromPVC), kept compact (ClaimFacts).
 type Claim struct {
 	Meta
-	F storagefacts.PVC
+	F ClaimFacts
+}
+
+// ClaimFacts are a claim's storagefacts.PVC but its name, in 72 bytes
+// instead of 200 (and its access modes' slice): a store keeps one a VM
+// (cachestore.Claims). The words a fleet's claims share are interned;
+// PVC rebuilds the facts.
+type ClaimFacts struct {
+	Created Time
+	// AccessModes are spec.accessModes joined by commas.
+	Phase, StorageClassName, VolumeMode, SelectedNode, AccessModes Sym
+	VolumeName                                                     string
+	// Conditions are status.conditions; nil for none, as nearly all.
+	Conditions *[]storagefacts.Condition
+}
+
+// claimFactsOf packs f.
+func claimFactsOf(f *storagefacts.PVC) ClaimFacts {
+	c := ClaimFacts{
+		Created: timeOf(f.Created), Phase: Intern(f.Phase), StorageClassName: Intern(f.StorageClassName),
+		VolumeMode: Intern(f.VolumeMode), SelectedNode: Intern(f.SelectedNode), AccessModes: Intern(strings.Join(f.AccessModes, ",")),
+		VolumeName: f.VolumeName,
+	}
+	if len(f.Conditions) > 0 {
+		conds := slices.Clone(f.Conditions)
+		for i := range conds {
+			c := &conds[i]
+			c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
+		}
+		c.Conditions = &conds
+	}
+	return c
+}
+
+// PVC is the claim's facts, named name (the key it is kept under).
+func (c *ClaimFacts) PVC(name string) storagefacts.PVC {
+	f := storagefacts.PVC{
+		Name: name, Phase: c.Phase.String(), Created: c.Created.Time(), StorageClassName: c.StorageClassName.String(),
+		VolumeMode: c.VolumeMode.String(), VolumeName: c.VolumeName, SelectedNode: c.SelectedNode.String(),
+	}
+	if m := c.AccessModes.String(); m != "" {
+		f.AccessModes = strings.Split(m, ",")
+	}
+	if c.Conditions != nil {
+		f.Conditions = slices.Clone(*c.Conditions)
+	}
+	return f
 }
 
 // Class is a StorageClass as the storage layer reads it.
@@ -60,18 +109,7 @@ func (e *Event) Relevant() bool { return e.F != nil }
 
 func fromClaim(p *corev1.PersistentVolumeClaim) *Claim {
 	f := storagefacts.FromPVC(p)
-	// The words a fleet's claims share are interned: a store keeps
-	// thousands of claims (cachestore.Claims).
-	f.Phase, f.StorageClassName, f.VolumeMode = Intern(f.Phase).String(), Intern(f.StorageClassName).String(), Intern(f.VolumeMode).String()
-	f.SelectedNode = Intern(f.SelectedNode).String()
-	for i, m := range f.AccessModes {
-		f.AccessModes[i] = Intern(m).String()
-	}
-	for i := range f.Conditions {
-		c := &f.Conditions[i]
-		c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
-	}
-	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, nil, nil), F: f} // F has the selected node
+	return &Claim{Meta: metaOf(&p.ObjectMeta, nil, nil, nil), F: claimFactsOf(&f)} // F has the selected node
 }
 
 func fromClass(c *storagev1.StorageClass) *Class {
@@ -114,8 +152,10 @@ func fromDataVolume(u *unstructured.Unstructured) *DataVolume {
 func (c *Claim) DeepCopyObject() runtime.Object {
 	o := *c
 	o.Meta = c.Meta.deepCopy()
-	o.F.AccessModes = clone(c.F.AccessModes)
-	o.F.Conditions = clone(c.F.Conditions)
+	if c.F.Conditions != nil {
+		conds := slices.Clone(*c.F.Conditions)
+		o.F.Conditions = &conds
+	}
 	return &o
 }
 

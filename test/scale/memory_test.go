@@ -286,7 +286,7 @@ func cacheSizes(ctx context.Context, c cache.Cache, storage *cachestore.StorageS
 	}
 	// The storage stores (no informer's: cachestore.Kept), by object kept:
 	// its share of a map slot, and what its key and facts hold.
-	out["PersistentVolumeClaim"] = keptSize(storage.Claims, seen, func(*storagefacts.PVC) int { return 1 })
+	out["PersistentVolumeClaim"] = keptSize(storage.Claims, seen, func(*projection.ClaimFacts) int { return 1 })
 	out["VolumeAttachment"] = keptSize(storage.Attachments, seen, func(as []storagefacts.Attachment) int { return len(as) })
 	if storage.DataVolumes != nil {
 		out["DataVolume"] = keptSize(storage.DataVolumes, seen, func(*storagefacts.DataVolume) int { return 1 })
