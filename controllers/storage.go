@@ -28,10 +28,19 @@ import (
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;volumeattachments,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cdi.kubevirt.io,resources=datavolumes,verbs=get;list;watch
 
+// evidencePriority is the work queue's priority of a VM woken by a Warning
+// Event: below an object's change (0), so that an Event storm about a few
+// VMs does not hold back the other VMs' verdicts (an event explains a
+// verdict, the objects decide it), and above the informers' initial lists
+// (handler.LowPriority), which the queue holds in a backlog of their own
+// (runtimekit.NewQueue).
+const evidencePriority = handler.LowPriority / 2
+
 // watchStorage opens the storage stores and watches them, each change
 // mapped to the VMs it affects; a change of the Warning Events kept about
 // an object (a new one among its newest, a repeat of one, since its time
-// is the evidence time, or one gone) maps to the VMs of that object. CDI
+// is the evidence time, or one gone) maps to the VMs of that object, at
+// evidencePriority. CDI
 // is optional, as KubeVirt treats it: without its CRD there is no
 // DataVolume store and the storage layer reads no DataVolume.
 func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl.Request]) (*builder.TypedBuilder[ctrl.Request], error) {
@@ -47,7 +56,7 @@ func (r *Reconciler) watchStorage(mgr ctrl.Manager, b *builder.TypedBuilder[ctrl
 		WatchesRawSource(st.Claims.Source(r.claimToVMs)).
 		WatchesRawSource(runtimekit.WatchKind(mgr.GetCache(), &storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToVMs), classChanged())).
 		WatchesRawSource(st.Attachments.Source(r.attachmentToVMs)).
-		WatchesRawSource(st.Events.Source(r.eventToVMs))
+		WatchesRawSource(st.Events.SourceAt(evidencePriority, r.eventToVMs))
 	if st.DataVolumes != nil {
 		b = b.WatchesRawSource(st.DataVolumes.Source(r.claimToVMs))
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vmobs/vmobs/internal/projection"
@@ -439,6 +440,35 @@ func TestEventsSource(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestEventsSourceAt: the requests of a source made with a priority come
+// at that priority on a priority queue; a VM already queued at a higher
+// one keeps it.
+func TestEventsSourceAt(t *testing.T) {
+	e := newEvents(nil)
+	toVM := func(_ context.Context, o EventObject) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}}}
+	}
+	q := priorityqueue.New[reconcile.Request]("events-source-at")
+	defer q.ShutDown()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := e.SourceAt(-50, toVM).Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, e, warning("ns", "mount", storagefacts.KindPod, "quiet", storagefacts.ReasonFailedMount, time.Minute))
+	if r, prio, _ := q.GetWithPriority(); r.Name != "quiet" || prio != -50 {
+		t.Errorf("got %v at priority %d, want quiet at -50", r, prio)
+	} else {
+		q.Done(r)
+	}
+	busy := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "busy"}}
+	q.Add(busy)
+	mustPut(t, e, warning("ns", "attach", storagefacts.KindPod, "busy", storagefacts.ReasonFailedAttachVolume, time.Minute))
+	if r, prio, _ := q.GetWithPriority(); r != busy || prio != 0 {
+		t.Errorf("got %v at priority %d, want busy at its own 0", r, prio)
+	}
 }
 
 // TestEventsForget: the events no rule reads again leave the store,

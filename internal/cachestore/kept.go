@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -172,16 +173,29 @@ func (s *Kept[K, I, V]) Source(toRequests func(context.Context, K) []reconcile.R
 	return &keptSource[K, I, V]{store: s, toRequests: toRequests}
 }
 
+// SourceAt is Source adding its requests at priority (on a queue with
+// priorities, as controller-runtime's default): a request already queued
+// keeps its own if that is higher.
+func (s *Kept[K, I, V]) SourceAt(priority int, toRequests func(context.Context, K) []reconcile.Request) source.SyncingSource {
+	return &keptSource[K, I, V]{store: s, toRequests: toRequests, priority: &priority}
+}
+
 type keptSource[K comparable, I, V any] struct {
 	store      *Kept[K, I, V]
 	toRequests func(context.Context, K) []reconcile.Request
+	priority   *int
 }
 
 func (s *keptSource[K, I, V]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	add := q.Add
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok && s.priority != nil {
+		opts := priorityqueue.AddOpts{Priority: s.priority}
+		add = func(r reconcile.Request) { pq.AddWithOpts(opts, r) }
+	}
 	notify := func(keys []K) {
 		for _, k := range keys {
 			for _, r := range s.toRequests(ctx, k) {
-				q.Add(r)
+				add(r)
 			}
 		}
 	}
