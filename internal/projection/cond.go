@@ -10,18 +10,16 @@ import "strings"
 // bytes each. Only a VMI's conditions keep their lastProbeTime (VMICond):
 // the engine reads it of none other.
 type Cond struct {
-	word           Sym // type, condSep, status
+	// word is type, wordSep, status, split at the last wordSep: a type
+	// that holds it (bad input) still reads back whole.
+	word           Sym
 	Reason         Sym
 	message        *string
 	LastTransition Time
 }
 
-// condSep parts a condition's type from its status in its word, at its
-// last occurrence: a type that holds it (bad input) still reads back whole.
-const condSep = "\x00"
-
 func newCond(typ, status, reason, message string, t Time) Cond {
-	c := Cond{word: Intern(typ + condSep + status), Reason: Intern(reason), LastTransition: t}
+	c := Cond{word: Intern(typ + wordSep + status), Reason: Intern(reason), LastTransition: t}
 	if message != "" {
 		c.message = &message
 	}
@@ -31,13 +29,13 @@ func newCond(typ, status, reason, message string, t Time) Cond {
 // Type is the condition's type.
 func (c Cond) Type() string {
 	w := c.word.String()
-	return w[:max(strings.LastIndex(w, condSep), 0)]
+	return w[:max(strings.LastIndex(w, wordSep), 0)]
 }
 
 // Status is the condition's status.
 func (c Cond) Status() string {
 	w := c.word.String()
-	return w[strings.LastIndex(w, condSep)+1:]
+	return w[strings.LastIndex(w, wordSep)+1:]
 }
 
 // Message is the condition's message.

@@ -1,6 +1,9 @@
 package projection
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // maxInterned bounds each intern table. The values interned are a fleet's
 // vocabulary (condition types and reasons, phases, node, namespace,
@@ -98,4 +101,26 @@ func symPtr[T ~string](o optSym) *T {
 	}
 	v := T(o.s.String())
 	return &v
+}
+
+// wordSep joins the words of one interned value (a claim's access modes, a
+// condition's type and status): none of those words holds it.
+const wordSep = "\x00"
+
+// internWords interns words joined by wordSep, in their order: a fleet
+// has a few combinations. No words is the zero Sym.
+func internWords[T ~string](words []T) Sym {
+	parts := make([]string, len(words))
+	for i, w := range words {
+		parts[i] = string(w)
+	}
+	return Intern(strings.Join(parts, wordSep))
+}
+
+// splitWords is the words internWords joined into s; nil for the zero Sym.
+func splitWords(s Sym) []string {
+	if s.String() == "" {
+		return nil
+	}
+	return strings.Split(s.String(), wordSep)
 }

@@ -2,7 +2,6 @@ package projection
 
 import (
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -34,7 +33,7 @@ type Claim struct {
 // PVC rebuilds the facts.
 type ClaimFacts struct {
 	Created Time
-	// AccessModes are spec.accessModes joined by commas.
+	// AccessModes are spec.accessModes (internWords).
 	Phase, StorageClassName, VolumeMode, SelectedNode, AccessModes Sym
 	VolumeName                                                     string
 	// Conditions are status.conditions; nil for none, as nearly all.
@@ -45,14 +44,14 @@ type ClaimFacts struct {
 func claimFactsOf(f *storagefacts.PVC) ClaimFacts {
 	c := ClaimFacts{
 		Created: timeOf(f.Created), Phase: Intern(f.Phase), StorageClassName: Intern(f.StorageClassName),
-		VolumeMode: Intern(f.VolumeMode), SelectedNode: Intern(f.SelectedNode), AccessModes: Intern(strings.Join(f.AccessModes, ",")),
+		VolumeMode: Intern(f.VolumeMode), SelectedNode: Intern(f.SelectedNode), AccessModes: internWords(f.AccessModes),
 		VolumeName: f.VolumeName,
 	}
 	if len(f.Conditions) > 0 {
 		conds := slices.Clone(f.Conditions)
 		for i := range conds {
-			c := &conds[i]
-			c.Type, c.Status, c.Reason = Intern(c.Type).String(), Intern(c.Status).String(), Intern(c.Reason).String()
+			cd := &conds[i]
+			cd.Type, cd.Status, cd.Reason = Intern(cd.Type).String(), Intern(cd.Status).String(), Intern(cd.Reason).String()
 		}
 		c.Conditions = &conds
 	}
@@ -65,9 +64,7 @@ func (c *ClaimFacts) PVC(name string) storagefacts.PVC {
 		Name: name, Phase: c.Phase.String(), Created: c.Created.Time(), StorageClassName: c.StorageClassName.String(),
 		VolumeMode: c.VolumeMode.String(), VolumeName: c.VolumeName, SelectedNode: c.SelectedNode.String(),
 	}
-	if m := c.AccessModes.String(); m != "" {
-		f.AccessModes = strings.Split(m, ",")
-	}
+	f.AccessModes = splitWords(c.AccessModes)
 	if c.Conditions != nil {
 		f.Conditions = slices.Clone(*c.Conditions)
 	}

@@ -281,15 +281,12 @@ func migrationState(s *kubevirtv1.VirtualMachineInstanceMigrationState) *kubevir
 // every VMI 224 bytes a volume; this is 64.
 type VolumeState struct {
 	Name string
-	// Modes are the claim's access modes, in their order, joined by
-	// modeSep and interned: a fleet has a few combinations.
+	// Modes are the claim's access modes (internWords).
 	Modes         Sym
 	Hotplug       bool
 	Phase, Reason Sym
 	Message       string
 }
-
-const modeSep = "\x00"
 
 // volumes keeps the entries with access modes or of a hotplug volume.
 func volumes(in []kubevirtv1.VolumeStatus) []VolumeState {
@@ -310,11 +307,7 @@ func volumes(in []kubevirtv1.VolumeStatus) []VolumeState {
 		}
 		k := VolumeState{Name: v.Name}
 		if c := v.PersistentVolumeClaimInfo; c != nil && len(c.AccessModes) > 0 {
-			modes := make([]string, len(c.AccessModes))
-			for j, m := range c.AccessModes {
-				modes[j] = string(m)
-			}
-			k.Modes = Intern(strings.Join(modes, modeSep))
+			k.Modes = internWords(c.AccessModes)
 		}
 		if v.HotplugVolume != nil {
 			k.Hotplug = true
@@ -338,9 +331,9 @@ func toVolumeStatus(in []VolumeState) []kubevirtv1.VolumeStatus {
 	out := make([]kubevirtv1.VolumeStatus, len(in))
 	for i, k := range in {
 		out[i].Name = k.Name
-		if m := k.Modes.String(); m != "" {
+		if modes := splitWords(k.Modes); modes != nil {
 			info := &kubevirtv1.PersistentVolumeClaimInfo{}
-			for _, mode := range strings.Split(m, modeSep) {
+			for _, mode := range modes {
 				info.AccessModes = append(info.AccessModes, corev1.PersistentVolumeAccessMode(mode))
 			}
 			out[i].PersistentVolumeClaimInfo = info
