@@ -167,21 +167,27 @@ func (o *Observation) setCondition(c *metav1.Condition) {
 func FromObservation(o *v1alpha1.VMObservation) *Observation { return fromObservation(o, Sharding{}) }
 
 func fromObservation(o *v1alpha1.VMObservation, s Sharding) *Observation {
+	out := observationOf(o, s)
+	out.Hash, out.TimelessHash = StatusHash(&o.Status), StatusHash(WithoutTimestamps(&o.Status))
+	return out
+}
+
+// observationOf is fromObservation but the status's hashes, which only
+// the write decision reads.
+func observationOf(o *v1alpha1.VMObservation, s Sharding) *Observation {
 	st := &o.Status
 	labels := observationLabels
 	if len(s.Labels) > 0 {
 		labels = append(slices.Clip(observationLabels), s.Labels...)
 	}
 	out := &Observation{
-		Meta:         metaOf(&o.ObjectMeta, labels, nil, observationVocab),
-		Generation:   o.Generation,
-		Owners:       ownersOf(o.OwnerReferences, o.Name),
-		Policy:       o.Spec.Policy.DeepCopy(),
-		LastWrite:    timeOf(lastStatusWrite(o)),
-		Hash:         StatusHash(st),
-		TimelessHash: StatusHash(WithoutTimestamps(st)),
-		Verdict:      Intern(string(st.Verdict)),
-		Reason:       Intern(st.Reason),
+		Meta:       metaOf(&o.ObjectMeta, labels, nil, observationVocab),
+		Generation: o.Generation,
+		Owners:     ownersOf(o.OwnerReferences, o.Name),
+		Policy:     o.Spec.Policy.DeepCopy(),
+		LastWrite:  timeOf(lastStatusWrite(o)),
+		Verdict:    Intern(string(st.Verdict)),
+		Reason:     Intern(st.Reason),
 	}
 	if st.VMI != nil {
 		out.VMIUID = uidOf(st.VMI.UID)
@@ -285,7 +291,7 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 // which a verdict kept through the lag grace keeps
 // (verdict.Result.NeedsMessages).
 func PreviousOf(o *v1alpha1.VMObservation) *v1alpha1.VMObservationStatus {
-	st := FromObservation(o).Previous()
+	st := observationOf(o, Sharding{}).Previous()
 	if st.Layers != nil && o.Status.Layers != nil {
 		for name, l := range st.Layers.All() {
 			l.Message = o.Status.Layers.Get(name).Message
