@@ -140,25 +140,13 @@ func fold(st *vmiState, t *factsource.Target, a *answers) bool {
 		f.VCPUStalledSince = since(prev.VCPUStalledSince, a.at)
 	}
 
-	v, ok = a.value(sigMemDomain, t)
-	f.MemoryDomain = bucket(prev.MemoryDomain, v, ok, scaleBytes)
-	v, ok = a.value(sigMemAvailable, t)
-	f.MemoryAvailable = bucket(prev.MemoryAvailable, v, ok, scaleBytes)
-	// A guest whose balloon driver has no "usable" statistic has no
-	// headroom value: "unused" (MemFree) is low on every guest whose page
-	// cache fills its memory, and KubeVirt's alerts never read it.
-	v, ok = a.value(sigMemUsable, t)
-	f.MemoryUsable = bucket(prev.MemoryUsable, v, ok, scaleBytes)
-	v, ok = a.value(sigSwap, t)
-	f.SwapRate = bucket(prev.SwapRate, v, ok, scaleRate)
-	v, ok = a.value(sigMajorFaults, t)
-	f.MajorFaultRate = bucket(prev.MajorFaultRate, v, ok, scaleEvents)
+	for _, g := range gauges {
+		v, ok := a.value(g.sig, t)
+		*g.of(&f) = bucket(*g.of(prev), v, ok, g.scale)
+	}
 	if a.memory.Pressure(&f) {
 		f.MemoryPressureSince = since(prev.MemoryPressureSince, a.at)
 	}
-	v, ok = a.value(sigGuestPanics, t)
-	f.GuestPanics = bucket(prev.GuestPanics, v, ok, scaleEvents)
-
 	v, ok = a.value(sigStorageLatency, t)
 	f.StorageLatency = bucket(prev.StorageLatency, v, ok, scaleLatency)
 	if ok && valid(v) {
@@ -167,19 +155,6 @@ func fold(st *vmiState, t *factsource.Target, a *answers) bool {
 	if st.baselineN >= baselineSamples {
 		f.StorageBaseline = bucket(prev.StorageBaseline, st.baseline, true, scaleLatency)
 	}
-	v, ok = a.value(sigStorageRead, t)
-	f.StorageReadRate = bucket(prev.StorageReadRate, v, ok, scaleRate)
-	v, ok = a.value(sigStorageWrite, t)
-	f.StorageWriteRate = bucket(prev.StorageWriteRate, v, ok, scaleRate)
-
-	v, ok = a.value(sigNetReceive, t)
-	f.NetworkReceiveRate = bucket(prev.NetworkReceiveRate, v, ok, scaleRate)
-	v, ok = a.value(sigNetTransmit, t)
-	f.NetworkTransmitRate = bucket(prev.NetworkTransmitRate, v, ok, scaleRate)
-	v, ok = a.value(sigNetErrors, t)
-	f.NetworkErrorRate = bucket(prev.NetworkErrorRate, v, ok, scaleEvents)
-	v, ok = a.value(sigNetRxDrops, t)
-	f.NetworkReceiveDropRate = bucket(prev.NetworkReceiveDropRate, v, ok, scaleEvents)
 
 	v, ok = a.value(sigMigRemaining, t)
 	ts, okTS := a.value(sigMigTimestamp, t)
@@ -218,6 +193,29 @@ func fold(st *vmiState, t *factsource.Target, a *answers) bool {
 	}
 	st.facts = f
 	return changed
+}
+
+// gauges are the signals kept as a value each, bucketed and nothing more.
+// A guest whose balloon driver has no "usable" statistic has no headroom
+// value: "unused" (MemFree) is low on every guest whose page cache fills
+// its memory, and KubeVirt's alerts never read it.
+var gauges = []struct {
+	sig   signal
+	of    func(*vmifacts.DomainFacts) *vmifacts.Value
+	scale scale
+}{
+	{sigMemDomain, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.MemoryDomain }, scaleBytes},
+	{sigMemAvailable, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.MemoryAvailable }, scaleBytes},
+	{sigMemUsable, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.MemoryUsable }, scaleBytes},
+	{sigSwap, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.SwapRate }, scaleRate},
+	{sigMajorFaults, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.MajorFaultRate }, scaleEvents},
+	{sigGuestPanics, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.GuestPanics }, scaleEvents},
+	{sigStorageRead, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.StorageReadRate }, scaleRate},
+	{sigStorageWrite, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.StorageWriteRate }, scaleRate},
+	{sigNetReceive, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.NetworkReceiveRate }, scaleRate},
+	{sigNetTransmit, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.NetworkTransmitRate }, scaleRate},
+	{sigNetErrors, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.NetworkErrorRate }, scaleEvents},
+	{sigNetRxDrops, func(f *vmifacts.DomainFacts) *vmifacts.Value { return &f.NetworkReceiveDropRate }, scaleEvents},
 }
 
 func (a *answers) value(s signal, t *factsource.Target) (float64, bool) {
