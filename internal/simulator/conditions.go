@@ -90,31 +90,36 @@ func removeVMICond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualM
 // setVMIPhase moves the VMI to phase and records the transition once per
 // phase value, as virt-controller and virt-handler do.
 func setVMIPhase(vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase, now metav1.Time) {
-	if vmi.Status.Phase == phase {
-		return
-	}
-	vmi.Status.Phase = phase
-	for _, ts := range vmi.Status.PhaseTransitionTimestamps {
-		if ts.Phase == phase {
-			return
-		}
-	}
-	vmi.Status.PhaseTransitionTimestamps = append(vmi.Status.PhaseTransitionTimestamps,
+	setPhase(&vmi.Status.Phase, &vmi.Status.PhaseTransitionTimestamps, phase,
+		func(t kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp) kubevirtv1.VirtualMachineInstancePhase {
+			return t.Phase
+		},
 		kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
 }
 
+// setVMIMPhase is setVMIPhase for a migration, as virt-controller does.
 func setVMIMPhase(m *kubevirtv1.VirtualMachineInstanceMigration, phase kubevirtv1.VirtualMachineInstanceMigrationPhase, now metav1.Time) {
-	if m.Status.Phase == phase {
+	setPhase(&m.Status.Phase, &m.Status.PhaseTransitionTimestamps, phase,
+		func(t kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp) kubevirtv1.VirtualMachineInstanceMigrationPhase {
+			return t.Phase
+		},
+		kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+}
+
+// setPhase sets *cur to phase and appends stamp to *stamps unless a stamp
+// of that phase is there already: KubeVirt records the first time a phase
+// was entered, once.
+func setPhase[P comparable, T any](cur *P, stamps *[]T, phase P, phaseOf func(T) P, stamp T) {
+	if *cur == phase {
 		return
 	}
-	m.Status.Phase = phase
-	for _, ts := range m.Status.PhaseTransitionTimestamps {
-		if ts.Phase == phase {
+	*cur = phase
+	for _, ts := range *stamps {
+		if phaseOf(ts) == phase {
 			return
 		}
 	}
-	m.Status.PhaseTransitionTimestamps = append(m.Status.PhaseTransitionTimestamps,
-		kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp{Phase: phase, PhaseTransitionTimestamp: now})
+	*stamps = append(*stamps, stamp)
 }
 
 // Pod conditions, with the kubelet's rule: lastTransitionTime moves only

@@ -413,12 +413,19 @@ func (s *Simulator) Evict(ctx context.Context, ns, name string) error {
 	if !s.writes("v1.7") {
 		return s.syncVM(ctx, ns, name)
 	}
+	return s.controllerSetsVMICond(ctx, ns, name, kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstanceEvictionRequested, Status: corev1.ConditionTrue,
+		Reason: kubevirtv1.VirtualMachineInstanceReasonEvictionRequested, Message: "VMI is marked for eviction",
+	})
+}
+
+// controllerSetsVMICond is virt-controller setting one condition of the
+// VMI (its transition time now when it changes), then the VM's status
+// following.
+func (s *Simulator) controllerSetsVMICond(ctx context.Context, ns, name string, c kubevirtv1.VirtualMachineInstanceCondition) error {
 	now := s.now()
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-			Type: kubevirtv1.VirtualMachineInstanceEvictionRequested, Status: corev1.ConditionTrue,
-			Reason: kubevirtv1.VirtualMachineInstanceReasonEvictionRequested, Message: "VMI is marked for eviction",
-		}, now)
+		setVMICond(vmi, c, now)
 		return nil
 	}); err != nil {
 		return err

@@ -174,17 +174,10 @@ func (s *Simulator) unschedulable(ctx context.Context, ns, name, why string) err
 	if err := s.markUnschedulable(ctx, ns, pod.Name, msg); err != nil {
 		return err
 	}
-	now := s.now()
-	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-			Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
-			Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now,
-		}, now)
-		return nil
-	}); err != nil {
-		return err
-	}
-	return s.syncVM(ctx, ns, name)
+	return s.controllerSetsVMICond(ctx, ns, name, kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: msg,
+	})
 }
 
 // PlayVolumeNotBound: the root disk's claim asks for MissingStorageClass.
