@@ -27,6 +27,7 @@ import (
 	"github.com/vmobs/vmobs/internal/history"
 	"github.com/vmobs/vmobs/internal/membership"
 	"github.com/vmobs/vmobs/internal/metrics"
+	"github.com/vmobs/vmobs/internal/policyset"
 	"github.com/vmobs/vmobs/internal/projection"
 	"github.com/vmobs/vmobs/internal/runtimekit"
 	"github.com/vmobs/vmobs/internal/startupgc"
@@ -177,67 +178,98 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{}, err
 	}
 	in.Policy = r.opts.Policy.WithOverrides(pol.Overrides)
-	prev := obs.Previous()
-	in.Previous = prev
 	now := r.now()
 	in.Now = now
 	// The stored object, read from the API server once and only when
 	// needed: the cache keeps neither its history nor its layers'
-	// messages.
+	// messages, and may be behind the server.
 	stored := sync.OnceValues(func() (*v1alpha1.VMObservation, error) { return r.stored(ctx, obs) })
-	result := verdict.Evaluate(in)
-	if result.NeedsMessages {
-		// A verdict kept through the lag grace keeps its message: the
-		// evaluation again with the stored status.
-		whole, err := stored()
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if whole != nil {
-			prev = projection.PreviousOf(whole)
-			in.Previous = prev
-			result = verdict.Evaluate(in)
-		}
+	e, err := r.evaluateAgainstServer(req.NamespacedName, in, pol, obs, stored, now)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	st := result.Status
-	st.Policy = pol.Status
-	st.ObservedGeneration = obs.Generation
-	for i := range st.Conditions {
-		st.Conditions[i].ObservedGeneration = obs.Generation
-	}
-	// status.vm is part of the status decided on; status.history is not
-	// (projection.StatusHash leaves it out): it is added below, to a
-	// write that happens anyway.
-	st.VM = history.Life(prev, &st, in)
-	// The incident the VM is a member of goes out in this write, with the
-	// transition that makes it one (incident.go).
-	quiet := r.incidents.observe(req.NamespacedName, obs, &st, in.Storage)
-
-	decision := r.policy.decide(writeRequest{
-		key: req.NamespacedName, uid: obs.GetUID(), stored: storedSums(obs), next: &st,
-		storedWrite: obs.LastWrite.Time(), now: now,
-	})
-	next := nextLook(result.Deadlines, decision.retryAfter, now, r.beats != nil)
+	next := nextLook(e.result.Deadlines, e.decision.retryAfter, now, r.beats != nil)
 	if renewing = next.beat != nil; renewing {
 		r.beats.Watch(req.NamespacedName, next.beat.node, next.beat.renewedAt, next.beat.at)
 	}
-	if !decision.write {
-		log.V(5).Info("Status unchanged", "why", decision.why)
+	if !e.decision.write {
+		log.V(5).Info("Status unchanged", "why", e.decision.why)
 		return next.result(r.now()), nil
 	}
 	whole, err := stored()
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	added := addHistory(whole, prev, &st, in)
-	if err := r.applyStatus(ctx, obs, &st); err != nil {
+	st := &e.status
+	added := addHistory(whole, e.prev, st, in)
+	if err := r.applyStatus(ctx, obs, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, decision)
-	r.recordTransitions(obs, prev, &st, quiet)
+	r.policy.wrote(req.NamespacedName, obs.GetUID(), now, e.decision)
+	r.recordTransitions(obs, e.prev, st, e.quiet)
 	logHistory(log, added)
-	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", decision.why)
+	log.V(2).Info("Updated status", "verdict", st.Verdict, "reason", st.Reason, "why", e.decision.why)
 	return next.result(r.now()), nil
+}
+
+// evaluateAgainstServer evaluates the VM against the cache's object and,
+// when that evaluation needs the stored object (a verdict kept through the
+// lag grace keeps its message) or would write while the cache is behind the
+// server, again against the stored object. A cache behind the server for
+// longer than the write policy trusts its memory of a write (a watch backs
+// off for up to a minute after an API server outage) would otherwise have
+// the status written again, its transitions at a new time. The read is the
+// one a write makes anyway for the history.
+func (r *Reconciler) evaluateAgainstServer(key types.NamespacedName, in verdict.Input, pol policyset.Result, obs *projection.Observation,
+	stored func() (*v1alpha1.VMObservation, error), now time.Time) (evaluation, error) {
+	e := r.evaluate(key, in, pol, obs, obs.Previous(), now)
+	if !e.result.NeedsMessages && !e.decision.write {
+		return e, nil
+	}
+	whole, err := stored()
+	if err != nil || whole == nil {
+		return e, err
+	}
+	if e.result.NeedsMessages || whole.ResourceVersion != obs.ResourceVersion {
+		e = r.evaluate(key, in, pol, projection.FromObservation(whole), projection.PreviousOf(whole), now)
+	}
+	return e, nil
+}
+
+// evaluation is the VM evaluated against a previous status, and the write
+// decided against the object that status is of.
+type evaluation struct {
+	prev     *v1alpha1.VMObservationStatus
+	result   verdict.Result
+	status   v1alpha1.VMObservationStatus
+	quiet    []string
+	decision writeDecision
+}
+
+// evaluate runs the engine on in against prev, the status of o (the cache's
+// object, or the stored one read whole), and decides the write against o.
+func (r *Reconciler) evaluate(key types.NamespacedName, in verdict.Input, pol policyset.Result, o *projection.Observation, prev *v1alpha1.VMObservationStatus, now time.Time) evaluation {
+	in.Previous = prev
+	e := evaluation{prev: prev, result: verdict.Evaluate(in)}
+	st := &e.status
+	*st = e.result.Status
+	st.Policy = pol.Status
+	st.ObservedGeneration = o.Generation
+	for i := range st.Conditions {
+		st.Conditions[i].ObservedGeneration = o.Generation
+	}
+	// status.vm is part of the status decided on; status.history is not
+	// (projection.StatusHash leaves it out): it is added to a write that
+	// happens anyway.
+	st.VM = history.Life(prev, st, in)
+	// The incident the VM is a member of goes out in this write, with the
+	// transition that makes it one (incident.go).
+	e.quiet = r.incidents.observe(key, o, st, in.Storage)
+	e.decision = r.policy.decide(writeRequest{
+		key: key, uid: o.GetUID(), stored: storedSums(o), next: st,
+		storedWrite: o.LastWrite.Time(), now: now,
+	})
+	return e
 }
 
 func (r *Reconciler) now() time.Time {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -273,6 +274,61 @@ func TestReconcileCreatesThenWritesNothingForAnUnchangedWorld(t *testing.T) {
 		if w.total() != before {
 			t.Errorf("reconcile %v later wrote %v", after, w.counts)
 		}
+	}
+}
+
+// TestCacheBehindTheServerBringsNoRewrite: a cache that never received our
+// status write (its watch backing off after an API server outage) is
+// trusted again once cacheLagTolerance has passed; the read a write makes
+// for the history finds the status there already, and nothing is written.
+// A status changed on the server behind our back is still put right.
+func TestCacheBehindTheServerBringsNoRewrite(t *testing.T) {
+	c, w := fakeWorld(t, wVMObj(), wVMIObj(), wPodObj(), wNodeObj())
+	r := wReconciler(c)
+	wReconcile(t, r)
+	written := wObservation(t, c)
+	if w.counts["apply status"] != 1 || written.Status.Verdict != v1alpha1.VerdictHealthy {
+		t.Fatalf("first reconcile wrote %v, status %s", w.counts, written.Status.Verdict)
+	}
+
+	// The cache as the create event left it: no status.
+	behind := storeOf(t, c)
+	created := written.DeepCopy()
+	created.Status = v1alpha1.VMObservationStatus{}
+	rv, err := strconv.Atoi(written.ResourceVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.ResourceVersion = strconv.Itoa(rv - 1)
+	if err := behind.Observations.(toolscache.Indexer).Update(testsupport.Project(t, created)); err != nil {
+		t.Fatal(err)
+	}
+	r.Store = behind
+	key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: wNS, Name: wVM}}
+	r.Now = func() time.Time { return wNow.Add(cacheLagTolerance + time.Second) }
+	before := w.total()
+	if _, err := r.Reconcile(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if w.total() != before {
+		t.Errorf("a cache behind the server brought a write of the status the server holds: %v", w.counts)
+	}
+
+	// Someone else wrote another status: ours goes back.
+	other := wObservation(t, c)
+	other.Status.Verdict, other.Status.Reason = v1alpha1.VerdictDegraded, "SomeoneElse"
+	if err := c.Status().Update(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	before = w.total()
+	if _, err := r.Reconcile(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	if w.counts["apply status"] != 2 || w.total() != before+1 {
+		t.Errorf("a status changed behind our back was not put right: %v", w.counts)
+	}
+	if got := wObservation(t, c); got.Status.Verdict != v1alpha1.VerdictHealthy {
+		t.Errorf("status %s/%s after the write, want Healthy", got.Status.Verdict, got.Status.Reason)
 	}
 }
 
