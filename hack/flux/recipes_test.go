@@ -36,6 +36,7 @@ import (
 	"github.com/vmobs/vmobs/internal/kvtest"
 	"github.com/vmobs/vmobs/internal/scheme"
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/internal/testsupport"
 	"github.com/vmobs/vmobs/internal/verdict"
 )
 
@@ -182,7 +183,7 @@ func recipes(t *testing.T) []fluxObject {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, block := range codeBlocks(string(doc), "yaml") {
+	for _, block := range testsupport.CodeBlocks(string(doc), "yaml") {
 		if block != texts[0] && block != texts[1] {
 			texts = append(texts, block)
 		}
@@ -213,26 +214,6 @@ func recipes(t *testing.T) []fluxObject {
 		}
 	}
 	return out
-}
-
-// codeBlocks returns the fenced code blocks of a Markdown text in the
-// given language.
-func codeBlocks(md, lang string) []string {
-	var out []string
-	rest := md
-	for {
-		i := strings.Index(rest, "```"+lang+"\n")
-		if i < 0 {
-			return out
-		}
-		rest = rest[i+len("```"+lang+"\n"):]
-		j := strings.Index(rest, "\n```")
-		if j < 0 {
-			return out
-		}
-		out = append(out, rest[:j+1])
-		rest = rest[j+4:]
-	}
 }
 
 // The VMs of the test, kvtest's objects in the docs' namespace: rhel9-db

@@ -1,10 +1,11 @@
 // Package testsupport holds the helpers the pure unit tests of several
-// packages share: the cache's form of an object and the work queue's
-// contents. (The control-plane tests under test/ share test/support.)
+// packages share: the cache's form of an object, the work queue's
+// contents and the code blocks of a Markdown text. (The control-plane tests under test/ share test/support.)
 // Only tests import it.
 package testsupport
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
@@ -41,4 +42,24 @@ func Drain(q workqueue.TypedRateLimitingInterface[reconcile.Request]) map[string
 		q.Forget(it)
 	}
 	return got
+}
+
+// CodeBlocks returns the fenced code blocks of a Markdown text in the
+// given language, for the tests that run what the docs show.
+func CodeBlocks(md, lang string) []string {
+	var out []string
+	rest := md
+	for {
+		i := strings.Index(rest, "```"+lang+"\n")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len("```"+lang+"\n"):]
+		j := strings.Index(rest, "\n```")
+		if j < 0 {
+			return out
+		}
+		out = append(out, rest[:j+1])
+		rest = rest[j+4:]
+	}
 }

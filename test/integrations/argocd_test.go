@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/testsupport"
 	"github.com/vmobs/vmobs/test/support"
 )
 
@@ -184,7 +185,7 @@ func TestArgoCDDocSnippet(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := map[string]bool{}
-	for _, block := range codeBlocks(string(doc), "yaml") {
+	for _, block := range testsupport.CodeBlocks(string(doc), "yaml") {
 		var snippet struct {
 			APIVersion string            `json:"apiVersion"`
 			Kind       string            `json:"kind"`
@@ -251,7 +252,7 @@ func TestArgoCDDocSyncWaves(t *testing.T) {
 		return w
 	}
 	checked := 0
-	for _, block := range codeBlocks(string(doc), "yaml") {
+	for _, block := range testsupport.CodeBlocks(string(doc), "yaml") {
 		vms := map[string]*unstructured.Unstructured{}
 		var obs []*unstructured.Unstructured
 		for _, part := range strings.Split(block, "\n---\n") {
@@ -282,25 +283,5 @@ func TestArgoCDDocSyncWaves(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Error("docs/argocd.md has no example with a VirtualMachine and its VMObservation")
-	}
-}
-
-// codeBlocks returns the fenced code blocks of a Markdown text in the
-// given language.
-func codeBlocks(md, lang string) []string {
-	var out []string
-	rest := md
-	for {
-		i := strings.Index(rest, "```"+lang+"\n")
-		if i < 0 {
-			return out
-		}
-		rest = rest[i+len("```"+lang+"\n"):]
-		j := strings.Index(rest, "\n```")
-		if j < 0 {
-			return out
-		}
-		out = append(out, rest[:j+1])
-		rest = rest[j+4:]
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
+	"github.com/vmobs/vmobs/internal/testsupport"
 	"github.com/vmobs/vmobs/test/support"
 )
 
@@ -64,7 +65,7 @@ func TestFluxDocSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := codeBlocks(string(doc), "yaml")
+	blocks := testsupport.CodeBlocks(string(doc), "yaml")
 	for _, name := range []string{"flux-healthcheck.yaml", "flux-helmrelease.yaml"} {
 		file, err := os.ReadFile(filepath.Join(root, "docs", name))
 		if err != nil {

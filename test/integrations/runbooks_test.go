@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vmobs/vmobs/internal/testenv"
+	"github.com/vmobs/vmobs/internal/testsupport"
 	"github.com/vmobs/vmobs/test/support"
 )
 
@@ -60,7 +61,7 @@ func TestRunbookKubectlFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, block := range codeBlocks(string(b), "sh") {
+		for _, block := range testsupport.CodeBlocks(string(b), "sh") {
 			for _, line := range strings.Split(block, "\n") {
 				line = strings.TrimSpace(line)
 				if strings.HasPrefix(line, "#") {
