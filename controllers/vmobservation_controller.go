@@ -230,10 +230,16 @@ func (r *Reconciler) evaluateAgainstServer(key types.NamespacedName, in verdict.
 	if err != nil || whole == nil {
 		return e, err
 	}
-	if e.result.NeedsMessages || whole.ResourceVersion != obs.ResourceVersion {
-		e = r.evaluate(key, in, pol, projection.FromObservation(whole), projection.PreviousOf(whole), now)
+	if !e.result.NeedsMessages && whole.ResourceVersion == obs.ResourceVersion {
+		return e, nil
 	}
-	return e, nil
+	// The cache's projection serves while it is of the stored object; the
+	// stored object is projected (its hashes too) only when it is newer.
+	o := obs
+	if whole.ResourceVersion != obs.ResourceVersion {
+		o = projection.FromObservation(whole)
+	}
+	return r.evaluate(key, in, pol, o, o.PreviousWithMessages(whole), now), nil
 }
 
 // evaluation is the VM evaluated against a previous status, and the write

@@ -291,10 +291,17 @@ func (o *Observation) Previous() *v1alpha1.VMObservationStatus {
 // which a verdict kept through the lag grace keeps
 // (verdict.Result.NeedsMessages).
 func PreviousOf(o *v1alpha1.VMObservation) *v1alpha1.VMObservationStatus {
-	st := observationOf(o, Sharding{}).Previous()
-	if st.Layers != nil && o.Status.Layers != nil {
+	return observationOf(o, Sharding{}).PreviousWithMessages(o)
+}
+
+// PreviousWithMessages is PreviousOf(whole) for p, a projection of whole
+// (or of the same resourceVersion of it): Previous, and the layers'
+// messages of whole.
+func (p *Observation) PreviousWithMessages(whole *v1alpha1.VMObservation) *v1alpha1.VMObservationStatus {
+	st := p.Previous()
+	if st.Layers != nil && whole.Status.Layers != nil {
 		for name, l := range st.Layers.All() {
-			l.Message = o.Status.Layers.Get(name).Message
+			l.Message = whole.Status.Layers.Get(name).Message
 		}
 	}
 	return st

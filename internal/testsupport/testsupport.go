@@ -1,6 +1,7 @@
 // Package testsupport holds the helpers the pure unit tests of several
 // packages share: the cache's form of an object, the work queue's
-// contents and the code blocks of a Markdown text. (The control-plane tests under test/ share test/support.)
+// contents and the code blocks of a Markdown text. (The control-plane
+// tests under test/ share test/support.)
 // Only tests import it.
 package testsupport
 
