@@ -93,16 +93,10 @@ func Parse(s string) ([]Status, error) {
 				p.ws()
 				if !p.eat('}') {
 					for {
-						p.ws()
-						key, ok := p.str()
+						key, ok := p.key()
 						if !ok {
-							return nil, p.fail(errNetStatusSyntax)
+							return nil, p.err
 						}
-						p.ws()
-						if !p.eat(':') {
-							return nil, p.fail(errNetStatusSyntax)
-						}
-						p.ws()
 						switch {
 						case strings.EqualFold(key, "name"):
 							p.strField(&e.Name)
@@ -139,44 +133,29 @@ func Parse(s string) ([]Status, error) {
 										}
 										ips = append(ips, v)
 									}
-									p.ws()
-									if p.eat(',') {
-										continue
+									if !p.next(']') {
+										break
 									}
-									if !p.eat(']') {
-										p.fail(errNetStatusSyntax)
-									}
-									break
 								}
 							}
 							sp = span{from, len(ips)}
 						default:
 							p.skip(0)
 						}
-						if p.err != nil {
-							return nil, p.err
+						if !p.next('}') {
+							break
 						}
-						p.ws()
-						if p.eat(',') {
-							continue
-						}
-						if !p.eat('}') {
-							return nil, p.fail(errNetStatusSyntax)
-						}
-						break
+					}
+					if p.err != nil {
+						return nil, p.err
 					}
 				}
 			}
 			out = append(out, e)
 			spans = append(spans, sp)
-			p.ws()
-			if p.eat(',') {
-				continue
+			if !p.next(']') {
+				break
 			}
-			if !p.eat(']') {
-				return nil, p.fail(errNetStatusSyntax)
-			}
-			break
 		}
 	}
 	p.ws()
@@ -231,6 +210,38 @@ func (p *nsParser) eat(c byte) bool {
 	if p.err == nil && p.i < len(p.s) && p.s[p.i] == c {
 		p.i++
 		return true
+	}
+	return false
+}
+
+// key reads an object member's key and its colon, and the white space
+// around them.
+func (p *nsParser) key() (string, bool) {
+	p.ws()
+	k, ok := p.str()
+	if !ok {
+		p.fail(errNetStatusSyntax)
+		return "", false
+	}
+	p.ws()
+	if !p.eat(':') {
+		p.fail(errNetStatusSyntax)
+		return "", false
+	}
+	p.ws()
+	return k, true
+}
+
+// next ends an element of an array or object: true when a comma says
+// another follows, false at the closing byte or on an error (recorded; the
+// first one stands).
+func (p *nsParser) next(closing byte) bool {
+	p.ws()
+	if p.eat(',') {
+		return true
+	}
+	if !p.eat(closing) {
+		p.fail(errNetStatusSyntax)
 	}
 	return false
 }
@@ -352,27 +363,11 @@ func (p *nsParser) skip(depth int) {
 		if p.eat('}') {
 			return
 		}
-		for p.err == nil {
-			p.ws()
-			if _, ok := p.str(); !ok {
-				p.fail(errNetStatusSyntax)
+		for more := true; more; more = p.next('}') {
+			if _, ok := p.key(); !ok {
 				return
 			}
-			p.ws()
-			if !p.eat(':') {
-				p.fail(errNetStatusSyntax)
-				return
-			}
-			p.ws()
 			p.skip(depth + 1)
-			p.ws()
-			if p.eat(',') {
-				continue
-			}
-			if !p.eat('}') {
-				p.fail(errNetStatusSyntax)
-			}
-			return
 		}
 	case c == '[':
 		p.i++
@@ -380,17 +375,9 @@ func (p *nsParser) skip(depth int) {
 		if p.eat(']') {
 			return
 		}
-		for p.err == nil {
+		for more := true; more; more = p.next(']') {
 			p.ws()
 			p.skip(depth + 1)
-			p.ws()
-			if p.eat(',') {
-				continue
-			}
-			if !p.eat(']') {
-				p.fail(errNetStatusSyntax)
-			}
-			return
 		}
 	case c == 't':
 		if !p.lit("true") {

@@ -100,19 +100,23 @@ func quantity(q *resource.Quantity) string {
 	return q.String()
 }
 
-func domainSituations() []situation {
-	pausedByUserIn := func(in *Input) {
-		in.VMI = runningVMI(paused(pausedByUser), withCondition(kubevirtv1.VirtualMachineInstanceCondition{
-			Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: "PodConditionMissing",
-		}), agentGone())
-		in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
-			for i := range p.Status.Conditions {
-				if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == kubevirtv1.VirtualMachineUnpaused {
-					c.Status, c.Reason = corev1.ConditionFalse, "Paused"
-				}
+// pausedByUserIn is a VM paused by its user: the VMI says Paused and its
+// Ready condition False, the agent is gone, and the readiness gate makes
+// the launcher pod not Ready.
+func pausedByUserIn(in *Input) {
+	in.VMI = runningVMI(paused(pausedByUser), withCondition(kubevirtv1.VirtualMachineInstanceCondition{
+		Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: "PodConditionMissing",
+	}), agentGone())
+	in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == kubevirtv1.VirtualMachineUnpaused {
+				c.Status, c.Reason = corev1.ConditionFalse, "Paused"
 			}
-		})}
-	}
+		}
+	})}
+}
+
+func domainSituations() []situation {
 	unavailable := func(d *vmifacts.DomainFacts) {
 		*d = vmifacts.DomainFacts{Unavailable: "query kubevirt_vmi_vcpu_seconds_total: Prometheus at http://prometheus:9090 refused the connection"}
 	}

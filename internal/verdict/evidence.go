@@ -90,6 +90,25 @@ type layer struct {
 	prev *v1alpha1.LayerStatus
 }
 
+// judgeNothingRuns adds the finding of a layer below the control plane for
+// the lifecycles in which it has nothing to judge: no VM or VMI (missing),
+// a run strategy that cannot be read and, when stopped is not empty, a VM
+// stopped as declared (the messages say what is not judged). It reports
+// whether it added one.
+func (l *layer) judgeNothingRuns(lc lifecycle, missing, stopped string) bool {
+	switch {
+	case lc == lcMissing:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, missing, time.Time{})
+	case lc == lcInvalid:
+		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
+	case lc == lcStopped && stopped != "":
+		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, stopped, time.Time{})
+	default:
+		return false
+	}
+	return true
+}
+
 // add records a finding; evidence cited after it supports it. Rules add in
 // order of specificity: among findings of equal severity the first wins.
 func (l *layer) add(v v1alpha1.Verdict, reason, msg string, since time.Time) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
@@ -403,11 +404,18 @@ func crashLooping(vm *kubevirtv1.VirtualMachine, rs kubevirtv1.VirtualMachineRun
 // vmiPhaseSince is when the VMI entered phase; KubeVirt appends one entry
 // per phase value, the newest wins if a dump carries several.
 func vmiPhaseSince(vmi *kubevirtv1.VirtualMachineInstance, phase kubevirtv1.VirtualMachineInstancePhase) time.Time {
+	return phaseSince(vmi.Status.PhaseTransitionTimestamps, func(ts *kubevirtv1.VirtualMachineInstancePhaseTransitionTimestamp) (bool, metav1.Time) {
+		return ts.Phase == phase, ts.PhaseTransitionTimestamp
+	})
+}
+
+// phaseSince is the newest of the transition timestamps that at says are
+// of the phase sought (true), for the VMI's and the migration's lists.
+func phaseSince[T any](stamps []T, at func(*T) (bool, metav1.Time)) time.Time {
 	var t time.Time
-	for i := range vmi.Status.PhaseTransitionTimestamps {
-		ts := &vmi.Status.PhaseTransitionTimestamps[i]
-		if ts.Phase == phase {
-			if c := mt(ts.PhaseTransitionTimestamp); c.After(t) {
+	for i := range stamps {
+		if ok, ts := at(&stamps[i]); ok {
+			if c := mt(ts); c.After(t) {
 				t = c
 			}
 		}

@@ -24,13 +24,10 @@ import (
 func (e *engine) guestLayer() {
 	f := &e.f
 	l := &e.guest
+	if l.judgeNothingRuns(f.lc, "there is no VMI, so no guest to judge", "the VM is stopped as declared; the guest does not run") {
+		return
+	}
 	switch f.lc {
-	case lcMissing:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, "there is no VMI, so no guest to judge", time.Time{})
-	case lcInvalid:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
-	case lcStopped:
-		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; the guest does not run", time.Time{})
 	case lcStarting, lcPreRunning:
 		if f.vmi == nil && crashLooping(f.vm, f.runStrat) {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VM's VMIs keep failing and virt-controller backs off: the guest does not run", time.Time{})
@@ -397,17 +394,10 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	}
 	e.natRule(l, ifcs, nat)
 	if len(mismatch) > 0 {
-		var b strings.Builder
-		b.WriteString("the guest reports IPs that differ from the pod network's on ")
-		for k, i := range mismatch {
-			if k > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(ifcs[i].Name)
-		}
 		// The status follows a new pod's IPs within seconds (after a
 		// migration the target's): a mismatch counts after the lag grace.
-		e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch, b.String())
+		e.contradiction(l, f.podIPsSince(), v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestIPMismatch,
+			"the guest reports IPs that differ from the pod network's on "+ifcNames(ifcs, mismatch))
 		for _, i := range mismatch {
 			primary, ns := f.podSide(i)
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].ipAddresses", joinSorted(ifcs[i].IPs), time.Time{})
@@ -420,15 +410,8 @@ func (e *engine) interfaceRules(l *layer, connected time.Time) {
 	}
 	e.noIPRule(l, ifcs, noIP, connected, graceEnd)
 	if len(missing) > 0 {
-		var b strings.Builder
-		b.WriteString("the guest agent is connected but reports nothing for ")
-		for k, i := range missing {
-			if k > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(ifcs[i].Name)
-		}
-		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing, b.String(), graceEnd)
+		l.add(v1alpha1.VerdictDegraded, v1alpha1.ReasonGuestInterfaceDataMissing,
+			"the guest agent is connected but reports nothing for "+ifcNames(ifcs, missing), graceEnd)
 		for _, i := range missing {
 			l.cite(kindVMI, vmi.Name, "status.interfaces["+ifcs[i].Name+"].infoSource", ifcs[i].InfoSource, time.Time{})
 		}
@@ -528,6 +511,19 @@ func podIPsValue(p *corev1.Pod) string {
 
 // joinSorted joins a copy of ss, sorted, so that evidence does not depend on
 // input order.
+// ifcNames lists the names of the interfaces at idx, in that order, for a
+// message.
+func ifcNames(ifcs []kubevirtv1.VirtualMachineInstanceNetworkInterface, idx []int) string {
+	var b strings.Builder
+	for k, i := range idx {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(ifcs[i].Name)
+	}
+	return b.String()
+}
+
 func joinSorted(ss []string) string {
 	var buf [8]string
 	c := append(buf[:0], ss...)

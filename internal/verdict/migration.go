@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -143,16 +144,9 @@ func newerVMIM(a, b *kubevirtv1.VirtualMachineInstanceMigration) bool {
 }
 
 func vmimPhaseSince(m *kubevirtv1.VirtualMachineInstanceMigration, phase kubevirtv1.VirtualMachineInstanceMigrationPhase) time.Time {
-	var t time.Time
-	for i := range m.Status.PhaseTransitionTimestamps {
-		ts := &m.Status.PhaseTransitionTimestamps[i]
-		if ts.Phase == phase {
-			if c := mt(ts.PhaseTransitionTimestamp); c.After(t) {
-				t = c
-			}
-		}
-	}
-	return t
+	return phaseSince(m.Status.PhaseTransitionTimestamps, func(ts *kubevirtv1.VirtualMachineInstanceMigrationPhaseTransitionTimestamp) (bool, metav1.Time) {
+		return ts.Phase == phase, ts.PhaseTransitionTimestamp
+	})
 }
 
 // endTime is when the migration ended, as well as the objects say.

@@ -18,13 +18,10 @@ import (
 func (e *engine) nodeLayer() {
 	f := &e.f
 	l := &e.node
+	if l.judgeNothingRuns(f.lc, "there is no VMI, so no node to judge", "the VM is stopped as declared; nothing runs on a node") {
+		return
+	}
 	switch f.lc {
-	case lcMissing:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, "there is no VMI, so no node to judge", time.Time{})
-	case lcInvalid:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
-	case lcStopped:
-		l.add(v1alpha1.VerdictSuspended, v1alpha1.ReasonStopped, "the VM is stopped as declared; nothing runs on a node", time.Time{})
 	case lcStarting:
 		if crashLooping(f.vm, f.runStrat) {
 			l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonNotRunning, "the VM's VMIs keep failing and virt-controller backs off: nothing runs on a node", time.Time{})
@@ -309,12 +306,10 @@ func (e *engine) judgeFinishedPod(l *layer) {
 		return
 	}
 	term := computeTermination(p)
+	if oomKilled(l, p, term, "") {
+		return
+	}
 	switch {
-	case term != nil && term.Reason == "OOMKilled":
-		t := mt(term.FinishedAt)
-		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
-			"the compute container of "+p.Name+" was OOM-killed", t)
-		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", "OOMKilled", t)
 	case p.Status.Phase == corev1.PodFailed && e.f.lc == lcFailed && p.Status.Reason != "":
 		// The kubelet or the node lifecycle controller failed the launcher
 		// (Evicted, NodeShutdown, Terminated, NodeLost): the node's doing,
@@ -330,6 +325,19 @@ func (e *engine) judgeFinishedPod(l *layer) {
 	}
 }
 
+// oomKilled adds the compute container's OOM kill when its termination says
+// so (suffix ends the message) and reports whether it did.
+func oomKilled(l *layer, p *corev1.Pod, term *corev1.ContainerStateTerminated, suffix string) bool {
+	if term == nil || term.Reason != "OOMKilled" {
+		return false
+	}
+	t := mt(term.FinishedAt)
+	l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
+		"the compute container of "+p.Name+" was OOM-killed"+suffix, t)
+	l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
+	return true
+}
+
 // judgeRunningPod checks that a VMI that says Running has a live launcher.
 // VMI status trails the pod (kubevirt#6685): virt-controller marks the VMI
 // Failed only on its next sync, so the pod is the sharper witness.
@@ -341,12 +349,10 @@ func (e *engine) judgeRunningPod(l *layer) {
 		return
 	}
 	term := computeTermination(p)
+	if oomKilled(l, p, term, " while the VMI still says Running") {
+		return
+	}
 	switch {
-	case term != nil && term.Reason == "OOMKilled":
-		t := mt(term.FinishedAt)
-		l.add(v1alpha1.VerdictFailed, v1alpha1.ReasonComputeContainerOOMKilled,
-			"the compute container of "+p.Name+" was OOM-killed while the VMI still says Running", t)
-		l.cite(kindPod, p.Name, "status.containerStatuses[compute].state.terminated.reason", term.Reason, t)
 	case p.Status.Phase == corev1.PodFailed:
 		t := podEnd(p, term)
 		msg := "launcher pod " + p.Name + " is Failed while the VMI still says Running"

@@ -371,27 +371,15 @@ func kubevirtWaitSituations() []situation {
 		},
 		// C10: waits for volumes time out as KubeVirt's alert does.
 		{
-			name: "C10: DataVolumesReady=False for 3 minutes: provisioning, deadline at 10 minutes",
-			in: input(func(in *Input) {
-				in.VMI = pendingVMI(kubevirtv1.Pending, 3*time.Minute, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
-					Type: kubevirtv1.VirtualMachineInstanceDataVolumesReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonNotAllDVsReady,
-					LastTransitionTime: at(-3 * time.Minute),
-				}))
-				in.Pods = nil
-			}),
+			name:  "C10: DataVolumesReady=False for 3 minutes: provisioning, deadline at 10 minutes",
+			in:    input(dataVolumesNotReadyFor(3 * time.Minute)),
 			cp:    "Progressing/Provisioning",
 			check: wantStaleAt(layerCP, 7*time.Minute),
 		},
 		{
 			name: "C10: DataVolumesReady=False for 11 minutes: stuck",
-			in: input(func(in *Input) {
-				in.VMI = pendingVMI(kubevirtv1.Pending, 11*time.Minute, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
-					Type: kubevirtv1.VirtualMachineInstanceDataVolumesReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonNotAllDVsReady,
-					LastTransitionTime: at(-11 * time.Minute),
-				}))
-				in.Pods = nil
-			}),
-			cp: "Degraded/StuckProvisioning",
+			in:   input(dataVolumesNotReadyFor(11 * time.Minute)),
+			cp:   "Degraded/StuckProvisioning",
 		},
 		{
 			name:    "C10: VM Provisioning with its VMI unseen for 2 minutes",
@@ -545,5 +533,17 @@ func wantNoStaleAt(layer int) func(*testing.T, Result) {
 		if l.StaleAt != nil {
 			t.Errorf("staleAt %v, want none", l.StaleAt)
 		}
+	}
+}
+
+// dataVolumesNotReadyFor is a Pending VMI, with no launcher pod yet, whose
+// DataVolumesReady condition has said False (NotAllDVsReady) for age.
+func dataVolumesNotReadyFor(age time.Duration) func(*Input) {
+	return func(in *Input) {
+		in.VMI = pendingVMI(kubevirtv1.Pending, age, withCondition(kubevirtv1.VirtualMachineInstanceCondition{
+			Type: kubevirtv1.VirtualMachineInstanceDataVolumesReady, Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonNotAllDVsReady,
+			LastTransitionTime: at(-age),
+		}))
+		in.Pods = nil
 	}
 }

@@ -82,12 +82,9 @@ func (f *facts) storageVolumes() []storagefacts.Volume {
 func (e *engine) storageLayer() {
 	f := &e.f
 	l := &e.storage
-	switch f.lc {
-	case lcMissing:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonVMMissing, "there is neither VM nor VMI, so no volumes to judge", time.Time{})
-		return
-	case lcInvalid:
-		l.add(v1alpha1.VerdictUnknown, v1alpha1.ReasonInvalidInput, "the VM's run strategy cannot be read", time.Time{})
+	// A stopped VM's volumes are still judged: its claims and DataVolumes
+	// exist and can fail while nothing runs.
+	if l.judgeNothingRuns(f.lc, "there is neither VM nor VMI, so no volumes to judge", "") {
 		return
 	}
 	if f.lc == lcRunning {

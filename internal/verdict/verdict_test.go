@@ -390,20 +390,8 @@ func healthySituations() []situation {
 			},
 		},
 		{
-			name: "paused by user",
-			in: input(func(in *Input) {
-				in.VMI = runningVMI(paused(pausedByUser), withCondition(kubevirtv1.VirtualMachineInstanceCondition{
-					Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse, Reason: "PodConditionMissing",
-				}), agentGone())
-				// The readiness gate makes the pod not Ready while paused.
-				in.Pods = []*corev1.Pod{launcherPod(func(p *corev1.Pod) {
-					for i := range p.Status.Conditions {
-						if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == kubevirtv1.VirtualMachineUnpaused {
-							c.Status, c.Reason = corev1.ConditionFalse, "Paused"
-						}
-					}
-				})}
-			}),
+			name:    "paused by user",
+			in:      input(pausedByUserIn),
 			overall: "Suspended/PausedByUser", cp: "Suspended/PausedByUser", node: "Healthy/LauncherRunning", guest: "Suspended/PausedByUser",
 			check: func(t *testing.T, r Result) {
 				wantCond(t, r.Status, v1alpha1.ConditionReady, metav1.ConditionTrue)
