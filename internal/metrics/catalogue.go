@@ -156,6 +156,25 @@ var Removed = []Removal{
 // family is the catalogue's entry of name. A name that is not there is a
 // mistake of the code that registers it, which the catalogue's tests
 // catch; it is made with no help rather than a panic.
+// desc is the Desc of a catalogue family that a collector exports at
+// scrape time: its help and labels are the catalogue's, written once.
+func desc(name string) *prometheus.Desc {
+	f := family(name)
+	return prometheus.NewDesc(f.Name, f.Help, f.Labels, nil)
+}
+
+// counterVec is a catalogue family's counter, help and labels the
+// catalogue's.
+func counterVec(name string) *prometheus.CounterVec {
+	f := family(name)
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: f.Name, Help: f.Help}, f.Labels)
+}
+
+// newGauge is a catalogue family's gauge without labels.
+func newGauge(name string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: family(name).Help})
+}
+
 func family(name string) Family {
 	for _, f := range Catalogue {
 		if f.Name == name {

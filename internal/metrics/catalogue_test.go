@@ -183,7 +183,7 @@ func TestCatalogueIsWhatIsRegistered(t *testing.T) {
 // in the catalogue, and every family of the catalogue is defined or
 // counted somewhere.
 func TestCatalogueNamesEveryDefinition(t *testing.T) {
-	defRe := regexp.MustCompile(`(?:Name:\s*|NewDesc\(|\.(?:Counter|Gauge|Histogram)\()"(vmobs_[a-z0-9_]+)"`)
+	defRe := regexp.MustCompile(`(?:Name:\s*|NewDesc\(|\b(?:desc|counterVec|newGauge)\(|\.(?:Counter|Gauge|Histogram)\()"(vmobs_[a-z0-9_]+)"`)
 	found := map[string]bool{}
 	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

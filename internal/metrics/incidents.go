@@ -18,19 +18,14 @@ type Incidents struct {
 }
 
 var (
-	incidentOpenDesc = prometheus.NewDesc("vmobs_incident_open",
-		family("vmobs_incident_open").Help, family("vmobs_incident_open").Labels, nil)
-	incidentMembersDesc = prometheus.NewDesc("vmobs_incident_members",
-		family("vmobs_incident_members").Help, family("vmobs_incident_members").Labels, nil)
-	incidentErrorsDesc = prometheus.NewDesc("vmobs_incident_collector_errors",
-		family("vmobs_incident_collector_errors").Help, nil, nil)
+	incidentOpenDesc    = desc("vmobs_incident_open")
+	incidentMembersDesc = desc("vmobs_incident_members")
+	incidentErrorsDesc  = desc("vmobs_incident_collector_errors")
 )
 
 // NewIncidents makes the families; list reads the cache at scrape.
 func NewIncidents(list func() ([]v1alpha1.VMIncident, error)) *Incidents {
-	f := family("vmobs_incident_writes_total")
-	return &Incidents{List: list, writes: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vmobs_incident_writes_total", Help: f.Help}, f.Labels)}
+	return &Incidents{List: list, writes: counterVec("vmobs_incident_writes_total")}
 }
 
 // Wrote counts a write of op (create, status, delete).

@@ -34,31 +34,15 @@ var vmLabels = []string{"namespace", "name", "node"}
 func withVM(extra ...string) []string { return append(slices.Clone(vmLabels), extra...) }
 
 var (
-	verdictDesc = prometheus.NewDesc("vmobs_verdict",
-		"Overall verdict of a VM (its worst layer's) and its reason; always 1, one series per VM.",
-		withVM("verdict", "reason"), nil)
-	layerVerdictDesc = prometheus.NewDesc("vmobs_layer_verdict",
-		"Current verdict of one layer of a VM; always 1, one series per layer.",
-		withVM("layer", "verdict"), nil)
-	layerReasonDesc = prometheus.NewDesc("vmobs_layer_reason",
-		"Reason of the current verdict of one layer of a VM; always 1.",
-		withVM("layer", "reason"), nil)
-	incidentMemberDesc = prometheus.NewDesc("vmobs_incident_member",
-		family("vmobs_incident_member").Help, family("vmobs_incident_member").Labels, nil)
-	evidenceTimeDesc = prometheus.NewDesc("vmobs_layer_evidence_timestamp_seconds",
-		"Newest timestamp among the evidence a layer's verdict rests on, as stored in the VMObservation (status.layers.*.evidenceTime).",
-		withVM("layer"), nil)
-	staleDesc = prometheus.NewDesc("vmobs_layer_stale_timestamp_seconds",
-		"When a layer's evidence stops being trustworthy, as stored in the VMObservation (status.layers.*.staleAt); only for a layer with a fixed deadline to come.",
-		withVM("layer"), nil)
-	restartsDesc = prometheus.NewDesc("vmobs_vm_restarts",
-		"VMIs of a VM that replaced another since its VMObservation was created (status.vm.restarts).",
-		withVM(), nil)
-	lastRestartDesc = prometheus.NewDesc("vmobs_vm_last_restart_timestamp_seconds",
-		"When a VM last restarted: its new VMI's creation (status.vm.lastRestart.time); only for a VM that restarted.",
-		withVM(), nil)
-	scrapeErrorsDesc = prometheus.NewDesc("vmobs_collector_errors",
-		"1 when the last scrape could not read the VMObservations in the cache.", nil, nil)
+	verdictDesc        = desc("vmobs_verdict")
+	layerVerdictDesc   = desc("vmobs_layer_verdict")
+	layerReasonDesc    = desc("vmobs_layer_reason")
+	incidentMemberDesc = desc("vmobs_incident_member")
+	evidenceTimeDesc   = desc("vmobs_layer_evidence_timestamp_seconds")
+	staleDesc          = desc("vmobs_layer_stale_timestamp_seconds")
+	restartsDesc       = desc("vmobs_vm_restarts")
+	lastRestartDesc    = desc("vmobs_vm_last_restart_timestamp_seconds")
+	scrapeErrorsDesc   = desc("vmobs_collector_errors")
 )
 
 // Collector reads VMObservations from the cache at scrape time: their
@@ -134,10 +118,7 @@ type Transitions struct {
 
 // NewTransitions makes the counter; register it with Register.
 func NewTransitions() *Transitions {
-	return &Transitions{counter: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "vmobs_verdict_transitions_total",
-		Help: "Verdict transitions written, per layer (controlPlane, node, guest, storage, overall) and from/to verdict. From is None for a new VMObservation.",
-	}, []string{"layer", "from", "to"})}
+	return &Transitions{counter: counterVec("vmobs_verdict_transitions_total")}
 }
 
 // Observe counts one transition.
@@ -164,10 +145,7 @@ type Liveness struct {
 
 // NewLiveness makes the gauge; register it with Collectors.
 func NewLiveness() *Liveness {
-	return &Liveness{last: prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "vmobs_last_reconcile_timestamp_seconds",
-		Help: "Unix time of the last reconcile the controller finished, its own liveness tick (every 30s) included. It stops moving when the controller stops working; 0 on a replica that is not the leader.",
-	})}
+	return &Liveness{last: newGauge("vmobs_last_reconcile_timestamp_seconds")}
 }
 
 // Reconciled records a finished reconcile.

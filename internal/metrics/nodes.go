@@ -18,22 +18,17 @@ type NodeObservations struct {
 }
 
 var (
-	nodeVerdictDesc = prometheus.NewDesc("vmobs_node_verdict",
-		family("vmobs_node_verdict").Help, family("vmobs_node_verdict").Labels, nil)
-	nodeVMsDesc = prometheus.NewDesc("vmobs_node_vms",
-		family("vmobs_node_vms").Help, family("vmobs_node_vms").Labels, nil)
-	nodeIncidentDesc = prometheus.NewDesc("vmobs_node_incident_members",
-		family("vmobs_node_incident_members").Help, family("vmobs_node_incident_members").Labels, nil)
-	nodeErrorsDesc = prometheus.NewDesc("vmobs_node_collector_errors",
-		family("vmobs_node_collector_errors").Help, nil, nil)
+	nodeVerdictDesc  = desc("vmobs_node_verdict")
+	nodeVMsDesc      = desc("vmobs_node_vms")
+	nodeIncidentDesc = desc("vmobs_node_incident_members")
+	nodeErrorsDesc   = desc("vmobs_node_collector_errors")
 )
 
 // NewNodeObservations makes the families; list reads the cache at scrape.
 func NewNodeObservations(list func() ([]v1alpha1.NodeObservation, error)) *NodeObservations {
-	f, d := family("vmobs_node_observation_writes_total"), family("vmobs_drain_outcomes_total")
 	return &NodeObservations{List: list,
-		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vmobs_node_observation_writes_total", Help: f.Help}, f.Labels),
-		drains: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vmobs_drain_outcomes_total", Help: d.Help}, d.Labels)}
+		writes: counterVec("vmobs_node_observation_writes_total"),
+		drains: counterVec("vmobs_drain_outcomes_total")}
 }
 
 // DrainEnded counts the VMs of an ended drain, n for each predicted and
