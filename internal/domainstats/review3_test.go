@@ -70,14 +70,13 @@ func TestDecodeAnnotations(t *testing.T) {
 // annotation is counted per query and logged once.
 func TestSourceAnnotatedAnswers(t *testing.T) {
 	p := &fakeProm{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		p.ServeHTTP(rec, r)
 		body := strings.Replace(rec.Body.String(), `{"data"`, `{"warnings":["`+swapInfo+`"],"data"`, 1)
 		_, _ = w.Write([]byte(body))
 	}))
-	defer srv.Close()
-	s, _, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
+	s, _, m := newTestSource(t, url, []factsource.Target{vm1, vm2})
 	for range Defaults.UnavailableAfter + 1 {
 		s.Round(context.Background())
 	}

@@ -100,6 +100,13 @@ type testMetrics struct {
 	factsourcetest.Gauges
 }
 
+// serve answers with h at the URL it returns until the test ends.
+func serve(t *testing.T, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 func newTestSource(t *testing.T, url string, targets []factsource.Target) (*Source, *factsourcetest.Recorder, *testMetrics) {
 	t.Helper()
 	c, err := NewClient(url, "", "")
@@ -135,9 +142,7 @@ var vm2 = factsource.Target{Key: types.NamespacedName{Namespace: "ns", Name: "vm
 
 func TestSourceNotifiesOnlyChanges(t *testing.T) {
 	p := &fakeProm{}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
-	s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
+	s, n, m := newTestSource(t, serve(t, p), []factsource.Target{vm1, vm2})
 	ctx := context.Background()
 
 	s.Round(ctx)
@@ -181,9 +186,7 @@ func TestSourceOutage(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			p := &fakeProm{}
-			srv := httptest.NewServer(p)
-			defer srv.Close()
-			s, n, m := newTestSource(t, srv.URL, []factsource.Target{vm1, vm2})
+			s, n, m := newTestSource(t, serve(t, p), []factsource.Target{vm1, vm2})
 			ctx := context.Background()
 			s.Round(ctx)
 			before := factsOf(t, s, vm1.Key)
@@ -260,11 +263,9 @@ func TestQueryBoundsTheAnswer(t *testing.T) {
 	old := maxResponse
 	maxResponse = 1 << 10
 	defer func() { maxResponse = old }()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	c, _ := NewClient(serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Repeat(`{"metric":{},"value":[1,"1"]},`, 100)+`{"metric":{},"value":[1,"1"]}`)
-	}))
-	defer srv.Close()
-	c, _ := NewClient(srv.URL, "", "")
+	})), "", "")
 	_, n, err := c.Query(context.Background(), "up", t0)
 	var qe *QueryError
 	if !asQueryError(err, &qe) || qe.Kind != "bad_response" || n <= 1<<10 {
@@ -294,12 +295,11 @@ func TestQuerySendsTheToken(t *testing.T) {
 	}
 	write("first\n")
 	var got []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = append(got, r.Header.Get("Authorization"))
 		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
 	}))
-	defer srv.Close()
-	c, err := NewClient(srv.URL+"/prefix", tok, "")
+	c, err := NewClient(url+"/prefix", tok, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,11 +135,31 @@ func TestFoldTwentyUnchangedProbes(t *testing.T) {
 // TestSameSeesEveryField sets each field of GuestFacts in turn: same must
 // see it (ProbedAt aside), so that a field added later is not missed.
 func TestSameSeesEveryField(t *testing.T) {
-	typ := reflect.TypeOf(vmifacts.GuestFacts{})
+	eachFieldSet(t, func(name string, f *vmifacts.GuestFacts) {
+		want := name != "ProbedAt"
+		if got := !same(f, &vmifacts.GuestFacts{}); got != want {
+			t.Errorf("same misses %s", name)
+		}
+	})
+}
+
+// TestSameFilesystemSeesEveryField does the same for GuestFilesystem.
+func TestSameFilesystemSeesEveryField(t *testing.T) {
+	eachFieldSet(t, func(name string, f *vmifacts.GuestFilesystem) {
+		if sameFilesystem(*f, vmifacts.GuestFilesystem{}) {
+			t.Errorf("sameFilesystem misses %s", name)
+		}
+	})
+}
+
+// eachFieldSet calls check with a zero T but for one field, set to a value
+// that is not its zero, once for each field.
+func eachFieldSet[T any](t *testing.T, check func(field string, v *T)) {
+	t.Helper()
+	typ := reflect.TypeFor[T]()
 	for i := range typ.NumField() {
-		field := typ.Field(i)
-		var f vmifacts.GuestFacts
-		v := reflect.ValueOf(&f).Elem().Field(i)
+		var x T
+		v := reflect.ValueOf(&x).Elem().Field(i)
 		switch v.Kind() {
 		case reflect.String:
 			v.SetString("x")
@@ -147,41 +167,21 @@ func TestSameSeesEveryField(t *testing.T) {
 			v.SetInt(1)
 		case reflect.Bool:
 			v.SetBool(true)
-		case reflect.Slice:
-			v.Set(reflect.ValueOf([]vmifacts.GuestFilesystem{{MountPoint: "/"}}))
-		case reflect.Struct:
-			v.Set(reflect.ValueOf(t0))
-		default:
-			t.Fatalf("field %s of kind %s: teach this test", field.Name, v.Kind())
-		}
-		want := field.Name != "ProbedAt"
-		if got := !same(&f, &vmifacts.GuestFacts{}); got != want {
-			t.Errorf("same misses %s", field.Name)
-		}
-	}
-}
-
-// TestSameFilesystemSeesEveryField does the same for GuestFilesystem.
-func TestSameFilesystemSeesEveryField(t *testing.T) {
-	typ := reflect.TypeOf(vmifacts.GuestFilesystem{})
-	for i := range typ.NumField() {
-		var f vmifacts.GuestFilesystem
-		v := reflect.ValueOf(&f).Elem().Field(i)
-		switch v.Kind() {
-		case reflect.String:
-			v.SetString("x")
-		case reflect.Int32:
-			v.SetInt(1)
 		case reflect.Struct:
 			v.Set(reflect.ValueOf(t0))
 		case reflect.Slice:
-			v.Set(reflect.ValueOf([]vmifacts.FilesystemStep{{Percent: 90, Since: t0}}))
+			switch v.Type().Elem() {
+			case reflect.TypeFor[vmifacts.GuestFilesystem]():
+				v.Set(reflect.ValueOf([]vmifacts.GuestFilesystem{{MountPoint: "/"}}))
+			case reflect.TypeFor[vmifacts.FilesystemStep]():
+				v.Set(reflect.ValueOf([]vmifacts.FilesystemStep{{Percent: 90, Since: t0}}))
+			default:
+				t.Fatalf("field %s of type %s: teach this test", typ.Field(i).Name, v.Type())
+			}
 		default:
 			t.Fatalf("field %s of kind %s: teach this test", typ.Field(i).Name, v.Kind())
 		}
-		if sameFilesystem(f, vmifacts.GuestFilesystem{}) {
-			t.Errorf("sameFilesystem misses %s", typ.Field(i).Name)
-		}
+		check(typ.Field(i).Name, &x)
 	}
 }
 
