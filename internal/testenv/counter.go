@@ -23,17 +23,38 @@ func NewRequestCounter() *RequestCounter {
 
 // Wrap returns a copy of cfg whose requests are counted.
 func (c *RequestCounter) Wrap(cfg *rest.Config) *rest.Config {
+	return Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err == nil && resp.StatusCode < 300 {
+			c.add(Key(req), ObjectOf(req))
+		}
+		return resp, err
+	})
+}
+
+// Intercept returns a copy of cfg whose requests go through f, which sends
+// them on (or not) with next: the transport wrappers of tests that count,
+// time, record or break a client's requests.
+func Intercept(cfg *rest.Config, f func(req *http.Request, next http.RoundTripper) (*http.Response, error)) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			if err == nil && resp.StatusCode < 300 {
-				c.add(Key(req), ObjectOf(req))
-			}
-			return resp, err
-		})
+		return RoundTripFunc(func(req *http.Request) (*http.Response, error) { return f(req, rt) })
 	})
 	return out
+}
+
+// AcceptedWrite names a request the API server accepted (a 2xx answer)
+// that wrote resource or one of its subresources, as Key does; ok is false
+// for anything else.
+func AcceptedWrite(req *http.Request, resp *http.Response, err error, resource string) (key string, ok bool) {
+	if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
+		return "", false
+	}
+	k := Key(req)
+	if _, res, _ := strings.Cut(k, " "); res == resource || strings.HasPrefix(res, resource+"/") {
+		return k, true
+	}
+	return "", false
 }
 
 // RoundTripFunc makes a function an http.RoundTripper, for the transport

@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vmobs/vmobs/internal/metricsauth"
+	"github.com/vmobs/vmobs/internal/testenv"
 	"github.com/vmobs/vmobs/test/support"
 )
 
@@ -53,14 +54,11 @@ func testMetricsBehindReviews(ctx context.Context, t *testing.T, admin client.Cl
 
 	// Count the reviews the filter sends.
 	var reviews atomic.Int64
-	cfg := rest.CopyConfig(userCfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method == http.MethodPost && (strings.HasSuffix(req.URL.Path, "/tokenreviews") || strings.HasSuffix(req.URL.Path, "/subjectaccessreviews")) {
-				reviews.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
+	cfg := testenv.Intercept(userCfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if req.Method == http.MethodPost && (strings.HasSuffix(req.URL.Path, "/tokenreviews") || strings.HasSuffix(req.URL.Path, "/subjectaccessreviews")) {
+			reviews.Add(1)
+		}
+		return next.RoundTrip(req)
 	})
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -152,7 +150,3 @@ func testMetricsBehindReviews(ctx context.Context, t *testing.T, admin client.Cl
 	}
 	t.Logf("metrics: %d reviews for 4 kinds of scraper, none for 3 scrapes more", before)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

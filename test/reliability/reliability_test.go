@@ -50,16 +50,12 @@ var _ = BeforeSuite(func() {
 type breaker struct{ broken atomic.Bool }
 
 func (b *breaker) wrap(cfg *rest.Config) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if b.broken.Load() {
-				return nil, errors.New("injected fault: network down")
-			}
-			return rt.RoundTrip(r)
-		})
+	return testenv.Intercept(cfg, func(r *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if b.broken.Load() {
+			return nil, errors.New("injected fault: network down")
+		}
+		return next.RoundTrip(r)
 	})
-	return out
 }
 
 // instance is one running manager.

@@ -74,23 +74,19 @@ type probeCall struct {
 }
 
 func (p *probeTimer) wrap(cfg *rest.Config) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			// /apis/subresources.kubevirt.io/v1/namespaces/NS/virtualmachineinstances/NAME/SUB
-			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-			if len(parts) != 8 || parts[1] != "subresources.kubevirt.io" {
-				return rt.RoundTrip(req)
-			}
-			start := time.Now()
-			resp, err := rt.RoundTrip(req)
-			p.mu.Lock()
-			p.calls = append(p.calls, probeCall{vmi: parts[4] + "/" + parts[6], sub: parts[7], start: start, end: time.Now()})
-			p.mu.Unlock()
-			return resp, err
-		})
+	return testenv.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		// /apis/subresources.kubevirt.io/v1/namespaces/NS/virtualmachineinstances/NAME/SUB
+		parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+		if len(parts) != 8 || parts[1] != "subresources.kubevirt.io" {
+			return next.RoundTrip(req)
+		}
+		start := time.Now()
+		resp, err := next.RoundTrip(req)
+		p.mu.Lock()
+		p.calls = append(p.calls, probeCall{vmi: parts[4] + "/" + parts[6], sub: parts[7], start: start, end: time.Now()})
+		p.mu.Unlock()
+		return resp, err
 	})
-	return out
 }
 
 // probesMS are the durations of the probes that began in [from, to): from

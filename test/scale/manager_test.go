@@ -55,29 +55,21 @@ type writeEntry struct {
 }
 
 func (l *writeLog) Wrap(cfg *rest.Config) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if l.dropEvents && req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/") {
-				return l.fakeEvent(req)
-			}
-			// The time the request was sent, the closest to the
-			// controller's own clock when it decided to write.
-			sent := time.Now()
-			resp, err := rt.RoundTrip(req)
-			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
-				return resp, err
-			}
-			k := testenv.Key(req)
-			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
-				l.mu.Lock()
-				l.entries = append(l.entries, writeEntry{at: sent, key: k, obj: testenv.ObjectOf(req)})
-				l.mu.Unlock()
-			}
-			return resp, err
-		})
+	return testenv.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		if l.dropEvents && req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/apis/events.k8s.io/") {
+			return l.fakeEvent(req)
+		}
+		// The time the request was sent, the closest to the controller's
+		// own clock when it decided to write.
+		sent := time.Now()
+		resp, err := next.RoundTrip(req)
+		if k, ok := testenv.AcceptedWrite(req, resp, err, "vmobservations"); ok {
+			l.mu.Lock()
+			l.entries = append(l.entries, writeEntry{at: sent, key: k, obj: testenv.ObjectOf(req)})
+			l.mu.Unlock()
+		}
+		return resp, err
 	})
-	return out
 }
 
 // fakeEvent answers an Event write as the API server would, echoing the

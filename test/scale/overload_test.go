@@ -92,23 +92,19 @@ func newRespCounter() *respCounter {
 }
 
 func (c *respCounter) Wrap(cfg *rest.Config) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(req)
-			c.mu.Lock()
-			c.total++
-			c.perSec[time.Now().Unix()]++
-			if err != nil {
-				c.errs++
-			} else {
-				c.byCode[resp.StatusCode]++
-			}
-			c.mu.Unlock()
-			return resp, err
-		})
+	return testenv.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		c.mu.Lock()
+		c.total++
+		c.perSec[time.Now().Unix()]++
+		if err != nil {
+			c.errs++
+		} else {
+			c.byCode[resp.StatusCode]++
+		}
+		c.mu.Unlock()
+		return resp, err
 	})
-	return out
 }
 
 type respSnapshot struct {

@@ -104,24 +104,16 @@ func (w write) String() string {
 }
 
 func (tl *timeline) wrap(cfg *rest.Config) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return testenv.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
-			sent := time.Now()
-			resp, err := rt.RoundTrip(req)
-			if err != nil || resp.StatusCode >= 300 || req.Method == http.MethodGet {
-				return resp, err
-			}
-			k := testenv.Key(req)
-			if _, res, _ := strings.Cut(k, " "); res == "vmobservations" || strings.HasPrefix(res, "vmobservations/") {
-				tl.mu.Lock()
-				tl.entries = append(tl.entries, write{who: tl.who, sent: sent, done: time.Now(), verb: k, obj: testenv.ObjectOf(req)})
-				tl.mu.Unlock()
-			}
-			return resp, err
-		})
+	return testenv.Intercept(cfg, func(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+		sent := time.Now()
+		resp, err := next.RoundTrip(req)
+		if k, ok := testenv.AcceptedWrite(req, resp, err, "vmobservations"); ok {
+			tl.mu.Lock()
+			tl.entries = append(tl.entries, write{who: tl.who, sent: sent, done: time.Now(), verb: k, obj: testenv.ObjectOf(req)})
+			tl.mu.Unlock()
+		}
+		return resp, err
 	})
-	return out
 }
 
 // of returns the writes to one object (creates are named by namespace
