@@ -1386,9 +1386,9 @@ func allSituations() []situation {
 		evictionSituations, launcherPodSituations, nodeSituations, guestSituations, badInputSituations,
 		attributionSituations, partialStatusSituations, evidenceSituations, rootCauseSituations,
 		kubevirtRuleSituations, newSourceSituations, lagSituations,
-		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations, guestReviewSituations, storageSituations} {
+		domainSituations, runtimeSituations, probeSituations, kubevirtWaitSituations, agentReportSituations, storageSituations} {
 		all = append(all, f()...)
 	}
-	all = append(all, review3PartialSituations()...)
+	all = append(all, partialSituations()...)
 	return all
 }

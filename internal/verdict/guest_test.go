@@ -12,12 +12,15 @@ import (
 	"github.com/vmobs/vmobs/internal/vmifacts"
 )
 
-// The guest layer's findings of the engine review (B1, B2, C1, C5, C6),
-// each as the situations that were judged wrong. B3 (the probe's freeze)
-// is tested through the probe's own decode and fold in
-// internal/guestprobe, since the facts no longer carry it.
+// What the guest agent reports, the situations that were once judged
+// wrong (the engine review's B1, B2, C1, C5, C6): a failing probe's path,
+// an interface without an IP after the agent connects, a disconnection's
+// grace, passt's interfaces, KubeVirt's filesystem exclusions and
+// thresholds. B3 (the probe's freeze) is tested through the probe's own
+// decode and fold in internal/guestprobe, since the facts no longer carry
+// it.
 
-func TestGuestLayerReview(t *testing.T) { run(t, guestReviewSituations()) }
+func TestGuestAgentReports(t *testing.T) { run(t, agentReportSituations()) }
 
 // wantFixed checks the time to the nearest deadline that is not a
 // renewing source's.
@@ -94,7 +97,7 @@ func fsSteps(mount string, used int32, steps ...vmifacts.FilesystemStep) vmifact
 	return fs
 }
 
-func guestReviewSituations() []situation {
+func agentReportSituations() []situation {
 	gone := func(in *Input) { in.VMI = runningVMI(agentGone()) }
 	zero := time.Duration(0)
 	lostAt := func(d time.Duration) *time.Duration { return &d }

@@ -77,9 +77,9 @@ func failedTarget(p *corev1.Pod) {
 	p.Status.Reason = ""
 }
 
-func TestPartialInput(t *testing.T) { run(t, review3PartialSituations()) }
+func TestPartialInput(t *testing.T) { run(t, partialSituations()) }
 
-func review3PartialSituations() []situation {
+func partialSituations() []situation {
 	return []situation{
 		// C2: LiveMigratable is Scheduled or later, not Running.
 		{
