@@ -724,23 +724,13 @@ func (s *session) playFleet(ctx context.Context) {
 			func(at time.Time, msg string) { fmt.Fprintf(s.opts.Out, "%s %s\n", stamp(s.start, at), msg) })
 	}
 	s.playStart = time.Now()
-	s.directorDone = goDone(func() { d.run(ctx) })
+	s.directorDone = simulator.GoDone(func() { d.run(ctx) })
 	if view != nil {
-		s.viewDone = goDone(func() { view.run(ctx) })
+		s.viewDone = simulator.GoDone(func() { view.run(ctx) })
 	}
 	if len(s.late.build) > 0 {
-		s.joinDone = goDone(func() { s.buildAndJoin(ctx, s.tr.firstChange) })
+		s.joinDone = simulator.GoDone(func() { s.buildAndJoin(ctx, s.tr.firstChange) })
 	}
-}
-
-// goDone runs f in a goroutine; the returned channel closes when f returns.
-func goDone(f func()) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	return done
 }
 
 // waitForStop waits until ctx ends (an interrupt, or the output closed),

@@ -84,7 +84,7 @@ func (ds *domainStats) jobs(nodes []string) []testenv.ScrapeJob {
 // ctx ends. Nodes are never dropped: a lost node's virt-handler stays in
 // the Service's endpoints until its pod is deleted.
 func (ds *domainStats) followNodes(ctx context.Context, c client.Reader, every time.Duration, fail func(format string, a ...any)) {
-	ds.syncDone = goDone(func() {
+	ds.syncDone = simulator.GoDone(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {

@@ -134,21 +134,6 @@ func workerNodes(vms int) []string {
 	return out
 }
 
-// sleep waits for dur or until ctx ends, and says whether to go on.
-func sleep(ctx context.Context, dur time.Duration) bool {
-	if dur <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // fail records err unless the demo is stopping (then every step fails).
 func (d *director) fail(ctx context.Context, format string, a ...any) {
 	if ctx.Err() != nil {
@@ -243,7 +228,7 @@ func (d *director) play(ctx context.Context, playStart time.Time, scenarios []pl
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for _, p := range scenarios {
-		if !sleep(ctx, time.Until(playStart.Add(p.at))) {
+		if !simulator.Sleep(ctx, time.Until(playStart.Add(p.at))) {
 			return
 		}
 		wg.Go(func() {
@@ -281,7 +266,7 @@ func (d *director) churn(ctx context.Context) {
 			vm.ready = false
 		}
 		d.mu.Unlock()
-		if !sleep(ctx, wait) {
+		if !simulator.Sleep(ctx, wait) {
 			return
 		}
 		if vm == nil {
@@ -301,7 +286,7 @@ func (d *director) migrate(ctx context.Context, vm *fleetVM, target string) erro
 		return err
 	}
 	for !m.Done() {
-		if !sleep(ctx, d.pace.StepPause) {
+		if !simulator.Sleep(ctx, d.pace.StepPause) {
 			return nil
 		}
 		if err := m.Step(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,44 +54,22 @@ func (s *Simulator) bulkDataVolume(ctx context.Context, vm *kubevirtv1.VirtualMa
 	t := vm.Spec.DataVolumeTemplates[0]
 	ns, name := vm.Namespace, t.Name
 	now := s.now()
-	dv := &cdiv1.DataVolume{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name, Labels: t.Labels, Annotations: t.Annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: *t.Spec.DeepCopy(),
-	}
+	dv := vmDataVolume(vm, t)
 	if err := s.Client.Create(ctx, dv, client.FieldOwner(managerVirtController)); err != nil {
 		return nil, nil, fmt.Errorf("creating DataVolume %s/%s: %w", ns, name, err)
 	}
-	st := dv.Spec.Storage
-	if st == nil {
-		return nil, nil, fmt.Errorf("DataVolume %s/%s: only spec.storage is played", ns, name)
+	pvc, err := cdiClaim(dv)
+	if err != nil {
+		return nil, nil, err
 	}
-	class := ptr.Deref(st.StorageClassName, StorageClassImmediate)
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name,
-			Labels: map[string]string{"app": "containerized-data-importer", "app.kubernetes.io/component": "storage", "app.kubernetes.io/managed-by": "cdi-controller"},
-			Annotations: map[string]string{
-				annImportEndpoint: DataVolumeImportURL, annImportSource: "http", annContentType: "kubevirt",
-				annPodRestarts: "2", annCreatedForDV: string(dv.UID),
-				annImportPod: annImportPodPrefix + name, annPodPhase: string(corev1.PodSucceeded),
-				annRunning: "false", annRunningReason: "Completed", annRunningMessage: "Import Complete",
-			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: cdiv1.SchemeGroupVersion.String(), Kind: "DataVolume", Name: dv.Name, UID: dv.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: st.AccessModes, StorageClassName: ptr.To(class), Resources: st.Resources,
-			VolumeMode: ptr.To(cmpOr(ptr.Deref(st.VolumeMode, ""), corev1.PersistentVolumeFilesystem)),
-		},
-	}
+	class := ptr.Deref(pvc.Spec.StorageClassName, StorageClassImmediate)
+	pvc.Spec.StorageClassName = ptr.To(class)
+	// The claim as CDI leaves it once its importer, restarted twice, has
+	// completed.
+	maps.Copy(pvc.Annotations, map[string]string{
+		annPodRestarts: "2", annImportPod: annImportPodPrefix + name, annPodPhase: string(corev1.PodSucceeded),
+		annRunning: "false", annRunningReason: "Completed", annRunningMessage: "Import Complete",
+	})
 	if err := s.Client.Create(ctx, pvc, client.FieldOwner(managerCDI)); err != nil {
 		return nil, nil, fmt.Errorf("creating the PVC of DataVolume %s/%s: %w", ns, name, err)
 	}

@@ -110,17 +110,7 @@ func (s *Simulator) CreateDataVolume(ctx context.Context, ns, name, class string
 // PVC: the DataVolume is Pending, its PVC Pending.
 func (s *Simulator) createDataVolumes(ctx context.Context, vm *kubevirtv1.VirtualMachine) error {
 	for _, t := range vm.Spec.DataVolumeTemplates {
-		dv := &cdiv1.DataVolume{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: vm.Namespace, Name: t.Name, Labels: t.Labels, Annotations: t.Annotations,
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
-					Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-				}},
-			},
-			Spec: *t.Spec.DeepCopy(),
-		}
-		if err := s.Client.Create(ctx, dv, client.FieldOwner(managerVirtController)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := s.Client.Create(ctx, vmDataVolume(vm, t), client.FieldOwner(managerVirtController)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating DataVolume %s/%s: %w", vm.Namespace, t.Name, err)
 		}
 		if err := s.cdiCreateClaim(ctx, vm.Namespace, t.Name); err != nil {
@@ -130,6 +120,22 @@ func (s *Simulator) createDataVolumes(ctx context.Context, vm *kubevirtv1.Virtua
 	return nil
 }
 
+// vmDataVolume is the DataVolume virt-controller creates from the VM's
+// dataVolumeTemplates entry t: t's name, labels, annotations and spec,
+// owned by the VM.
+func vmDataVolume(vm *kubevirtv1.VirtualMachine, t kubevirtv1.DataVolumeTemplateSpec) *cdiv1.DataVolume {
+	return &cdiv1.DataVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: vm.Namespace, Name: t.Name, Labels: t.Labels, Annotations: t.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine", Name: vm.Name, UID: vm.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+}
+
 // cdiCreateClaim is CDI creating the DataVolume's PVC and reporting it
 // Pending.
 func (s *Simulator) cdiCreateClaim(ctx context.Context, ns, name string) error {
@@ -137,13 +143,35 @@ func (s *Simulator) cdiCreateClaim(ctx context.Context, ns, name string) error {
 	if err := s.Client.Get(ctx, key(ns, name), dv); err != nil {
 		return fmt.Errorf("reading DataVolume %s/%s: %w", ns, name, err)
 	}
+	pvc, err := cdiClaim(dv)
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Create(ctx, pvc, client.FieldOwner(managerCDI)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the PVC of DataVolume %s/%s: %w", ns, name, err)
+	}
+	return s.updateDataVolume(ctx, ns, name, func(dv *cdiv1.DataVolume) {
+		now := s.now()
+		dv.Status.Phase = cdiv1.Pending
+		dv.Status.ClaimName = name
+		dv.Status.Progress = "N/A"
+		setDVCond(dv, cdiv1.DataVolumeBound, corev1.ConditionFalse, "Pending", fmt.Sprintf("PVC %s Pending", name), now)
+		setDVCond(dv, cdiv1.DataVolumeReady, corev1.ConditionFalse, "", "", now)
+		setDVCond(dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
+	})
+}
+
+// cdiClaim is the PVC CDI creates for the DataVolume dv, before any
+// importer ran: dv's name, owned by it, of its spec.storage (the only form
+// of claim the simulator plays).
+func cdiClaim(dv *cdiv1.DataVolume) (*corev1.PersistentVolumeClaim, error) {
 	st := dv.Spec.Storage
 	if st == nil {
-		return fmt.Errorf("DataVolume %s/%s: only spec.storage is played", ns, name)
+		return nil, fmt.Errorf("DataVolume %s/%s: only spec.storage is played", dv.Namespace, dv.Name)
 	}
-	pvc := &corev1.PersistentVolumeClaim{
+	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns, Name: name,
+			Namespace: dv.Namespace, Name: dv.Name,
 			Labels: map[string]string{"app": "containerized-data-importer", "app.kubernetes.io/component": "storage", "app.kubernetes.io/managed-by": "cdi-controller"},
 			Annotations: map[string]string{
 				annImportEndpoint: DataVolumeImportURL, annImportSource: "http", annContentType: "kubevirt",
@@ -158,19 +186,7 @@ func (s *Simulator) cdiCreateClaim(ctx context.Context, ns, name string) error {
 			AccessModes: st.AccessModes, StorageClassName: st.StorageClassName, Resources: st.Resources,
 			VolumeMode: ptr.To(cmpOr(ptr.Deref(st.VolumeMode, ""), corev1.PersistentVolumeFilesystem)),
 		},
-	}
-	if err := s.Client.Create(ctx, pvc, client.FieldOwner(managerCDI)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the PVC of DataVolume %s/%s: %w", ns, name, err)
-	}
-	return s.updateDataVolume(ctx, ns, name, func(dv *cdiv1.DataVolume) {
-		now := s.now()
-		dv.Status.Phase = cdiv1.Pending
-		dv.Status.ClaimName = name
-		dv.Status.Progress = "N/A"
-		setDVCond(dv, cdiv1.DataVolumeBound, corev1.ConditionFalse, "Pending", fmt.Sprintf("PVC %s Pending", name), now)
-		setDVCond(dv, cdiv1.DataVolumeReady, corev1.ConditionFalse, "", "", now)
-		setDVCond(dv, cdiv1.DataVolumeRunning, corev1.ConditionFalse, "", "", now)
-	})
+	}, nil
 }
 
 // updateDataVolume writes the DataVolume's status as CDI does.
@@ -223,15 +239,9 @@ func (s *Simulator) importing(ctx context.Context, ns, name string) (*cdiv1.Data
 	if dv.Status.Phase == cdiv1.ImportInProgress {
 		return dv, nil
 	}
-	if _, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
-		func(p *corev1.PersistentVolumeClaim) error {
-			setAnnotation(p, annImportPod, annImportPodPrefix+name)
-			setAnnotation(p, annPodPhase, string(corev1.PodRunning))
-			setAnnotation(p, annRunning, "true")
-			setAnnotation(p, annRunningReason, cdiPodRunning)
-			setAnnotation(p, annRunningMessage, "")
-			return nil
-		}); err != nil {
+	ann := importerRunning()
+	ann[annImportPod], ann[annPodPhase] = annImportPodPrefix+name, string(corev1.PodRunning)
+	if _, err := s.cdiAnnotateClaim(ctx, ns, name, ann); err != nil {
 		return nil, err
 	}
 	for _, step := range []struct {
@@ -261,6 +271,33 @@ func (s *Simulator) importing(ctx context.Context, ns, name string) (*cdiv1.Data
 		}
 	}
 	return dv, nil
+}
+
+// cdiAnnotateClaim is CDI's import controller writing ann on the PVC of the
+// DataVolume ns/name, where it reports the importer pod.
+func (s *Simulator) cdiAnnotateClaim(ctx context.Context, ns, name string, ann map[string]string) (*corev1.PersistentVolumeClaim, error) {
+	return mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
+		func(p *corev1.PersistentVolumeClaim) error {
+			for k, v := range ann {
+				setAnnotation(p, k, v)
+			}
+			return nil
+		})
+}
+
+// importerRunning is what the claim's annotations say of an importer
+// that runs.
+func importerRunning() map[string]string {
+	return map[string]string{annRunning: "true", annRunningReason: cdiPodRunning, annRunningMessage: ""}
+}
+
+// importerFailed is what they say of an importer whose container ended
+// with message and was restarted, restarts times so far.
+func importerFailed(restarts int32, message string) map[string]string {
+	return map[string]string{
+		annPodRestarts: strconv.Itoa(int(restarts)),
+		annRunning:     "false", annRunningReason: ImportError, annRunningMessage: message,
+	}
 }
 
 func dvCond(dv *cdiv1.DataVolume, t cdiv1.DataVolumeConditionType) corev1.ConditionStatus {
@@ -343,14 +380,7 @@ func (s *Simulator) FailImport(ctx context.Context, ns, name string, restarts in
 	if restarts < 1 {
 		return fmt.Errorf("FailImport: restarts %d, want at least 1", restarts)
 	}
-	pvc, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
-		func(p *corev1.PersistentVolumeClaim) error {
-			setAnnotation(p, annPodRestarts, strconv.Itoa(int(restarts)))
-			setAnnotation(p, annRunning, "false")
-			setAnnotation(p, annRunningReason, ImportError)
-			setAnnotation(p, annRunningMessage, message)
-			return nil
-		})
+	pvc, err := s.cdiAnnotateClaim(ctx, ns, name, importerFailed(restarts, message))
 	if err != nil {
 		return err
 	}
@@ -369,10 +399,7 @@ func (s *Simulator) FailImport(ctx context.Context, ns, name string, restarts in
 	if err := s.recordEvent(ctx, dv, corev1.EventTypeWarning, ImportError, message, componentDataVolumeImport, ""); err != nil {
 		return err
 	}
-	if ref := metav1.GetControllerOf(dv); ref != nil && ref.Kind == "VirtualMachine" {
-		return s.syncVM(ctx, ns, ref.Name)
-	}
-	return nil
+	return s.syncOwnerVM(ctx, dv)
 }
 
 // ScratchSpaceRequired is the importer's termination message when the
@@ -397,14 +424,7 @@ func (s *Simulator) RestartImporter(ctx context.Context, ns, name, message strin
 	}); err != nil {
 		return err
 	}
-	if _, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
-		func(p *corev1.PersistentVolumeClaim) error {
-			setAnnotation(p, annPodRestarts, strconv.Itoa(int(restarts)))
-			setAnnotation(p, annRunning, "false")
-			setAnnotation(p, annRunningReason, ImportError)
-			setAnnotation(p, annRunningMessage, message)
-			return nil
-		}); err != nil {
+	if _, err := s.cdiAnnotateClaim(ctx, ns, name, importerFailed(restarts, message)); err != nil {
 		return err
 	}
 	return s.syncDataVolumeOwner(ctx, ns, name)
@@ -418,27 +438,25 @@ func (s *Simulator) ResumeImport(ctx context.Context, ns, name string) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := mutate(ctx, s.Client, key(ns, name), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} }, false, managerCDI,
-		func(p *corev1.PersistentVolumeClaim) error {
-			setAnnotation(p, annRunning, "true")
-			setAnnotation(p, annRunningReason, cdiPodRunning)
-			setAnnotation(p, annRunningMessage, "")
-			return nil
-		}); err != nil {
+	if _, err := s.cdiAnnotateClaim(ctx, ns, name, importerRunning()); err != nil {
 		return err
 	}
 	return s.syncDataVolumeOwner(ctx, ns, name)
 }
 
-// syncDataVolumeOwner is virt-controller syncing the VM that owns the
-// DataVolume, if a VM does.
+// syncDataVolumeOwner is syncOwnerVM for the DataVolume ns/name.
 func (s *Simulator) syncDataVolumeOwner(ctx context.Context, ns, name string) error {
 	dv := &cdiv1.DataVolume{}
 	if err := s.Client.Get(ctx, key(ns, name), dv); err != nil {
 		return fmt.Errorf("reading DataVolume %s/%s: %w", ns, name, err)
 	}
+	return s.syncOwnerVM(ctx, dv)
+}
+
+// syncOwnerVM is virt-controller syncing the VM that owns dv, if a VM does.
+func (s *Simulator) syncOwnerVM(ctx context.Context, dv *cdiv1.DataVolume) error {
 	if ref := metav1.GetControllerOf(dv); ref != nil && ref.Kind == "VirtualMachine" {
-		return s.syncVM(ctx, ns, ref.Name)
+		return s.syncVM(ctx, dv.Namespace, ref.Name)
 	}
 	return nil
 }

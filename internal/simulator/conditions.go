@@ -55,9 +55,18 @@ func (s *Simulator) updateNodeStatus(ctx context.Context, name, manager string, 
 // its lastTransitionTime moves to now.
 
 func vmiCond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
-	for i := range vmi.Status.Conditions {
-		if vmi.Status.Conditions[i].Type == t {
-			return &vmi.Status.Conditions[i]
+	return condOf(vmi.Status.Conditions, t, func(c kubevirtv1.VirtualMachineInstanceCondition) kubevirtv1.VirtualMachineInstanceConditionType {
+		return c.Type
+	})
+}
+
+// condOf is the condition of type t in conds, to be changed in place, or
+// nil: the lookup of vmiCond, podCond and nodeCond, whose condition types
+// share no interface.
+func condOf[C any, T comparable](conds []C, t T, typeOf func(C) T) *C {
+	for i := range conds {
+		if typeOf(conds[i]) == t {
+			return &conds[i]
 		}
 	}
 	return nil
@@ -75,6 +84,15 @@ func setVMICond(vmi *kubevirtv1.VirtualMachineInstance, c kubevirtv1.VirtualMach
 		return
 	}
 	vmi.Status.Conditions = append(vmi.Status.Conditions, c)
+}
+
+// raiseHotplugCond is virt-controller raising the hotplug condition t
+// (HotVCPUChange, HotMemoryChange) on the VMI: True, with no transition
+// time, unless the VMI has it already.
+func raiseHotplugCond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) {
+	if vmiCond(vmi, t) == nil {
+		vmi.Status.Conditions = append(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{Type: t, Status: corev1.ConditionTrue})
+	}
 }
 
 func removeVMICond(vmi *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) {
@@ -126,12 +144,7 @@ func setPhase[P comparable, T any](cur *P, stamps *[]T, phase P, phaseOf func(T)
 // when the status changes.
 
 func podCond(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
+	return condOf(p.Status.Conditions, t, func(c corev1.PodCondition) corev1.PodConditionType { return c.Type })
 }
 
 func setPodCond(p *corev1.Pod, c corev1.PodCondition, now metav1.Time) {
@@ -151,30 +164,24 @@ func setPodCond(p *corev1.Pod, c corev1.PodCondition, now metav1.Time) {
 }
 
 func nodeCond(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
+	return condOf(n.Status.Conditions, t, func(c corev1.NodeCondition) corev1.NodeConditionType { return c.Type })
 }
 
 func setLabel(obj metav1.Object, k, v string) {
-	l := obj.GetLabels()
-	if l == nil {
-		l = map[string]string{}
-	}
-	l[k] = v
-	obj.SetLabels(l)
+	obj.SetLabels(withKey(obj.GetLabels(), k, v))
 }
 
 func setAnnotation(obj metav1.Object, k, v string) {
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
+	obj.SetAnnotations(withKey(obj.GetAnnotations(), k, v))
+}
+
+// withKey sets k to v in m, made if nil, and returns m.
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
 	}
-	a[k] = v
-	obj.SetAnnotations(a)
+	m[k] = v
+	return m
 }
 
 func removeFinalizer(obj metav1.Object, f string) {

@@ -164,8 +164,8 @@ type Everyday struct {
 	booted  map[types.NamespacedName]chan struct{} // closed once the VM's boot has ended
 }
 
-// goDone runs f in a goroutine; the channel closes when f returns.
-func goDone(f func()) <-chan struct{} {
+// GoDone runs f in a goroutine; the channel closes when f returns.
+func GoDone(f func()) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -191,7 +191,16 @@ func (e *Everyday) wall(d time.Duration) time.Duration {
 
 // sleep waits d of simulated time, or until ctx ends.
 func (e *Everyday) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(e.wall(d))
+	return Sleep(ctx, e.wall(d))
+}
+
+// Sleep waits d of wall-clock time or until ctx ends, and says whether to
+// go on: false once ctx has ended.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -365,7 +374,7 @@ func (e *Everyday) Play(ctx context.Context) (*EverydayReport, error) {
 		ops.Go(func() { e.storageLife(ctx, e.Fleet[0].Namespace) })
 	}
 	beat, stopBeats := context.WithCancel(ctx)
-	beats := goDone(func() { e.heartbeats(beat) })
+	beats := GoDone(func() { e.heartbeats(beat) })
 	ops.Wait()
 	e.until(ctx, e.Duration)
 	stopBeats()
@@ -1060,11 +1069,7 @@ func (s *Simulator) RequestCPUHotplug(ctx context.Context, ns, name string, sock
 	}
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
 		vmi.Spec.Domain.CPU.Sockets = sockets
-		if vmiCond(vmi, kubevirtv1.VirtualMachineInstanceVCPUChange) == nil {
-			vmi.Status.Conditions = append(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceVCPUChange, Status: corev1.ConditionTrue,
-			})
-		}
+		raiseHotplugCond(vmi, kubevirtv1.VirtualMachineInstanceVCPUChange)
 		return nil
 	}); err != nil {
 		return err

@@ -184,24 +184,9 @@ func (s *Simulator) FailScheduling(ctx context.Context, ns, name, reason string)
 	now := s.now()
 	switch reason {
 	case Unschedulable:
-		pod, err := s.ensurePendingLauncher(ctx, ns, name)
-		if err != nil {
-			return err
-		}
-		n := s.countNodes(ctx)
-		msg := fmt.Sprintf("0/%d nodes are available: %d Insufficient devices.kubevirt.io/kvm. preemption: 0/%d nodes are available: %d No preemption victims found for incoming pod.", n, n, n, n)
-		if err := s.markUnschedulable(ctx, ns, pod.Name, msg); err != nil {
-			return err
-		}
-		if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-			setVMICond(vmi, kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceConditionType(corev1.PodScheduled), Status: corev1.ConditionFalse,
-				Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now,
-			}, now)
-			return nil
-		}); err != nil {
-			return err
-		}
+		return s.unschedulable(ctx, ns, name, func(nodes int) string {
+			return fmt.Sprintf("%d Insufficient devices.kubevirt.io/kvm", nodes)
+		}, "No preemption victims found for incoming pod")
 	case ErrImagePull, ImagePullBackOff:
 		pod, err := s.ensurePendingLauncher(ctx, ns, name)
 		if err != nil {

@@ -67,11 +67,7 @@ func (s *Simulator) RequestMemoryHotplug(ctx context.Context, ns, name string, g
 		return err
 	}
 	if _, err := s.updateVMI(ctx, ns, name, managerVirtController, func(vmi *kubevirtv1.VirtualMachineInstance) error {
-		if vmiCond(vmi, kubevirtv1.VirtualMachineInstanceMemoryChange) == nil {
-			vmi.Status.Conditions = append(vmi.Status.Conditions, kubevirtv1.VirtualMachineInstanceCondition{
-				Type: kubevirtv1.VirtualMachineInstanceMemoryChange, Status: corev1.ConditionTrue,
-			})
-		}
+		raiseHotplugCond(vmi, kubevirtv1.VirtualMachineInstanceMemoryChange)
 		return nil
 	}); err != nil {
 		return err

@@ -160,17 +160,22 @@ func (s *Simulator) createStorageVM(ctx context.Context, ns string, spec VMSpec,
 	return s.createScenarioVM(ctx, ns, spec)
 }
 
+// preemptionNotHelpful is kube-scheduler's preemption verdict on a node
+// where evicting pods would not let the pod fit.
+const preemptionNotHelpful = "Preemption is not helpful for scheduling"
+
 // unschedulable is kube-scheduler failing to place the VMI's launcher pod
-// (created if needed) with the filter message why, copied by
-// virt-controller into the VMI (PodScheduled=False, Unschedulable) and
-// shown by the VM as ErrorUnschedulable.
-func (s *Simulator) unschedulable(ctx context.Context, ns, name, why string) error {
+// (created if needed): its message says why the filters failed (why is
+// given the number of nodes) and the preemption verdict on each node. The
+// condition is copied by virt-controller into the VMI (PodScheduled=False,
+// Unschedulable) and shown by the VM as ErrorUnschedulable.
+func (s *Simulator) unschedulable(ctx context.Context, ns, name string, why func(nodes int) string, preemption string) error {
 	pod, err := s.ensurePendingLauncher(ctx, ns, name)
 	if err != nil {
 		return err
 	}
 	n := s.countNodes(ctx)
-	msg := fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d Preemption is not helpful for scheduling.", n, why, n, n)
+	msg := fmt.Sprintf("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d %s.", n, why(n), n, n, preemption)
 	if err := s.markUnschedulable(ctx, ns, pod.Name, msg); err != nil {
 		return err
 	}
@@ -192,7 +197,7 @@ func (s *Simulator) PlayVolumeNotBound(ctx context.Context, ns, vm string) error
 	if _, err := s.AwaitEvent(ctx, "PersistentVolumeClaim", ns, claim, "ProvisioningFailed"); err != nil {
 		return err
 	}
-	return s.unschedulable(ctx, ns, vm, "pod has unbound immediate PersistentVolumeClaims")
+	return s.unschedulable(ctx, ns, vm, func(int) string { return "pod has unbound immediate PersistentVolumeClaims" }, preemptionNotHelpful)
 }
 
 // PlayVolumeNotBoundWFFC: the root disk's claim is of StorageClassWFFC and
@@ -206,8 +211,9 @@ func (s *Simulator) PlayVolumeNotBoundWFFC(ctx context.Context, ns, vm string) e
 	if err := s.createStorageVM(ctx, ns, spec, &ClaimSpec{Name: claim, StorageClass: StorageClassWFFC}); err != nil {
 		return err
 	}
-	n := s.countNodes(ctx)
-	if err := s.unschedulable(ctx, ns, vm, fmt.Sprintf("%d node(s) didn't match Pod's node affinity/selector", n)); err != nil {
+	if err := s.unschedulable(ctx, ns, vm, func(nodes int) string {
+		return fmt.Sprintf("%d node(s) didn't match Pod's node affinity/selector", nodes)
+	}, preemptionNotHelpful); err != nil {
 		return err
 	}
 	_, err := s.AwaitEvent(ctx, "PersistentVolumeClaim", ns, claim, "WaitForPodScheduled")

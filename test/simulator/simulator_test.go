@@ -100,6 +100,15 @@ func bootVM(t *testing.T, s *simulator.Simulator, spec simulator.VMSpec, node st
 	must(t, s.Boot(context.Background(), spec.Namespace, spec.Name, node))
 }
 
+// bootOnTwoNodes adds the nodes a and b of the VM's namespace and boots the
+// VM of spec on a, b left to migrate it to.
+func bootOnTwoNodes(t *testing.T, s *simulator.Simulator, spec simulator.VMSpec) (nodeA, nodeB string) {
+	t.Helper()
+	nodeA, nodeB = addNode(t, s, spec.Namespace, "a"), addNode(t, s, spec.Namespace, "b")
+	bootVM(t, s, spec, nodeA)
+	return nodeA, nodeB
+}
+
 // wantGone fails the test, saying what, unless the object ns/name of obj's
 // kind is gone.
 func wantGone(t *testing.T, s *simulator.Simulator, ns, name string, obj client.Object, what string) {
@@ -116,32 +125,37 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// getObject reads the object ns/name into obj and returns it; getVMI and
+// the others name its kinds.
+func getObject[T client.Object](t *testing.T, s *simulator.Simulator, ns, name string, obj T) T {
+	t.Helper()
+	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj))
+	return obj
+}
+
 func getVMI(t *testing.T, s *simulator.Simulator, ns, name string) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, vmi))
-	return vmi
+	return getObject(t, s, ns, name, &kubevirtv1.VirtualMachineInstance{})
 }
 
 func getVM(t *testing.T, s *simulator.Simulator, ns, name string) *kubevirtv1.VirtualMachine {
 	t.Helper()
-	vm := &kubevirtv1.VirtualMachine{}
-	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, vm))
-	return vm
+	return getObject(t, s, ns, name, &kubevirtv1.VirtualMachine{})
+}
+
+func getVMIM(t *testing.T, s *simulator.Simulator, ns, name string) *kubevirtv1.VirtualMachineInstanceMigration {
+	t.Helper()
+	return getObject(t, s, ns, name, &kubevirtv1.VirtualMachineInstanceMigration{})
 }
 
 func getPod(t *testing.T, s *simulator.Simulator, ns, name string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{}
-	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p))
-	return p
+	return getObject(t, s, ns, name, &corev1.Pod{})
 }
 
 func getNode(t *testing.T, s *simulator.Simulator, name string) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{}
-	must(t, s.Client.Get(context.Background(), client.ObjectKey{Namespace: "", Name: name}, n))
-	return n
+	return getObject(t, s, "", name, &corev1.Node{})
 }
 
 func podsOf(t *testing.T, s *simulator.Simulator, vmi *kubevirtv1.VirtualMachineInstance) []corev1.Pod {
@@ -397,8 +411,7 @@ func TestBootOneShotNotMigratableAndEviction(t *testing.T) {
 func TestMigrationSucceeds(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
-	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2}, nodeA)
+	nodeA, nodeB := bootOnTwoNodes(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns, GuestAgent: true, Interfaces: 2})
 	srcPod := podsOf(t, s, getVMI(t, s, ns, "vm1"))[0]
 	multusIP := getVMI(t, s, ns, "vm1").Status.Interfaces[1].IP
 
@@ -413,8 +426,7 @@ func TestMigrationSucceeds(t *testing.T) {
 		must(t, m.Step(ctx))
 		seen = append(seen, string(m.Phase()))
 		vmi := getVMI(t, s, ns, "vm1")
-		vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-		must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
+		vmim := getVMIM(t, s, ns, m.Name)
 		wantEqual(t, "VMIM phase", vmim.Status.Phase, m.Phase())
 		switch m.Phase() {
 		case kubevirtv1.MigrationPending:
@@ -465,8 +477,7 @@ func TestMigrationSucceeds(t *testing.T) {
 	wantEqual(t, "primary IP after migration", vmi.Status.Interfaces[0].IP, tp.Status.PodIP)
 	wantEqual(t, "primary info source after migration", vmi.Status.Interfaces[0].InfoSource, "domain, guest-agent")
 	wantEqual(t, "Multus IP after migration", vmi.Status.Interfaces[1].IP, multusIP)
-	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-	must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
+	vmim := getVMIM(t, s, ns, m.Name)
 	wantEqual(t, "VMIM phase transitions", len(vmim.Status.PhaseTransitionTimestamps), 7)
 	if vmim.Status.MigrationState == nil || !vmim.Status.MigrationState.Completed || vmim.Status.MigrationState.TargetPod != m.TargetPod {
 		t.Errorf("final VMIM migrationState = %+v", vmim.Status.MigrationState)
@@ -478,14 +489,12 @@ func TestMigrationSucceeds(t *testing.T) {
 func TestMigrationFails(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	nodeA, nodeB := bootOnTwoNodes(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns})
 
 	m, err := s.Migrate(ctx, ns, "vm1", nodeB, simulator.MigrationFails)
 	must(t, err)
 	wantEqual(t, "phase", m.Phase(), kubevirtv1.MigrationFailed)
-	vmim := &kubevirtv1.VirtualMachineInstanceMigration{}
-	must(t, s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.Name}, vmim))
+	vmim := getVMIM(t, s, ns, m.Name)
 	wantEqual(t, "VMIM phase", vmim.Status.Phase, kubevirtv1.MigrationFailed)
 	if ms := vmim.Status.MigrationState; ms == nil || !ms.Failed || ms.FailureReason != "Target pod is down" {
 		t.Errorf("VMIM migrationState = %+v", ms)
@@ -506,8 +515,7 @@ func TestMigrationFails(t *testing.T) {
 func TestMigrationTargetUnschedulableAndStuck(t *testing.T) {
 	ctx := context.Background()
 	s, _, ns := newSim(t)
-	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	_, nodeB := bootOnTwoNodes(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns})
 
 	m, err := s.StartMigration(ctx, ns, "vm1", simulator.MigrationOptions{Outcome: simulator.MigrationTargetUnschedulable, Evacuation: true})
 	must(t, err)
@@ -583,8 +591,7 @@ func TestStopStartDelete(t *testing.T) {
 func TestNodeLoss(t *testing.T) {
 	ctx := context.Background()
 	s, clk, ns := newSim(t)
-	nodeA, nodeB := addNode(t, s, ns, "a"), addNode(t, s, ns, "b")
-	bootVM(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns}, nodeA)
+	nodeA, nodeB := bootOnTwoNodes(t, s, simulator.VMSpec{Name: "vm1", Namespace: ns})
 
 	clk.Step(time.Minute)
 	must(t, s.LoseNode(ctx, nodeA))
