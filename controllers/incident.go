@@ -1,12 +1,9 @@
 package controllers
 
 import (
-	"context"
 	"slices"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/vmobs/vmobs/internal/cachestore"
 	"github.com/vmobs/vmobs/internal/incident"
 	"github.com/vmobs/vmobs/internal/projection"
+	"github.com/vmobs/vmobs/internal/runtimekit"
 	"github.com/vmobs/vmobs/internal/storagefacts"
 )
 
@@ -30,19 +28,11 @@ type incidentWake struct {
 	// a rollout is in progress.
 	rollout incident.Rollout
 
-	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	queue runtimekit.QueueHandle
 }
 
 // source hands the controller's queue over when the controller starts.
-func (w *incidentWake) source() source.Source {
-	return source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		w.mu.Lock()
-		w.queue = q
-		w.mu.Unlock()
-		return nil
-	})
-}
+func (w *incidentWake) source() source.Source { return w.queue.Source() }
 
 // observe sets st.Incident from the VM's claims and returns the layers
 // whose Warning Events the incident speaks for. A nil w (incidents off)
@@ -54,9 +44,7 @@ func (w *incidentWake) observe(key types.NamespacedName, obs *projection.Observa
 	a := w.tracker.Observe(key, obs.IncidentRef(), incident.ClaimsOf(st, storage, w.rollout))
 	st.Incident = a.Incident
 	if len(a.Wake) > 0 {
-		w.mu.Lock()
-		q := w.queue
-		w.mu.Unlock()
+		q := w.queue.Queue()
 		for _, k := range a.Wake {
 			if q != nil {
 				q.Add(reconcile.Request{NamespacedName: k})

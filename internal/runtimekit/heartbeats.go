@@ -1,13 +1,11 @@
 package runtimekit
 
 import (
-	"context"
 	"maps"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -26,10 +24,11 @@ import (
 type Heartbeats struct {
 	clock clock.WithDelayedExecution
 
-	mu sync.Mutex
 	// queue is the controller's work queue; nil until the source starts
 	// (on the leader), and then the enqueues wait for it.
-	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+	queue QueueHandle
+
+	mu    sync.Mutex
 	nodes map[string]*nodeBeat
 	// vms holds each waiting VM's node and how long after the node's
 	// heartbeat its deadline is: the VM's heartbeat timeout (spec.policy
@@ -76,14 +75,7 @@ func NewHeartbeats(c clock.WithDelayedExecution) *Heartbeats {
 
 // Source hands the controller's queue to the timers when the controller
 // starts.
-func (h *Heartbeats) Source() source.Source {
-	return source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		h.mu.Lock()
-		h.queue = q
-		h.mu.Unlock()
-		return nil
-	})
-}
+func (h *Heartbeats) Source() source.Source { return h.queue.Source() }
 
 // Watch registers the VM under the node whose heartbeat, beat, its verdict
 // rests on, to be enqueued at deadline unless the heartbeat renews first.
@@ -227,7 +219,8 @@ func (h *Heartbeats) after(d time.Duration, node string) clock.Timer {
 func (h *Heartbeats) fire(node string) {
 	h.mu.Lock()
 	n := h.nodes[node]
-	if n == nil || h.queue == nil {
+	q := h.queue.Queue()
+	if n == nil || q == nil {
 		if n != nil {
 			// Not started yet: look again in a second.
 			n.timer = h.after(time.Second, node)
@@ -246,7 +239,6 @@ func (h *Heartbeats) fire(node string) {
 		n.add(h.vms[key].after, -1)
 		delete(h.vms, key)
 	}
-	q := h.queue
 	n.timer = nil
 	if len(n.afters) == 0 {
 		delete(h.nodes, node)

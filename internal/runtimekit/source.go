@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -89,4 +90,31 @@ func (r registering) AddEventHandlerWithOptions(h toolscache.ResourceEventHandle
 		r.registered <- reg
 	}
 	return reg, err
+}
+
+// QueueHandle holds a controller's work queue for what enqueues from
+// outside its reconciles (the heartbeat timers, the VMs an incident wakes):
+// Source hands the queue over when the controller starts, Queue is nil
+// until then.
+type QueueHandle struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// Source is the source to give the controller (WatchesRawSource); it
+// watches nothing.
+func (h *QueueHandle) Source() source.Source {
+	return source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		h.mu.Lock()
+		h.queue = q
+		h.mu.Unlock()
+		return nil
+	})
+}
+
+// Queue is the controller's queue, nil before the controller started.
+func (h *QueueHandle) Queue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.queue
 }
