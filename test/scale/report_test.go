@@ -210,8 +210,9 @@ func newResults(cfg config) *results {
 	return &results{N: cfg.N, Smoke: cfg.Smoke, HeartbeatSecs: cfg.Heartbeat.Seconds(), Machine: machine(), LoadAvg: map[string]string{}, Storage: cfg.Storage, Incidents: !cfg.NoIncidents}
 }
 
-func (r *results) setLatency(l *latencyResult, w *world) {
-	var share, near, away, atEvent, atDeadline []time.Duration
+// byCause splits the status latencies of the judged changes by what made
+// the controller judge them: an object's event, or a deadline passing.
+func (l *latencyResult) byCause() (atEvent, atDeadline []time.Duration) {
 	for _, s := range l.Samples {
 		switch {
 		case s.status > 0 && s.deadline:
@@ -219,6 +220,14 @@ func (r *results) setLatency(l *latencyResult, w *world) {
 		case s.status > 0:
 			atEvent = append(atEvent, s.status)
 		}
+	}
+	return atEvent, atDeadline
+}
+
+func (r *results) setLatency(l *latencyResult, w *world) {
+	var share, near, away []time.Duration
+	atEvent, atDeadline := l.byCause()
+	for _, s := range l.Samples {
 		switch {
 		case s.status > 0 && s.deadline:
 			// Judged at a deadline long after the source's event

@@ -117,15 +117,7 @@ type stormLatency struct {
 }
 
 func stormLatencyOf(l *latencyResult) stormLatency {
-	var atEvent, atDeadline []time.Duration
-	for _, s := range l.Samples {
-		switch {
-		case s.status > 0 && s.deadline:
-			atDeadline = append(atDeadline, s.status)
-		case s.status > 0:
-			atEvent = append(atEvent, s.status)
-		}
-	}
+	atEvent, atDeadline := l.byCause()
 	return stormLatency{
 		Changes: l.Changes, Missed: l.Missed,
 		P50: percentile(l.Status, 50), P99: percentile(l.Status, 99), WatchP99: percentile(l.Watch, 99),
