@@ -1,7 +1,6 @@
 package nodeverdict
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,11 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
+	"github.com/vmobs/vmobs/internal/testsupport/kstatus"
 )
 
 // now is the fixed clock of every case.
@@ -363,28 +362,15 @@ func checkInvariants(t *testing.T, in Input, res Result) {
 	}
 }
 
-// kstatusOf reads the status the way Flux and kubectl wait do: as an
-// unstructured object, through kstatus' Compute.
+// kstatusOf reads the status, on node-a at generation 1, the way Flux and
+// kubectl wait do (kstatus.Of).
 func kstatusOf(t *testing.T, st *v1alpha1.NodeObservationStatus) *status.Result {
 	t.Helper()
-	obj := v1alpha1.NodeObservation{
+	return kstatus.Of(t, v1alpha1.NodeObservation{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "NodeObservation"},
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Generation: 1},
 		Status:     *st,
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		t.Fatal(err)
-	}
-	res, err := status.Compute(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	})
 }
 
 // A verdict that changes dates from now; one that stays keeps its time.

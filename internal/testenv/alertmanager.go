@@ -1,9 +1,7 @@
 package testenv
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 )
@@ -33,40 +31,28 @@ type Alertmanager struct {
 // missing binary is an error that says how to build it; a configuration
 // Alertmanager rejects is an error carrying its log.
 func StartAlertmanager(config []byte) (*Alertmanager, error) {
-	bin := AlertmanagerBinary()
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("alertmanager not found at %s: run `make alertmanager` (which builds it from the Go module proxy) or set ALERTMANAGER", bin)
-	}
-	dir, err := os.MkdirTemp("", "vmobs-alertmanager-")
+	a := &Alertmanager{daemon: daemon{name: "alertmanager"}}
+	err := a.launch(AlertmanagerBinary(), "run `make alertmanager` (which builds it from the Go module proxy) or set ALERTMANAGER", time.Minute, func(dir string) ([]string, string, error) {
+		cfg := filepath.Join(dir, "alertmanager.yml")
+		if err := os.WriteFile(cfg, config, 0o600); err != nil {
+			return nil, "", err
+		}
+		addr, err := freeLocalAddress()
+		if err != nil {
+			return nil, "", err
+		}
+		a.URL, a.Address = "http://"+addr, addr
+		return []string{
+			"--config.file=" + cfg,
+			"--storage.path=" + filepath.Join(dir, "data"),
+			"--web.listen-address=" + addr,
+			// An empty address turns the gossip cluster off: one
+			// Alertmanager, no port 9094 taken.
+			"--cluster.listen-address=",
+			"--log.level=warn",
+		}, a.URL + "/-/ready", nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	cfg := filepath.Join(dir, "alertmanager.yml")
-	if err := os.WriteFile(cfg, config, 0o600); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	addr, err := freeLocalAddress()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	a := &Alertmanager{URL: "http://" + addr, Address: addr, daemon: daemon{name: "alertmanager", dir: dir}}
-	a.cmd = exec.Command(bin,
-		"--config.file="+cfg,
-		"--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		// An empty address turns the gossip cluster off: one
-		// Alertmanager, no port 9094 taken.
-		"--cluster.listen-address=",
-		"--log.level=warn",
-	)
-	if err := a.start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := a.waitReady(a.URL, time.Minute); err != nil {
-		_ = a.Stop()
 		return nil, err
 	}
 	return a, nil

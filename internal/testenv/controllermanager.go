@@ -3,7 +3,6 @@ package testenv
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,54 +37,41 @@ type controllerManager struct {
 // leader election or a cloud provider, serving /healthz on a free loopback
 // port; it returns once /healthz answers 200.
 func startControllerManager(e *Env) (*controllerManager, error) {
-	bin := ControllerManagerBinary()
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("kube-controller-manager not found at %s: run `make envtest-bin` (it builds it from the Go module proxy)", bin)
-	}
-	dir, err := os.MkdirTemp("", "vmobs-kcm-")
+	m := &controllerManager{daemon: daemon{name: "kube-controller-manager"}}
+	err := m.launch(ControllerManagerBinary(), "run `make envtest-bin` (it builds it from the Go module proxy)", time.Minute, func(dir string) ([]string, string, error) {
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		if err := e.userKubeconfig(envtest.User{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}}, kubeconfig); err != nil {
+			return nil, "", fmt.Errorf("writing kube-controller-manager's kubeconfig: %w", err)
+		}
+		addr, err := freeLocalAddress()
+		if err != nil {
+			return nil, "", err
+		}
+		_, port, _ := strings.Cut(addr, ":")
+		return []string{
+			"--kubeconfig=" + kubeconfig,
+			// Delegated authentication and authorization of its own
+			// endpoints; /healthz is always allowed.
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + port,
+			"--cert-dir=" + filepath.Join(dir, "certs"),
+			"--controllers=" + strings.Join(StorageControllers, ","),
+			"--use-service-account-credentials=false",
+			// The PV binder re-reads its claims every 15 s by default;
+			// some of its events (WaitForPodScheduled) come only from
+			// that pass, and a test should not wait for them that long.
+			"--pvclaimbinder-sync-period=2s",
+			"--leader-elect=false",
+			// Tests write fast; the default 20 QPS would hold the
+			// controllers' writes back.
+			"--kube-api-qps=200",
+			"--kube-api-burst=400",
+			"--v=2",
+		}, "https://" + addr + "/healthz", nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	m := &controllerManager{daemon: daemon{name: "kube-controller-manager", dir: dir}}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := e.userKubeconfig(envtest.User{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}}, kubeconfig); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("writing kube-controller-manager's kubeconfig: %w", err)
-	}
-	addr, err := freeLocalAddress()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	_, port, _ := strings.Cut(addr, ":")
-	m.cmd = exec.Command(bin,
-		"--kubeconfig="+kubeconfig,
-		// Delegated authentication and authorization of its own
-		// endpoints; /healthz is always allowed.
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+port,
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--controllers="+strings.Join(StorageControllers, ","),
-		"--use-service-account-credentials=false",
-		// The PV binder re-reads its claims every 15 s by default; some
-		// of its events (WaitForPodScheduled) come only from that pass,
-		// and a test should not wait for them that long.
-		"--pvclaimbinder-sync-period=2s",
-		"--leader-elect=false",
-		// Tests write fast; the default 20 QPS would hold the
-		// controllers' writes back.
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-		"--v=2",
-	)
-	if err := m.start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := m.waitHealthy("https://"+addr+"/healthz", time.Minute); err != nil {
-		_ = m.Stop()
 		return nil, err
 	}
 	return m, nil

@@ -38,10 +38,36 @@ func (d *daemon) start() error {
 	return nil
 }
 
-// waitReady polls url's /-/ready until it answers 200, the process exits or
-// timeout passes; the errors carry the process's log.
-func (d *daemon) waitReady(url string, timeout time.Duration) error {
-	return d.waitHealthy(url+"/-/ready", timeout)
+// launch starts the daemon from bin, the same way for every server a test
+// runs: a missing bin is an error that says what to do (build: "run `make
+// thanos` ..."); the daemon gets a temporary directory of its own, where
+// setup writes what the daemon reads before returning its arguments and the
+// URL that answers 200 once it is ready; launch returns once that URL does
+// (waitHealthy, up to timeout). On an error nothing is left running and the
+// directory is gone.
+func (d *daemon) launch(bin, build string, timeout time.Duration, setup func(dir string) (args []string, readyURL string, err error)) error {
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%s not found at %s: %s", d.name, bin, build)
+	}
+	dir, err := os.MkdirTemp("", "vmobs-"+strings.ReplaceAll(d.name, " ", "-")+"-")
+	if err != nil {
+		return err
+	}
+	d.dir = dir
+	args, readyURL, err := setup(dir)
+	if err == nil {
+		d.cmd = exec.Command(bin, args...)
+		err = d.start()
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	if err := d.waitHealthy(readyURL, timeout); err != nil {
+		_ = d.Stop()
+		return err
+	}
+	return nil
 }
 
 // waitHealthy polls url (a readiness endpoint: Prometheus' /-/ready,

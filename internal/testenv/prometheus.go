@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -89,61 +88,48 @@ type Prometheus struct {
 // temporary directory, and returns once /-/ready answers 200. A missing
 // binary is an error that says how to build it.
 func StartPrometheus(opts PrometheusOptions) (*Prometheus, error) {
-	bin := PrometheusBinary()
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("prometheus not found at %s: run `make prometheus` (which builds it from the Go module proxy) or set PROMETHEUS", bin)
-	}
-	dir, err := os.MkdirTemp("", "vmobs-prometheus-")
-	if err != nil {
-		return nil, err
-	}
-	p := &Prometheus{daemon: daemon{name: "prometheus", dir: dir}, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels, alerting: opts.Alertmanagers}
+	p := &Prometheus{daemon: daemon{name: "prometheus"}, interval: opts.ScrapeInterval, rules: opts.RuleFiles, external: opts.ExternalLabels, alerting: opts.Alertmanagers}
 	if p.interval <= 0 {
 		p.interval = time.Second
-	}
-	if err := p.writeConfig(opts.Jobs); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	addr, err := freeLocalAddress()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	p.URL = "http://" + addr
-	p.cmd = exec.Command(bin,
-		"--config.file="+p.configPath(),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--web.enable-lifecycle",
-		"--log.level=warn",
-		// The scrape manager applies new targets (at start and after a
-		// reload) on a 5 s tick by default: a test would wait that long
-		// for its first sample. The flag is hidden but supported.
-		"--scrape.discovery-reload-interval=100ms",
-		// A firing alert is sent again every minute by default; the
-		// scrape interval keeps Alertmanager's view as fresh as the
-		// rules'.
-		"--rules.alert.resend-delay="+p.interval.String(),
-	)
-	if err := p.start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
-	if err := p.waitReady(p.URL, timeout); err != nil {
-		_ = p.Stop()
+	err := p.launch(PrometheusBinary(), "run `make prometheus` (which builds it from the Go module proxy) or set PROMETHEUS", timeout, func(dir string) ([]string, string, error) {
+		if err := p.writeConfig(opts.Jobs); err != nil {
+			return nil, "", err
+		}
+		addr, err := freeLocalAddress()
+		if err != nil {
+			return nil, "", err
+		}
+		p.URL = "http://" + addr
+		return []string{
+			"--config.file=" + p.configPath(),
+			"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+			"--web.listen-address=" + addr,
+			"--web.enable-lifecycle",
+			"--log.level=warn",
+			// The scrape manager applies new targets (at start and after a
+			// reload) on a 5 s tick by default: a test would wait that long
+			// for its first sample. The flag is hidden but supported.
+			"--scrape.discovery-reload-interval=100ms",
+			// A firing alert is sent again every minute by default; the
+			// scrape interval keeps Alertmanager's view as fresh as the
+			// rules'.
+			"--rules.alert.resend-delay=" + p.interval.String(),
+		}, p.URL + "/-/ready", nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 // freeLocalAddress finds a free port on the loopback interface. The port is
-// released before Prometheus binds it; another process taking it meanwhile
-// makes the start fail, with Prometheus' log saying so.
+// released before the daemon binds it; another process taking it meanwhile
+// makes the start fail, with the daemon's log saying so.
 func freeLocalAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 )
@@ -69,37 +67,24 @@ func StartThanosQuery(endpoints ...string) (*Thanos, error) {
 // startThanos starts one component with its listen addresses, its log
 // level and the arguments args returns for its temporary directory.
 func startThanos(component string, args func(dir string) []string) (*Thanos, error) {
-	bin := ThanosBinary()
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("thanos not found at %s: run `make thanos` (which builds it from the Go module proxy) or set THANOS", bin)
-	}
-	dir, err := os.MkdirTemp("", "vmobs-thanos-"+component+"-")
+	th := &Thanos{daemon: daemon{name: "thanos " + component}}
+	err := th.launch(ThanosBinary(), "run `make thanos` (which builds it from the Go module proxy) or set THANOS", time.Minute, func(dir string) ([]string, string, error) {
+		httpAddr, err := freeLocalAddress()
+		if err != nil {
+			return nil, "", err
+		}
+		grpcAddr, err := freeLocalAddress()
+		if err != nil {
+			return nil, "", err
+		}
+		th.URL, th.GRPCAddress = "http://"+httpAddr, grpcAddr
+		return append([]string{component,
+			"--http-address=" + httpAddr,
+			"--grpc-address=" + grpcAddr,
+			"--log.level=warn",
+		}, args(dir)...), th.URL + "/-/ready", nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	httpAddr, err := freeLocalAddress()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	grpcAddr, err := freeLocalAddress()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	th := &Thanos{URL: "http://" + httpAddr, GRPCAddress: grpcAddr, daemon: daemon{name: "thanos " + component, dir: dir}}
-	argv := append([]string{component,
-		"--http-address=" + httpAddr,
-		"--grpc-address=" + grpcAddr,
-		"--log.level=warn",
-	}, args(dir)...)
-	th.cmd = exec.Command(bin, argv...)
-	if err := th.start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	if err := th.waitReady(th.URL, time.Minute); err != nil {
-		_ = th.Stop()
 		return nil, err
 	}
 	return th, nil

@@ -395,24 +395,13 @@ func (w *world) analyze(ns string) *v1alpha1.History {
 		w.must(w.k8s.List(w.ctx, l, client.InNamespace(ns)))
 	}
 	w.must(w.k8s.List(w.ctx, &nodes))
-	var objs analyze.Objects
-	for i := range vms.Items {
-		objs.VMs = append(objs.VMs, &vms.Items[i])
-	}
-	for i := range vmis.Items {
-		objs.VMIs = append(objs.VMIs, &vmis.Items[i])
-	}
-	for i := range vmims.Items {
-		objs.Migrations = append(objs.Migrations, &vmims.Items[i])
-	}
-	for i := range pods.Items {
-		objs.Pods = append(objs.Pods, &pods.Items[i])
-	}
-	for i := range nodes.Items {
-		objs.Nodes = append(objs.Nodes, &nodes.Items[i])
-	}
-	for i := range obs.Items {
-		objs.Observations = append(objs.Observations, &obs.Items[i])
+	objs := analyze.Objects{
+		VMs:          pointers(vms.Items),
+		VMIs:         pointers(vmis.Items),
+		Migrations:   pointers(vmims.Items),
+		Pods:         pointers(pods.Items),
+		Nodes:        pointers(nodes.Items),
+		Observations: pointers(obs.Items),
 	}
 	for _, o := range analyze.Analyze(objs, time.Now(), policy()) {
 		if o.Namespace == ns && o.Name == vm && o.Status.History != nil {
@@ -421,6 +410,15 @@ func (w *world) analyze(ns string) *v1alpha1.History {
 	}
 	w.t.Fatalf("vmobs analyze gave no history for %s/%s", ns, vm)
 	return nil
+}
+
+// pointers points at each item of a list, as analyze.Objects holds them.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // TestHistoryAcrossAManagerRestart plays the same life with the manager

@@ -194,11 +194,7 @@ type amAlert struct {
 }
 
 func alertmanagerAlerts(ctx context.Context, am *testenv.Alertmanager) ([]amAlert, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, am.URL+"/api/v2/alerts", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpGet(ctx, am.URL+"/api/v2/alerts")
 	if err != nil {
 		return nil, err
 	}

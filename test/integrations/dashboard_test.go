@@ -144,14 +144,7 @@ func TestDashboardQueriesOnRealData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := prom.Stop(); err != nil {
-			t.Errorf("stopping prometheus: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("prometheus' log:\n%s", prom.Log())
-		}
-	})
+	stopOnCleanup(t, "prometheus", prom.Stop, prom.Log)
 
 	// The manager, reading domain stats from that Prometheus, its metrics
 	// (vmobs' and controller-runtime's) served as /metrics.

@@ -122,14 +122,7 @@ func TestDomainStatsThroughPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := prom.Stop(); err != nil {
-			t.Errorf("stopping prometheus: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("prometheus' log:\n%s", prom.Log())
-		}
-	})
+	stopOnCleanup(t, "prometheus", prom.Stop, prom.Log)
 	t.Logf("prometheus ready in %s", time.Since(promStart).Round(time.Millisecond))
 
 	// vCPU rate per VMI: > 0 for each running VMI, 0 for the frozen one,

@@ -1,17 +1,16 @@
 package integrations
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/vmobs/vmobs/api/v1alpha1"
 	"github.com/vmobs/vmobs/controllers"
+	"github.com/vmobs/vmobs/internal/testsupport/kstatus"
 )
 
 // TestKstatusOfPolicies reads VMObservationPolicies, with the status the
@@ -48,18 +47,7 @@ func TestKstatusOfPolicies(t *testing.T) {
 		{"invalid selector", broken, status.FailedStatus},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := json.Marshal(tc.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(b); err != nil {
-				t.Fatal(err)
-			}
-			res, err := status.Compute(u)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := kstatus.Of(t, tc.p)
 			if res.Status != tc.want {
 				t.Errorf("kstatus %s (%q), want %s", res.Status, res.Message, tc.want)
 			}

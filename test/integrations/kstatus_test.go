@@ -1,38 +1,17 @@
 package integrations
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/vmobs/vmobs/internal/testsupport"
+	"github.com/vmobs/vmobs/internal/testsupport/kstatus"
 	"github.com/vmobs/vmobs/test/support"
 )
-
-// kstatusOf reads a VMObservation the way Flux (wait/healthChecks),
-// cli-utils' apply --wait and kpt do: through JSON, as an unstructured
-// object, with kstatus' Compute.
-func kstatusOf(t *testing.T, sc scenario) (*status.Result, *unstructured.Unstructured) {
-	t.Helper()
-	b, err := json.Marshal(toUnstructured(t, sc.obs).Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(b); err != nil {
-		t.Fatal(err)
-	}
-	res, err := status.Compute(u)
-	if err != nil {
-		t.Fatalf("kstatus: %v", err)
-	}
-	return res, u
-}
 
 // TestKstatus checks design.md's kstatus mapping on objects as the engine
 // produces them: Healthy and Suspended are Current, Progressing is
@@ -42,7 +21,8 @@ func kstatusOf(t *testing.T, sc scenario) (*status.Result, *unstructured.Unstruc
 func TestKstatus(t *testing.T) {
 	for _, sc := range scenarios(t) {
 		t.Run(sc.name, func(t *testing.T) {
-			res, _ := kstatusOf(t, sc)
+			// As Flux reads the object a client lists (no empty status).
+			res := kstatus.Of(t, toUnstructured(t, sc.obs).Object)
 			if string(res.Status) != sc.kstatus {
 				t.Errorf("kstatus says %s (%q), want %s", res.Status, res.Message, sc.kstatus)
 			}

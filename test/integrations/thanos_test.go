@@ -410,11 +410,7 @@ func (a *apiAnswer) scalar() float64 {
 // queryAPI runs an instant query at the present on the HTTP API at base,
 // reading the answer as it comes, warnings and all.
 func queryAPI(ctx context.Context, base, expr string) (*apiAnswer, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/query?"+url.Values{"query": {expr}}.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpGet(ctx, base+"/api/v1/query?"+url.Values{"query": {expr}}.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -431,6 +427,15 @@ func queryAPI(ctx context.Context, base, expr string) (*apiAnswer, error) {
 		return nil, fmt.Errorf("%s: %s %s %s", expr, resp.Status, a.Status, a.Error)
 	}
 	return &a, nil
+}
+
+// httpGet GETs target, bound to ctx; the caller closes the body.
+func httpGet(ctx context.Context, target string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // gauge is the value of an unlabelled gauge of reg.

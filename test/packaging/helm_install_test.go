@@ -3,7 +3,6 @@ package packaging
 import (
 	"context"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,14 +179,7 @@ func prometheusOperatorCRDs(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	root := filepath.Join(support.RepoRoot(t), "test", "crds")
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	eachYAMLFile(t, root, func(path string, b []byte) {
 		var crd struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
@@ -198,10 +190,6 @@ func prometheusOperatorCRDs(t *testing.T) []string {
 			(crd.Metadata.Name == "servicemonitors.monitoring.coreos.com" || crd.Metadata.Name == "prometheusrules.monitoring.coreos.com") {
 			files = append(files, path)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return files
 }

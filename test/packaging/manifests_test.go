@@ -70,6 +70,26 @@ func mustFind(t testing.TB, objs []*unstructured.Unstructured, kind, name string
 	return o
 }
 
+// eachYAMLFile calls read with the path and content of every .yaml file
+// under root, in lexical order; a file it cannot read fails the test.
+func eachYAMLFile(t testing.TB, root string, read func(path string, content []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		read(path, b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func convert[T any](t testing.TB, u *unstructured.Unstructured) *T {
 	t.Helper()
 	out := new(T)
@@ -322,14 +342,7 @@ func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]strin
 	out := map[string][]rbacv1.PolicyRule{}
 	aggregated := map[string]string{}
 	root := filepath.Join(support.RepoRoot(t), "config")
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	eachYAMLFile(t, root, func(path string, b []byte) {
 		for i, doc := range strings.Split(string(b), "\n---") {
 			var obj struct {
 				Kind     string `json:"kind"`
@@ -351,11 +364,7 @@ func rbacObjects(t *testing.T) (map[string][]rbacv1.PolicyRule, map[string]strin
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return out, aggregated
 }
 
