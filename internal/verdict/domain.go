@@ -62,13 +62,7 @@ func (f *facts) domainFacts() *vmifacts.DomainFacts { return vmiFacts(f, f.in.Do
 
 // domainSeries are the facts when they carry the domain's series: readable,
 // this VMI's, and exported by virt-handler.
-func (f *facts) domainSeries() *vmifacts.DomainFacts {
-	d := f.domainFacts()
-	if d == nil || d.Unavailable != "" || !d.Exported {
-		return nil
-	}
-	return d
-}
+func (f *facts) domainSeries() *vmifacts.DomainFacts { return vmiData(f, f.in.Domain) }
 
 // domainNode runs the node layer's rules on domain stats: whether
 // Prometheus can be read, whether virt-handler exports the domain, and what

@@ -29,13 +29,7 @@ func (f *facts) guestFacts() *vmifacts.GuestFacts { return vmiFacts(f, f.in.Gues
 
 // guestAnswers are the facts when they hold answers: readable, this
 // VMI's, and answered at least once.
-func (f *facts) guestAnswers() *vmifacts.GuestFacts {
-	g := f.guestFacts()
-	if g == nil || g.Unavailable != "" || !g.Answered {
-		return nil
-	}
-	return g
-}
+func (f *facts) guestAnswers() *vmifacts.GuestFacts { return vmiData(f, f.in.Guest) }
 
 // probeGuest judges what the controller's probes of a VMI whose
 // AgentConnected condition is True returned, on the guest layer: what the

@@ -1,16 +1,12 @@
 package verdict
 
-import (
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/vmobs/vmobs/internal/vmifacts"
-)
+import "github.com/vmobs/vmobs/internal/vmifacts"
 
 // sourceFacts are the facts a source outside the cluster's objects (domain
 // stats, the guest probe) folds for one VMI (vmifacts.Scoped).
 type sourceFacts interface {
 	*vmifacts.DomainFacts | *vmifacts.GuestFacts
-	Scope() (vmi types.UID, unavailable string)
+	vmifacts.Scoped
 }
 
 // vmiFacts is the one gate between a source's facts and the rules: they are
@@ -28,4 +24,16 @@ func vmiFacts[F sourceFacts](f *facts, sf F) F {
 		return sf
 	}
 	return nil
+}
+
+// vmiData are the facts vmiFacts gives when they hold data: readable (the
+// source is not unavailable) and with something of this VMI to report.
+func vmiData[F sourceFacts](f *facts, sf F) F {
+	if sf = vmiFacts(f, sf); sf == nil {
+		return nil
+	}
+	if _, unavailable := sf.Scope(); unavailable != "" || !sf.HasData() {
+		return nil
+	}
+	return sf
 }

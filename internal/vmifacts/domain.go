@@ -169,14 +169,24 @@ type Value struct {
 
 // Scoped is what every source's facts of a VMI say besides what they
 // hold: the VMI they were folded for and, when the source cannot be read,
-// why. The engine reads facts only through this gate (verdict's
-// vmiFacts), so a new source's facts type implements it.
+// why; and whether they hold data at all. The engine reads facts only
+// through this gate (verdict's vmiFacts and vmiData), so a new source's
+// facts type implements it.
 type Scoped interface {
 	Scope() (vmi types.UID, unavailable string)
+	// HasData says the source has something of the VMI to report: virt-
+	// handler exports its domain's series, a probe of it was answered.
+	HasData() bool
 }
 
 // Scope implements Scoped.
 func (d *DomainFacts) Scope() (types.UID, string) { return d.VMIUID, d.Unavailable }
 
+// HasData implements Scoped: virt-handler exports the domain's series.
+func (d *DomainFacts) HasData() bool { return d.Exported }
+
 // Scope implements Scoped.
 func (g *GuestFacts) Scope() (types.UID, string) { return g.VMIUID, g.Unavailable }
+
+// HasData implements Scoped: a probe was answered at least once.
+func (g *GuestFacts) HasData() bool { return g.Answered }
