@@ -232,6 +232,14 @@ func (p *nsParser) key() (string, bool) {
 	return k, true
 }
 
+// enter steps into the array or object whose opening byte is next and
+// says whether an element follows (false for [] and {}).
+func (p *nsParser) enter(closing byte) bool {
+	p.i++
+	p.ws()
+	return !p.eat(closing)
+}
+
 // next ends an element of an array or object: true when a comma says
 // another follows, false at the closing byte or on an error (recorded; the
 // first one stands).
@@ -358,24 +366,14 @@ func (p *nsParser) skip(depth int) {
 			p.fail(errNetStatusSyntax)
 		}
 	case c == '{':
-		p.i++
-		p.ws()
-		if p.eat('}') {
-			return
-		}
-		for more := true; more; more = p.next('}') {
+		for more := p.enter('}'); more; more = p.next('}') {
 			if _, ok := p.key(); !ok {
 				return
 			}
 			p.skip(depth + 1)
 		}
 	case c == '[':
-		p.i++
-		p.ws()
-		if p.eat(']') {
-			return
-		}
-		for more := true; more; more = p.next(']') {
+		for more := p.enter(']'); more; more = p.next(']') {
 			p.ws()
 			p.skip(depth + 1)
 		}
