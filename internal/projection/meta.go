@@ -144,6 +144,19 @@ func clone[S ~[]E, E any](s S) S {
 	return append(make(S, 0, len(s)), s...)
 }
 
+// convert makes each element of in with f, into a slice of in's length
+// (exact capacity); nil for an empty in, which the cache keeps as nothing.
+func convert[In, Out any](in []In, f func(*In) Out) []Out {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]Out, len(in))
+	for i := range in {
+		out[i] = f(&in[i])
+	}
+	return out
+}
+
 // GetObjectKind implements runtime.Object: projections carry no type
 // meta, as typed objects from an informer carry none.
 func (m *Meta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }

@@ -90,25 +90,18 @@ func podConds(in []corev1.PodCondition) []Cond {
 	return out
 }
 
-func containersOf(in []corev1.ContainerStatus) []Container {
-	if len(in) == 0 {
-		return nil
+func containerOf(c *corev1.ContainerStatus) Container {
+	out := Container{Name: Intern(c.Name), RestartCount: c.RestartCount, Ready: c.Ready, Started: boolPtr(c.Started)}
+	if r := c.State.Running; r != nil {
+		out.Running = timePtr(&r.StartedAt)
 	}
-	out := make([]Container, len(in))
-	for i := range in {
-		c := &in[i]
-		out[i] = Container{Name: Intern(c.Name), RestartCount: c.RestartCount, Ready: c.Ready, Started: boolPtr(c.Started)}
-		if r := c.State.Running; r != nil {
-			out[i].Running = timePtr(&r.StartedAt)
-		}
-		if w := c.State.Waiting; w != nil {
-			out[i].Waiting = &corev1.ContainerStateWaiting{Reason: Intern(w.Reason).String(), Message: w.Message}
-		}
-		if t := c.State.Terminated; t != nil {
-			out[i].Terminated = &corev1.ContainerStateTerminated{
-				ExitCode: t.ExitCode, Signal: t.Signal, Reason: Intern(t.Reason).String(), Message: t.Message,
-				StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
-			}
+	if w := c.State.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: Intern(w.Reason).String(), Message: w.Message}
+	}
+	if t := c.State.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode: t.ExitCode, Signal: t.Signal, Reason: Intern(t.Reason).String(), Message: t.Message,
+			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
 		}
 	}
 	return out
@@ -164,14 +157,14 @@ func FromPod(p *corev1.Pod) *Pod {
 		Reason:       Intern(st.Reason),
 		PodIP:        st.PodIP,
 		Conditions:   podConds(st.Conditions),
-		Containers:   containersOf(st.ContainerStatuses),
+		Containers:   convert(st.ContainerStatuses, containerOf),
 	}
 	for i := range st.InitContainerStatuses {
 		cs := &st.InitContainerStatuses[i]
 		if membership.IsSidecarInit(p, cs.Name) {
-			c := containersOf(st.InitContainerStatuses[i : i+1])
-			c[0].Sidecar = true
-			out.Containers = append(out.Containers, c[0])
+			c := containerOf(cs)
+			c.Sidecar = true
+			out.Containers = append(out.Containers, c)
 			continue
 		}
 		out.InitRestarts = satAdd(out.InitRestarts, cs.RestartCount)

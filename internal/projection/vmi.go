@@ -153,31 +153,23 @@ type Interface struct {
 	LinkState                               Sym
 }
 
-func specInterfaces(in []kubevirtv1.Interface) []SpecInterface {
-	if len(in) == 0 {
-		return nil
+func specInterface(s *kubevirtv1.Interface) SpecInterface {
+	o := SpecInterface{Name: Intern(s.Name)}
+	if s.Binding != nil {
+		o.Plugin = some(s.Binding.Name)
 	}
-	out := make([]SpecInterface, len(in))
-	for i := range in {
-		s := &in[i]
-		o := &out[i]
-		o.Name = Intern(s.Name)
-		if s.Binding != nil {
-			o.Plugin = some(s.Binding.Name)
-		}
-		for _, b := range [...]struct {
-			set bool
-			bit uint8
-		}{
-			{s.Bridge != nil, bindBridge}, {s.DeprecatedSlirp != nil, bindSlirp}, {s.Masquerade != nil, bindMasquerade},
-			{s.SRIOV != nil, bindSRIOV}, {s.DeprecatedMacvtap != nil, bindMacvtap}, {s.PasstBinding != nil, bindPasst},
-		} {
-			if b.set {
-				o.Binding |= b.bit
-			}
+	for _, b := range [...]struct {
+		set bool
+		bit uint8
+	}{
+		{s.Bridge != nil, bindBridge}, {s.DeprecatedSlirp != nil, bindSlirp}, {s.Masquerade != nil, bindMasquerade},
+		{s.SRIOV != nil, bindSRIOV}, {s.DeprecatedMacvtap != nil, bindMacvtap}, {s.PasstBinding != nil, bindPasst},
+	} {
+		if b.set {
+			o.Binding |= b.bit
 		}
 	}
-	return out
+	return o
 }
 
 func (s *SpecInterface) spec() kubevirtv1.Interface {
@@ -207,39 +199,25 @@ func (s *SpecInterface) spec() kubevirtv1.Interface {
 	return out
 }
 
-func networks(in []kubevirtv1.Network) []Network {
-	if len(in) == 0 {
-		return nil
+func network(n *kubevirtv1.Network) Network {
+	out := Network{Name: Intern(n.Name)}
+	if n.Pod != nil {
+		out.Pod = podNetworks.intern(*n.Pod)
 	}
-	out := make([]Network, len(in))
-	for i := range in {
-		n := &in[i]
-		out[i].Name = Intern(n.Name)
-		if n.Pod != nil {
-			out[i].Pod = podNetworks.intern(*n.Pod)
-		}
-		if n.Multus != nil {
-			out[i].Multus = multusNetworks.intern(*n.Multus)
-		}
+	if n.Multus != nil {
+		out.Multus = multusNetworks.intern(*n.Multus)
 	}
 	return out
 }
 
-func interfaces(in []kubevirtv1.VirtualMachineInstanceNetworkInterface) []Interface {
-	if len(in) == 0 {
-		return nil
+func iface(s *kubevirtv1.VirtualMachineInstanceNetworkInterface) Interface {
+	out := Interface{
+		Name: Intern(s.Name), IP: s.IP, MAC: macOf(s.MAC), InterfaceName: Intern(s.InterfaceName),
+		InfoSource: Intern(s.InfoSource), PodInterface: Intern(s.PodInterfaceName), LinkState: Intern(s.LinkState),
 	}
-	out := make([]Interface, len(in))
-	for i := range in {
-		s := &in[i]
-		out[i] = Interface{
-			Name: Intern(s.Name), IP: s.IP, MAC: macOf(s.MAC), InterfaceName: Intern(s.InterfaceName),
-			InfoSource: Intern(s.InfoSource), PodInterface: Intern(s.PodInterfaceName), LinkState: Intern(s.LinkState),
-		}
-		if same := len(s.IPs) == 1 && s.IPs[0] == s.IP; !same && (len(s.IPs) > 0 || s.IP != "") {
-			ips := clone(s.IPs)
-			out[i].IPs = &ips
-		}
+	if same := len(s.IPs) == 1 && s.IPs[0] == s.IP; !same && (len(s.IPs) > 0 || s.IP != "") {
+		ips := clone(s.IPs)
+		out.IPs = &ips
 	}
 	return out
 }
@@ -349,14 +327,9 @@ func toVolumeStatus(in []VolumeState) []kubevirtv1.VolumeStatus {
 // migrated keeps the names of the volumes being migrated, which are exempt
 // from the access-mode check.
 func migrated(in []kubevirtv1.StorageMigratedVolumeInfo) []kubevirtv1.StorageMigratedVolumeInfo {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]kubevirtv1.StorageMigratedVolumeInfo, len(in))
-	for i := range in {
-		out[i].VolumeName = in[i].VolumeName
-	}
-	return out
+	return convert(in, func(v *kubevirtv1.StorageMigratedVolumeInfo) kubevirtv1.StorageMigratedVolumeInfo {
+		return kubevirtv1.StorageMigratedVolumeInfo{VolumeName: v.VolumeName}
+	})
 }
 
 // VMICond is a VMI condition: the engine reads the agent's lastProbeTime.
@@ -365,16 +338,8 @@ type VMICond struct {
 	LastProbe Time
 }
 
-func vmiConds(in []kubevirtv1.VirtualMachineInstanceCondition) []VMICond {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]VMICond, len(in))
-	for i := range in {
-		c := &in[i]
-		out[i] = VMICond{Cond: newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime)), LastProbe: metaTime(c.LastProbeTime)}
-	}
-	return out
+func vmiCond(c *kubevirtv1.VirtualMachineInstanceCondition) VMICond {
+	return VMICond{Cond: newCond(string(c.Type), string(c.Status), c.Reason, c.Message, metaTime(c.LastTransitionTime)), LastProbe: metaTime(c.LastProbeTime)}
 }
 
 func sat(n int) uint8 { return uint8(min(n, 255)) }
@@ -449,15 +414,15 @@ func fromVMI(v *kubevirtv1.VirtualMachineInstance, s Sharding) *VMI {
 	spec, st := &v.Spec, &v.Status
 	out := &VMI{
 		Meta:           metaOf(&v.ObjectMeta, s.Labels, vmiAnnotations, nil),
-		Interfaces:     specInterfaces(spec.Domain.Devices.Interfaces),
-		Networks:       networks(spec.Networks),
+		Interfaces:     convert(spec.Domain.Devices.Interfaces, specInterface),
+		Networks:       convert(spec.Networks, network),
 		Probe:          spec.ReadinessProbe != nil,
 		Eviction:       internPtr(spec.EvictionStrategy),
 		Phase:          Intern(string(st.Phase)),
 		Reason:         Intern(st.Reason),
 		NodeName:       Intern(st.NodeName),
-		Conditions:     vmiConds(st.Conditions),
-		Status:         interfaces(st.Interfaces),
+		Conditions:     convert(st.Conditions, vmiCond),
+		Status:         convert(st.Interfaces, iface),
 		VolumeStatus:   volumes(st.VolumeStatus),
 		Volumes:        claimVolumes(spec.Volumes),
 		FSFreezeStatus: Intern(st.FSFreezeStatus),

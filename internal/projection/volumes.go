@@ -42,24 +42,20 @@ func claimVolumes(in []kubevirtv1.Volume) []ClaimVolume {
 }
 
 // toVolumes rebuilds the volumes as far as they were kept.
-func toVolumes(in []ClaimVolume) []kubevirtv1.Volume {
-	if len(in) == 0 {
-		return nil
+func toVolumes(in []ClaimVolume) []kubevirtv1.Volume { return convert(in, (*ClaimVolume).volume) }
+
+func (c *ClaimVolume) volume() kubevirtv1.Volume {
+	out := kubevirtv1.Volume{Name: c.Name}
+	pvc := kubevirtv1.PersistentVolumeClaimVolumeSource{
+		PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName}, Hotpluggable: c.Hotpluggable,
 	}
-	out := make([]kubevirtv1.Volume, len(in))
-	for i, c := range in {
-		out[i].Name = c.Name
-		pvc := kubevirtv1.PersistentVolumeClaimVolumeSource{
-			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName}, Hotpluggable: c.Hotpluggable,
-		}
-		switch c.Kind {
-		case claimDataVolume:
-			out[i].DataVolume = &kubevirtv1.DataVolumeSource{Name: c.ClaimName, Hotpluggable: c.Hotpluggable}
-		case claimMemoryDump:
-			out[i].MemoryDump = &kubevirtv1.MemoryDumpVolumeSource{PersistentVolumeClaimVolumeSource: pvc}
-		default:
-			out[i].PersistentVolumeClaim = &pvc
-		}
+	switch c.Kind {
+	case claimDataVolume:
+		out.DataVolume = &kubevirtv1.DataVolumeSource{Name: c.ClaimName, Hotpluggable: c.Hotpluggable}
+	case claimMemoryDump:
+		out.MemoryDump = &kubevirtv1.MemoryDumpVolumeSource{PersistentVolumeClaimVolumeSource: pvc}
+	default:
+		out.PersistentVolumeClaim = &pvc
 	}
 	return out
 }
