@@ -56,20 +56,12 @@ const (
 	fieldQuery     = "query"
 )
 
-// domainFacts are the domain stats of the VMI when a rule may read them
-// (vmiFacts).
-func (f *facts) domainFacts() *vmifacts.DomainFacts { return vmiFacts(f, f.in.Domain) }
-
-// domainSeries are the facts when they carry the domain's series: readable,
-// this VMI's, and exported by virt-handler.
-func (f *facts) domainSeries() *vmifacts.DomainFacts { return vmiData(f, f.in.Domain) }
-
 // domainNode runs the node layer's rules on domain stats: whether
 // Prometheus can be read, whether virt-handler exports the domain, and what
 // the hypervisor says of its storage and network.
 func (e *engine) domainNode(l *layer) {
 	f := &e.f
-	d := f.domainFacts()
+	d := vmiFacts(f, f.in.Domain)
 	if d == nil {
 		return
 	}
@@ -205,7 +197,7 @@ func (e *engine) domainMissing(l *layer, d *vmifacts.DomainFacts) {
 // its balloon driver said before is not current.
 func (e *engine) domainGuest(l *layer) {
 	f := &e.f
-	d := f.domainSeries()
+	d := vmiData(f, f.in.Domain)
 	if d == nil || f.paused() != nil {
 		return
 	}
@@ -379,7 +371,7 @@ func countText(n float64) string {
 func (e *engine) domainMigration(l *layer) {
 	f := &e.f
 	m := &f.mig
-	d := f.domainSeries()
+	d := vmiData(f, f.in.Domain)
 	if d == nil || !m.inProgress {
 		return
 	}
@@ -423,7 +415,7 @@ func (e *engine) domainMigration(l *layer) {
 // has rounded the values to buckets, so the same facts give the same
 // quantities.
 func (e *engine) domainSummary() *v1alpha1.DomainSummary {
-	d := e.f.domainSeries()
+	d := vmiData(&e.f, e.f.in.Domain)
 	if d == nil {
 		return nil
 	}

@@ -23,14 +23,6 @@ const (
 	maxFullNamed = 4
 )
 
-// guestFacts are the probe's facts of the VMI when a rule may read them
-// (vmiFacts).
-func (f *facts) guestFacts() *vmifacts.GuestFacts { return vmiFacts(f, f.in.Guest) }
-
-// guestAnswers are the facts when they hold answers: readable, this
-// VMI's, and answered at least once.
-func (f *facts) guestAnswers() *vmifacts.GuestFacts { return vmiData(f, f.in.Guest) }
-
 // probeGuest judges what the controller's probes of a VMI whose
 // AgentConnected condition is True returned, on the guest layer: what the
 // guest's filesystems hold. The probe reads the same data the VMI's
@@ -46,7 +38,7 @@ func (f *facts) guestAnswers() *vmifacts.GuestFacts { return vmiData(f, f.in.Gue
 // (kv:pkg/virt-handler/vm.go:773-798). No KubeVirt API tells a hung agent.
 func (e *engine) probeGuest(l *layer) {
 	f := &e.f
-	g := f.guestFacts()
+	g := vmiFacts(f, f.in.Guest)
 	if g == nil {
 		return
 	}
@@ -84,7 +76,7 @@ func (e *engine) probeGuest(l *layer) {
 // stops on a suspend, agent_poller.go:369-400).
 func (e *engine) probePath(l *layer) {
 	f := &e.f
-	g := f.guestFacts()
+	g := vmiFacts(f, f.in.Guest)
 	if g == nil || g.Unavailable != "" || g.Failures < f.pol.AgentUnresponsiveProbes ||
 		f.vmiCondTrue(kubevirtv1.VirtualMachineInstanceAgentConnected) == nil || f.paused() != nil || f.nodeNotReady() || f.hbStale() {
 		return
@@ -199,7 +191,7 @@ func (e *engine) filesystemFullAt(fs *vmifacts.GuestFilesystem) (at time.Time, l
 // guestOSInfo, where virt-handler keeps the agent's OS, comes first: the
 // probe fills what it lacks.
 func (e *engine) probeSummary(s *v1alpha1.GuestSummary) {
-	g := e.f.guestAnswers()
+	g := vmiData(&e.f, e.f.in.Guest)
 	if g == nil {
 		return
 	}

@@ -563,7 +563,7 @@ func newestEvent(evs []storagefacts.Event) *storagefacts.Event {
 // reports of its disks) is StorageSlow.
 func (e *engine) domainStorage(l *layer) {
 	f := &e.f
-	d := f.domainSeries()
+	d := vmiData(f, f.in.Domain)
 	if d == nil {
 		return
 	}
