@@ -268,16 +268,7 @@ func TestScaleDomainStats(t *testing.T) {
 	if want := len(domainstats.Queries(time.Minute)); fig.QueriesPerRound != want {
 		t.Errorf("%d queries a round, want one per signal (%d), whatever N", fig.QueriesPerRound, want)
 	}
-	out := *flagOut
-	if out == "" {
-		out = filepath.Join(testenv.RepoRoot(), "bin", "scale-results.json")
-		if smoke {
-			out = filepath.Join(t.TempDir(), "scale-results.json")
-		}
-	} else if !filepath.IsAbs(out) {
-		out = filepath.Join(testenv.RepoRoot(), out)
-	}
-	if err := mergeDomainStats(out, fig); err != nil {
+	if err := mergeDomainStats(resultsPath(t, smoke), fig); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -271,16 +270,7 @@ func TestScaleGuestProbe(t *testing.T) {
 		t.Errorf("%d probes in %s, over the budget of %.0f QPS", fig.Probes, window, qps)
 	}
 
-	out := *flagOut
-	if out == "" {
-		out = filepath.Join(testenv.RepoRoot(), "bin", "scale-results.json")
-		if smoke {
-			out = filepath.Join(t.TempDir(), "scale-results.json")
-		}
-	} else if !filepath.IsAbs(out) {
-		out = filepath.Join(testenv.RepoRoot(), out)
-	}
-	if err := mergeGuestProbe(out, fig); err != nil {
+	if err := mergeGuestProbe(resultsPath(t, smoke), fig); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -200,17 +200,7 @@ func loadConfig(t *testing.T) config {
 	if cfg.StormAt > 0 && !slices.Contains(cfg.MemPoints, cfg.StormAt) {
 		t.Fatalf("-scale.storm-at %d: not a memory point (%v)", cfg.StormAt, cfg.MemPoints)
 	}
-	cfg.Out = *flagOut
-	switch {
-	case cfg.Out == "" && cfg.Smoke:
-		cfg.Out = filepath.Join(t.TempDir(), "scale-results.json")
-	case cfg.Out == "":
-		cfg.Out = filepath.Join(testenv.RepoRoot(), "bin", "scale-results.json")
-	case !filepath.IsAbs(cfg.Out):
-		// go test runs in the package directory; paths are the caller's,
-		// from the repository root.
-		cfg.Out = filepath.Join(testenv.RepoRoot(), cfg.Out)
-	}
+	cfg.Out = resultsPath(t, cfg.Smoke)
 	if cfg.ProfileDir != "" && !filepath.IsAbs(cfg.ProfileDir) {
 		cfg.ProfileDir = filepath.Join(testenv.RepoRoot(), cfg.ProfileDir)
 	}
@@ -322,4 +312,21 @@ func loadavg() string {
 		return ""
 	}
 	return f[0]
+}
+
+// resultsPath is where a measurement writes its figures: -scale.out, from
+// the repository root (go test runs in the package directory; paths are
+// the caller's), else bin/scale-results.json; a smoke run's go to a
+// temporary directory, so that `make test` leaves the measured file alone.
+func resultsPath(t *testing.T, smoke bool) string {
+	switch out := *flagOut; {
+	case out == "" && smoke:
+		return filepath.Join(t.TempDir(), "scale-results.json")
+	case out == "":
+		return filepath.Join(testenv.RepoRoot(), "bin", "scale-results.json")
+	case !filepath.IsAbs(out):
+		return filepath.Join(testenv.RepoRoot(), out)
+	default:
+		return out
+	}
 }
