@@ -396,9 +396,9 @@ func (p *nsParser) skip(depth int) {
 	}
 }
 
-// number accepts exactly the JSON number grammar.
-//
-//nolint:gocyclo // JSON's number grammar, one branch per production, as in encoding/json's scanner.
+// number accepts exactly the JSON number grammar: an integer part without
+// leading zeros, then an optional fraction and exponent, each with at least
+// one digit.
 func (p *nsParser) number() {
 	s, i := p.s, p.i
 	if i < len(s) && s[i] == '-' {
@@ -408,35 +408,39 @@ func (p *nsParser) number() {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+		i = digits(s, i)
 	default:
 		p.fail(errNetStatusSyntax)
 		return
 	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+		j := digits(s, i)
+		if j == i {
 			p.fail(errNetStatusSyntax)
 			return
 		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+		i = j
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+		j := digits(s, i)
+		if j == i {
 			p.fail(errNetStatusSyntax)
 			return
 		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
+		i = j
 	}
 	p.i = i
+}
+
+// digits skips the decimal digits of s from i.
+func digits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
