@@ -180,6 +180,7 @@ type harness struct {
 	t       *testing.T
 	api     *fakeVirtAPI
 	s       *Source
+	client  *Client
 	n       *factsourcetest.Recorder
 	m       *testMetrics
 	mu      sync.Mutex
@@ -215,6 +216,7 @@ func newHarness(t *testing.T, cfg Config, names ...string) *harness {
 		cfg.Timeout = time.Minute
 	}
 	c := newTestClient(t, srv.URL, cfg.Timeout)
+	h.client = c
 	h.s = NewSource(cfg, c, h.m.Metrics, factsource.Deps{
 		Targets: h.getTargets, Notify: h.n.Notify, Now: h.now, Log: logr.Discard(),
 		Available: h.m.Available, LastSuccess: h.m.LastSuccess,
@@ -238,6 +240,13 @@ func (h *harness) getTargets() []factsource.Target {
 }
 
 func (h *harness) setTargets(ts ...factsource.Target) { h.mu.Lock(); h.targets = ts; h.mu.Unlock() }
+
+// hangFrom makes a call that gets no answer time out after d from now on:
+// a test of calls that hang sets it once its healthy rounds are done, so
+// that nothing before them had to answer in d however loaded the machine.
+// The workers are idle between steps, and the next step's work reaches
+// them after this write.
+func (h *harness) hangFrom(d time.Duration) { h.client.Timeout = d }
 
 // step runs one step of the schedule and waits for its probes.
 func (h *harness) step() {
@@ -375,15 +384,11 @@ func TestSourceOutage(t *testing.T) {
 			for i := range vms {
 				vms[i] = fmt.Sprintf("vm%02d", i)
 			}
-			cfg := Config{Workers: 2}
-			if tc.mode == "hang" {
-				// The calls' timeout is the outage here; the first,
-				// healthy round must still answer within it.
-				cfg.Timeout = 2 * time.Second
-			}
-			h := newHarness(t, cfg, vms...)
+			h := newHarness(t, Config{Workers: 2}, vms...)
 			h.round()
 			h.n.Take()
+			// The calls' timeout is the outage of "hang".
+			h.hangFrom(100 * time.Millisecond)
 			h.api.mu.Lock()
 			h.api.mode, h.api.retryAfter = tc.mode, tc.retryAfter
 			h.api.mu.Unlock()

@@ -89,15 +89,11 @@ func TestOutageNeverPagesEveryVM(t *testing.T) {
 		{"500", ""}, {"503", ""}, {"429", "20"}, {"hang", ""},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			cfg := Config{Workers: 2}
-			if tc.mode == "hang" {
-				// The calls' timeout is the outage here; the first,
-				// healthy round must still answer within it.
-				cfg.Timeout = 2 * time.Second
-			}
-			h := newHarness(t, cfg, vms...)
+			h := newHarness(t, Config{Workers: 2}, vms...)
 			h.round()
 			checkAll(t, h, "answered")
+			// The calls' timeout is the outage of "hang".
+			h.hangFrom(100 * time.Millisecond)
 			h.api.mu.Lock()
 			h.api.mode, h.api.retryAfter = tc.mode, tc.retryAfter
 			h.api.mu.Unlock()
