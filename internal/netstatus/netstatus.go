@@ -413,26 +413,20 @@ func (p *nsParser) number() {
 		p.fail(errNetStatusSyntax)
 		return
 	}
+	ok := true
 	if i < len(s) && s[i] == '.' {
-		i++
-		j := digits(s, i)
-		if j == i {
-			p.fail(errNetStatusSyntax)
-			return
-		}
-		i = j
+		i, ok = someDigits(s, i+1)
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+	if ok && i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		j := digits(s, i)
-		if j == i {
-			p.fail(errNetStatusSyntax)
-			return
-		}
-		i = j
+		i, ok = someDigits(s, i)
+	}
+	if !ok {
+		p.fail(errNetStatusSyntax)
+		return
 	}
 	p.i = i
 }
@@ -443,4 +437,11 @@ func digits(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// someDigits skips the decimal digits of s from i, of which a fraction and
+// an exponent need one at least.
+func someDigits(s string, i int) (int, bool) {
+	j := digits(s, i)
+	return j, j > i
 }
